@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// The commands below are filled in by their issues; until then they say so.
+
+func cmdRun(ctx context.Context, e env, args []string) int {
+	fmt.Fprintln(e.stderr, "snugd run: not built yet")
+	return exitNo
+}
+
+func cmdCtl(ctx context.Context, e env, args []string) int {
+	fmt.Fprintln(e.stderr, "snugd ctl: not built yet")
+	return exitNo
+}
+
+func cmdVersion(ctx context.Context, e env, args []string) int {
+	fmt.Fprintln(e.stdout, "snugd (development build)")
+	return exitOK
+}
+
+func serviceCommand(action string) command {
+	return func(ctx context.Context, e env, args []string) int {
+		fmt.Fprintf(e.stderr, "snugd %s: not built yet\n", action)
+		return exitNo
+	}
+}
