@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// This file fixes the package's API so that its callers (daemon/requirement,
-// the executor) can be written against it. The template issue implements it.
+// This file holds the package's API. The grammar is in grammar.go, the lint
+// in lint.go, the render pass in render.go, the helpers in helpers.go and
+// jwt.go, and query placement in query.go.
 
 // A Finding is one lint violation. Path names the seat relative to the
 // requirement ("request.headerTemplate.CB-ACCESS-SIGN", "fields"); Rule is a
@@ -27,16 +28,45 @@ type Templates struct {
 }
 
 // A Set is a linted, compiled pair of templates, ready to render. It is
-// immutable and safe for concurrent use.
+// immutable and safe for concurrent use. Compile is the only way to get a
+// non-empty Set: a Set holds no unresolved name, so the engine has no
+// unknown-token-as-literal fallback to reach (§12.8). The zero Set renders
+// nothing.
 type Set struct {
-	_ struct{}
+	keys    []string // the field keys the templates reference, in first-reference order
+	headers []entry  // sorted by name
+	query   []entry  // sorted by name
+	usesTS  bool     // some template reads the pass's timestamp
+	bufHint int      // bytes a pass's values are expected to take
+}
+
+// An entry is one compiled header or query template.
+type entry struct {
+	name string
+	prog program
 }
 
 // Compile lints both placements against one resolution of the declared
 // field keys (spec §12.9) and, when there is no finding, returns the
-// compiled Set. It reports every finding, never only the first.
+// compiled Set. It reports every finding, never only the first; with any
+// finding the Set is nil. Findings come in a fixed order: field keys, then
+// header templates by name, then query templates by name, each value's
+// findings in the order of their position.
 func Compile(fieldKeys []string, t Templates) (*Set, []Finding) {
-	return &Set{}, nil
+	res, findings := newResolver(fieldKeys) // §12.9: one resolution serves both placements
+	headers, f := compilePlacement(res, headerPlacement(), t.Header)
+	findings = append(findings, f...)
+	query, f := compilePlacement(res, queryPlacement(), t.Query)
+	findings = append(findings, f...)
+	if len(findings) > 0 {
+		return nil, findings
+	}
+	s := &Set{keys: res.keys, headers: headers, query: query}
+	for _, e := range append(headers[:len(headers):len(headers)], query...) {
+		s.usesTS = s.usesTS || e.prog.usesTimestamp()
+		s.bufHint += e.prog.sizeHint()
+	}
+	return s, nil
 }
 
 // Lint is Compile for callers that only want the findings.
@@ -47,7 +77,9 @@ func Lint(fieldKeys []string, t Templates) []Finding {
 
 // Request is what the request tokens read. URL and PathAndQuery are the URL
 // exactly as it will be sent, after connection-relative resolution and before
-// query credentials are added (ruling R15). An absent body is "".
+// query credentials are added (ruling R15). An absent body is "". There is
+// no timestamp here: request.timestamp is minted by the render pass
+// (§12.8.1), never taken from the request.
 type Request struct {
 	Method       string
 	URL          string
@@ -56,7 +88,8 @@ type Request struct {
 }
 
 // Env supplies the clock and the randomness a render pass uses. Zero values
-// mean time.Now and crypto/rand.Reader.
+// mean time.Now and crypto/rand.Reader. A pass reads the clock at most once;
+// randomness is read only by cdp_jwt, for its nonce.
 type Env struct {
 	Now  func() time.Time
 	Rand io.Reader
@@ -73,13 +106,9 @@ type Rendered struct {
 	Headers []Pair // sorted by name
 	Query   []Pair // sorted by name; values not yet percent-encoded
 	// Secrets are the scrub candidates of this pass: every field value a
-	// template referenced and every rendered value that used one.
+	// template referenced, every rendered value that used one, and the
+	// percent-encoded form PlaceQuery gives such a query value when it
+	// differs. Unique, longest first, so that a scrubber replacing them in
+	// order never leaves the tail of a longer one behind.
 	Secrets []string
-}
-
-// Render runs one render pass with one memoized timestamp over both
-// placements. values maps declared field keys to credential values. Errors
-// never contain a value.
-func (s *Set) Render(values map[string]string, req Request, env Env) (Rendered, error) {
-	return Rendered{}, nil
 }
