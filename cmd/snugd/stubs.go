@@ -21,10 +21,3 @@ func cmdVersion(ctx context.Context, e env, args []string) int {
 	fmt.Fprintln(e.stdout, "snugd (development build)")
 	return exitOK
 }
-
-func serviceCommand(action string) command {
-	return func(ctx context.Context, e env, args []string) int {
-		fmt.Fprintf(e.stderr, "snugd %s: not built yet\n", action)
-		return exitNo
-	}
-}
