@@ -16,8 +16,3 @@ func cmdCtl(ctx context.Context, e env, args []string) int {
 	fmt.Fprintln(e.stderr, "snugd ctl: not built yet")
 	return exitNo
 }
-
-func cmdVersion(ctx context.Context, e env, args []string) int {
-	fmt.Fprintln(e.stdout, "snugd (development build)")
-	return exitOK
-}
