@@ -22,6 +22,11 @@ staticcheck ./...
 echo "== go test -race"
 go test -race -count=1 ./...
 
+if [ "$(id -u)" -eq 0 ]; then
+	echo "== packaging"
+	scripts/packaging-test.sh
+fi
+
 if [ -x scripts/e2e.sh ]; then
 	echo "== end-to-end"
 	scripts/e2e.sh
