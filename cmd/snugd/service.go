@@ -113,10 +113,6 @@ func serviceCommand(action string) command {
 // --port) against h.
 func serviceMain(e env, h serviceHost, action string, args []string) int {
 	name := "snugd " + action
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, name+": "+format+"\n", a...)
-		return exitNo
-	}
 	flags := flag.NewFlagSet(name, flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	user := flags.Bool("user", false, "a per-user service (systemd user unit, launchd agent) instead of the system's")
@@ -139,32 +135,32 @@ func serviceMain(e env, h serviceHost, action string, args []string) int {
 		return exitUsage
 	}
 	if h.platform == "" {
-		return fail("%v", errNoServiceManager(goos, ""))
+		return failed(e, name, errNoServiceManager(goos, ""))
 	}
 	if action != "status" && !*user && goos != "windows" && !h.isRoot {
-		return fail("the system service needs root: run it with sudo, or use --user for a per-user service")
+		return failed(e, name, errors.New("the system service needs root: run it with sudo, or use --user for a per-user service"))
 	}
 
 	o := serviceOptions{user: *user}
 	if action == "install" {
 		var err error
 		if o, err = h.installOptions(*user, rf); err != nil {
-			return fail("%v", err)
+			return failed(e, name, err)
 		}
 		content, err := renderServiceFile(goos, o)
 		if err != nil {
-			return fail("%v", err)
+			return failed(e, name, err)
 		}
 		m, err := h.manager(serviceConfig(goos, o, content))
 		if err != nil {
-			return fail("%v", err)
+			return failed(e, name, err)
 		}
 		return h.install(e, m, o, content)
 	}
 
 	m, err := h.manager(serviceConfig(goos, o, ""))
 	if err != nil {
-		return fail("%v", err)
+		return failed(e, name, err)
 	}
 	st, err := m.Status()
 	if errors.Is(err, service.ErrNotInstalled) {
@@ -176,7 +172,7 @@ func serviceMain(e env, h serviceHost, action string, args []string) int {
 			fmt.Fprintln(e.stdout, "not installed")
 			return exitOK
 		}
-		return fail("not installed; run snugd install%s first", userFlag(*user))
+		return failed(e, name, fmt.Errorf("not installed; run snugd install%s first", userFlag(*user)))
 	}
 	if err != nil {
 		// Installed, in a state kardianos/service does not name (systemd's
@@ -217,10 +213,10 @@ func serviceMain(e env, h serviceHost, action string, args []string) int {
 	case "uninstall":
 		return h.uninstall(e, m, o, st)
 	default:
-		return fail("unknown action")
+		return failed(e, name, errors.New("unknown action"))
 	}
 	if err != nil {
-		return fail("%v", explain(err))
+		return failed(e, name, err)
 	}
 	fmt.Fprintln(e.stdout, done)
 	return exitOK
@@ -316,10 +312,7 @@ func isTemporaryBuild(exe string) bool {
 // differs (another binary, data directory or port) is replaced, and a running
 // service restarted so the change takes effect.
 func (h serviceHost) install(e env, m manager, o serviceOptions, content string) int {
-	fail := func(err error) int {
-		fmt.Fprintf(e.stderr, "snugd install: %v\n", explain(err))
-		return exitNo
-	}
+	fail := func(err error) int { return failed(e, "snugd install", err) }
 	file, err := h.unitPath(o.user)
 	if err != nil {
 		return fail(err)
@@ -395,10 +388,7 @@ func (h serviceHost) prepareLogs(o serviceOptions) error {
 
 // uninstall stops and removes the service; the data directory stays.
 func (h serviceHost) uninstall(e env, m manager, o serviceOptions, st service.Status) int {
-	fail := func(err error) int {
-		fmt.Fprintf(e.stderr, "snugd uninstall: %v\n", explain(err))
-		return exitNo
-	}
+	fail := func(err error) int { return failed(e, "snugd uninstall", err) }
 	file, err := h.unitPath(o.user)
 	if err != nil {
 		return fail(err)
@@ -418,6 +408,13 @@ func (h serviceHost) uninstall(e env, m manager, o serviceOptions, st service.St
 	}
 	fmt.Fprintln(e.stdout, "uninstalled (the data directory is kept)")
 	return exitOK
+}
+
+// failed reports err of the command name on stderr, with the likely remedy
+// when it is a permission error, and returns exitNo.
+func failed(e env, name string, err error) int {
+	fmt.Fprintf(e.stderr, "%s: %v\n", name, explain(err))
+	return exitNo
 }
 
 // explain adds the likely remedy to a permission error.
