@@ -1,0 +1,186 @@
+package transports_test
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/transports"
+	"github.com/snug/snugd/transports/transporttest"
+)
+
+// upstreamHost is the host name the Public tests address; the httptest
+// certificate is valid for *.example.com.
+const upstreamHost = "api.example.com"
+
+// resolver answers from a script: the i-th lookup gets answers[i] (the last
+// one repeats). It records every name it is asked for.
+type resolver struct {
+	mu      sync.Mutex
+	answers [][]netip.Addr
+	err     error
+	asked   []string
+}
+
+func (r *resolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.asked = append(r.asked, host)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.answers) == 0 {
+		return nil, nil
+	}
+	i := min(len(r.asked)-1, len(r.answers)-1)
+	return slices.Clone(r.answers[i]), nil
+}
+
+func (r *resolver) calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.asked)
+}
+
+// dialer maps addresses to loopback listeners and records every dial. An
+// address it does not know fails to dial and nothing leaves the machine:
+// that is how a test proves no packet went to a refused address.
+type dialer struct {
+	mu     sync.Mutex
+	routes map[string]string // "192.0.2.10:443" → "127.0.0.1:port"
+	fail   map[string]bool   // addresses whose dial fails on purpose
+	dials  []string
+}
+
+func newDialer() *dialer {
+	return &dialer{routes: map[string]string{}, fail: map[string]bool{}}
+}
+
+func (d *dialer) route(from, to string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.routes[from] = to
+}
+
+func (d *dialer) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	d.dials = append(d.dials, address)
+	to, ok := d.routes[address]
+	fail := d.fail[address]
+	d.mu.Unlock()
+	if fail {
+		return nil, errors.New("test dialer: refused on purpose")
+	}
+	if !ok {
+		return nil, fmt.Errorf("test dialer: no route to %s", address)
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", to)
+}
+
+func (d *dialer) log() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.dials)
+}
+
+// tlsUpstream starts an httptest TLS server (HTTP/2 when h2) and returns it
+// with a pool trusting its certificate.
+func tlsUpstream(t testing.TB, h http.Handler, h2 bool) (*httptest.Server, *x509.CertPool) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = h2
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	return srv, roots
+}
+
+// publicTo returns a Public whose resolver answers addrs for upstreamHost and
+// whose dialer routes every addr (port 443) to srv.
+func publicTo(t testing.TB, srv *httptest.Server, roots *x509.CertPool, addrs ...string) (*transports.Public, *resolver, *dialer) {
+	t.Helper()
+	res := &resolver{}
+	var answer []netip.Addr
+	d := newDialer()
+	for _, a := range addrs {
+		ip := netip.MustParseAddr(a)
+		answer = append(answer, ip)
+		d.route(netip.AddrPortFrom(ip.Unmap(), 443).String(), srv.Listener.Addr().String())
+	}
+	res.answers = [][]netip.Addr{answer}
+	p := &transports.Public{Resolver: res, Dial: d.Dial, RootCAs: roots}
+	t.Cleanup(p.CloseIdleConnections)
+	return p, res, d
+}
+
+// fetch is the journey the executor makes: Resolve at gate 5, Do at gate 9.
+func fetch(ctx context.Context, p *transports.Public, req *http.Request, limit int64) (*transports.Response, error) {
+	r, err := p.Resolve(ctx, req.URL.Hostname())
+	if err != nil {
+		return nil, err
+	}
+	return p.Do(ctx, req, r, limit)
+}
+
+func publicHarness(h2 bool) transporttest.Harness {
+	return transporttest.Harness{Start: func(t *testing.T, h http.Handler) transporttest.Target {
+		srv, roots := tlsUpstream(t, h, h2)
+		p, _, _ := publicTo(t, srv, roots, "192.0.2.10", "2001:db8::10")
+		return transporttest.Target{
+			URL: "https://" + upstreamHost,
+			Do: func(ctx context.Context, req *http.Request, limit int64) (*transports.Response, error) {
+				return fetch(ctx, p, req, limit)
+			},
+		}
+	}}
+}
+
+// validity returns the span of every test certificate: 1970 to 2100, so
+// that certificates also hold inside a synctest bubble, whose clock starts in
+// 2000.
+func validity() (from, until time.Time) {
+	return time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+func newRequest(t testing.TB, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatalf("http.NewRequest(%q, %q) = %v", method, url, err)
+	}
+	return req
+}
+
+// reasonOf returns the BlockedError reason of err, or "" when err is not one.
+func reasonOf(err error) string {
+	var b *transports.BlockedError
+	if errors.As(err, &b) {
+		return b.Reason
+	}
+	return ""
+}
+
+// hasAny reports whether s contains any of subs.
+func hasAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
