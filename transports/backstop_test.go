@@ -70,6 +70,24 @@ func TestDialBackstop(t *testing.T) {
 	}
 }
 
+// TestLANDialBackstop: the LAN dialer's Control hook admits the RFC-1918
+// class only.
+func TestLANDialBackstop(t *testing.T) {
+	for address, ok := range map[string]bool{
+		"192.168.1.20:443":        true,
+		"10.0.0.5:80":             true,
+		"127.0.0.1:443":           false,
+		"8.8.8.8:443":             false,
+		"169.254.169.254:80":      false,
+		"[::ffff:192.168.1.20]:1": false,
+		"[fd00::1]:443":           false,
+	} {
+		if err := lanControl("tcp", address, nil); (err == nil) != ok {
+			t.Errorf("lanControl(%q) = %v, want admitted %v", address, err, ok)
+		}
+	}
+}
+
 // countingDial records dials and never connects.
 type countingDial struct {
 	mu    sync.Mutex

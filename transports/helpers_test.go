@@ -2,9 +2,15 @@ package transports_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -150,11 +156,85 @@ func publicHarness(h2 bool) transporttest.Harness {
 	}}
 }
 
+// lanTo returns a LAN whose dialer routes addr to srv.
+func lanTo(t testing.TB, srv *httptest.Server, addr string) (*transports.LAN, *dialer) {
+	t.Helper()
+	d := newDialer()
+	d.route(addr, srv.Listener.Addr().String())
+	l := &transports.LAN{Dial: d.Dial}
+	t.Cleanup(l.CloseIdleConnections)
+	return l, d
+}
+
+func lanHTTPSHarness(h2 bool) transporttest.Harness {
+	return transporttest.Harness{Start: func(t *testing.T, h http.Handler) transporttest.Target {
+		srv, _ := tlsUpstream(t, h, h2)
+		l, _ := lanTo(t, srv, "192.168.1.20:443")
+		pin := transports.Fingerprint(srv.Certificate().Raw)
+		return transporttest.Target{
+			URL: "https://192.168.1.20",
+			Do: func(ctx context.Context, req *http.Request, limit int64) (*transports.Response, error) {
+				return l.Do(ctx, req, pin, limit)
+			},
+		}
+	}}
+}
+
+func lanHTTPHarness() transporttest.Harness {
+	return transporttest.Harness{Start: func(t *testing.T, h http.Handler) transporttest.Target {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		l, _ := lanTo(t, srv, "10.0.0.5:8080")
+		return transporttest.Target{
+			URL: "http://10.0.0.5:8080",
+			Do: func(ctx context.Context, req *http.Request, limit int64) (*transports.Response, error) {
+				return l.Do(ctx, req, "", limit)
+			},
+		}
+	}}
+}
+
 // validity returns the span of every test certificate: 1970 to 2100, so
 // that certificates also hold inside a synctest bubble, whose clock starts in
 // 2000.
 func validity() (from, until time.Time) {
 	return time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// deviceCert makes a self-signed certificate like a LAN device's: an ECDSA
+// key, the given common name, no host names.
+func deviceCert(t testing.TB, cn string) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, until := validity()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    from,
+		NotAfter:     until,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// deviceUpstream starts a TLS server presenting cert, reporting connection
+// states to connState when it is not nil.
+func deviceUpstream(t testing.TB, h http.Handler, cert tls.Certificate, connState func(net.Conn, http.ConnState)) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = connState
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func newRequest(t testing.TB, method, url string) *http.Request {
@@ -183,4 +263,12 @@ func hasAny(s string, subs ...string) bool {
 		}
 	}
 	return false
+}
+
+// httpUpstream starts a plain-http server.
+func httpUpstream(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
 }
