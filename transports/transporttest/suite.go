@@ -290,7 +290,6 @@ func testCancel(t *testing.T, h Harness) {
 		t.Run(stage, func(t *testing.T) {
 			entered := make(chan struct{})
 			release := make(chan struct{})
-			t.Cleanup(func() { close(release) })
 			tg := h.Start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if stage == "body" {
 					w.WriteHeader(http.StatusOK)
@@ -303,6 +302,9 @@ func testCancel(t *testing.T, h Harness) {
 				case <-release:
 				}
 			}))
+			// Registered after Start, so it runs before the server's own
+			// cleanup, which waits for this handler.
+			t.Cleanup(func() { close(release) })
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			errc := make(chan error, 1)
