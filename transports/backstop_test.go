@@ -251,3 +251,42 @@ func TestErrorTexts(t *testing.T) {
 		}
 	}
 }
+
+// rtFunc adapts a function to http.RoundTripper.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// cancelingBody cancels the request's context, then ends cleanly: what
+// net/http's HTTP/1.1 transport can do when the context is canceled
+// mid-body.
+type cancelingBody struct {
+	cancel context.CancelFunc
+	done   bool
+}
+
+func (b *cancelingBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	b.done = true
+	b.cancel()
+	return copy(p, "partial"), io.EOF
+}
+
+func (b *cancelingBody) Close() error { return nil }
+
+// TestCanceledBodyNotDelivered: a body that ends "cleanly" after the context
+// was canceled may be truncated and is never delivered (ruling R5).
+func TestCanceledBodyNotDelivered(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rt := rtFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Proto: "HTTP/1.1", Header: http.Header{}, Body: &cancelingBody{cancel: cancel}, ContentLength: -1}, nil
+	})
+	req, _ := http.NewRequest("GET", "https://api.example.com/", nil)
+	resp, err := roundTrip(ctx, rt, req, 0)
+	if resp != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("roundTrip(body ends after cancel) = %v, %v; want nil, context.Canceled", resp, err)
+	}
+}

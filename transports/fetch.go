@@ -111,6 +111,14 @@ func roundTrip(ctx context.Context, rt http.RoundTripper, req *http.Request, lim
 		}
 		return nil, failure(ctx, "read", err)
 	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// net/http's HTTP/1.1 transport can end a body cleanly when the
+		// context is canceled mid-body: closing the TLS connection sends
+		// close_notify, the upstream's handler ends, and its last chunk
+		// arrives before the socket closes (seen with Go 1.26). What was
+		// read may be a truncated body, so it is never delivered (ruling R5).
+		return nil, &FetchError{Op: "read", Err: ctxErr}
+	}
 	out.Body = body
 	return out, nil
 }
