@@ -503,18 +503,23 @@ func canonicalPort(s string) bool {
 	return n >= 1 && n <= 65535
 }
 
-func (p *parser) fields(s seat) []Field {
+// array checks that s is an array of min..max entries and returns them.
+func (p *parser) array(s seat, min, max int) []*jsonValue {
 	if s.v.kind != jsonArray {
 		p.typeMismatch(s.v, s.path, "an array")
 		return nil
 	}
-	items := s.v.items
-	switch {
-	case len(items) < minFields:
-		p.add(s.path, RuleArrayTooShort, "must have at least 1 field")
-	case len(items) > maxFields:
-		p.add(s.path, RuleArrayTooLong, "has "+strconv.Itoa(len(items))+" fields; the limit is 8")
+	switch n := len(s.v.items); {
+	case n < min:
+		p.add(s.path, RuleArrayTooShort, "must have at least "+strconv.Itoa(min)+" entries")
+	case n > max:
+		p.add(s.path, RuleArrayTooLong, "has "+strconv.Itoa(n)+" entries; the limit is "+strconv.Itoa(max))
 	}
+	return s.v.items
+}
+
+func (p *parser) fields(s seat) []Field {
+	items := p.array(s, minFields, maxFields)
 	var out []Field
 	for i, item := range items {
 		out = append(out, p.field(seat{v: item, path: indexPath(s.path, i)}))
@@ -600,7 +605,7 @@ func (p *parser) registration(s seat) Registration {
 	}
 	reg.ConsoleURL = p.optionalURL(m, "consoleUrl", false)
 	if in, ok := m["instructions"]; ok {
-		reg.Instructions = p.stringArray(in, 0, maxInstructions, "instructions", func(path, step string) {
+		reg.Instructions = p.stringArray(in, 0, maxInstructions, func(path, step string) {
 			p.text(path, step, maxInstruction, true)
 		})
 	}
@@ -609,20 +614,9 @@ func (p *parser) registration(s seat) Registration {
 
 // stringArray reads an array of strings with min..max entries, checking
 // each with check. An empty array (when min is 0) reads as nil.
-func (p *parser) stringArray(s seat, min, max int, what string, check func(path, v string)) []string {
-	if s.v.kind != jsonArray {
-		p.typeMismatch(s.v, s.path, "an array")
-		return nil
-	}
-	items := s.v.items
-	switch {
-	case len(items) < min:
-		p.add(s.path, RuleArrayTooShort, "must have at least "+strconv.Itoa(min)+" "+what)
-	case len(items) > max:
-		p.add(s.path, RuleArrayTooLong, "has "+strconv.Itoa(len(items))+" "+what+"; the limit is "+strconv.Itoa(max))
-	}
+func (p *parser) stringArray(s seat, min, max int, check func(path, v string)) []string {
 	var out []string
-	for i, item := range items {
+	for i, item := range p.array(s, min, max) {
 		path := indexPath(s.path, i)
 		if item.kind != jsonString {
 			p.typeMismatch(item, path, "a string")
@@ -652,7 +646,7 @@ func (p *parser) endpoints(s seat) Endpoints {
 // space, '"' or '\'), listed once.
 func (p *parser) scopes(s seat) []string {
 	seen := make(map[string]bool)
-	return p.stringArray(s, 0, maxScopes, "scopes", func(path, scope string) {
+	return p.stringArray(s, 0, maxScopes, func(path, scope string) {
 		p.length(path, scope, maxScope)
 		if scope == "" {
 			return
@@ -849,18 +843,12 @@ func (p *parser) topHosts(m map[string]seat) []string {
 	if !lan {
 		return p.hosts(s)
 	}
-	if s.v.kind != jsonArray {
-		p.typeMismatch(s.v, s.path, "an array")
-		return nil
-	}
-	switch n := len(s.v.items); {
-	case n == 0:
-		p.add(s.path, RuleArrayTooShort, "beside a lanHost, declaredApiHosts is absent or holds the one collected address")
-	case n > 1:
+	items := p.array(s, 1, maxHosts)
+	if len(items) > 1 {
 		p.add(s.path, RuleLANHostCount, "beside a lanHost, declaredApiHosts holds exactly one collected address")
 	}
 	var out []string
-	for i, item := range s.v.items {
+	for i, item := range items {
 		path := indexPath(s.path, i)
 		if item.kind != jsonString {
 			p.typeMismatch(item, path, "a string")
@@ -877,19 +865,9 @@ func (p *parser) topHosts(m map[string]seat) []string {
 // hosts reads a declaredApiHosts list of 1..32 hostnames and normalizes
 // each (NormalizeHost). Two entries that normalize alike are refused.
 func (p *parser) hosts(s seat) []string {
-	if s.v.kind != jsonArray {
-		p.typeMismatch(s.v, s.path, "an array")
-		return nil
-	}
-	switch n := len(s.v.items); {
-	case n < minHosts:
-		p.add(s.path, RuleArrayTooShort, "must have at least 1 host")
-	case n > maxHosts:
-		p.add(s.path, RuleArrayTooLong, "has "+strconv.Itoa(n)+" hosts; the limit is 32")
-	}
 	var out []string
 	seen := make(map[string]bool)
-	for i, item := range s.v.items {
+	for i, item := range p.array(s, minHosts, maxHosts) {
 		path := indexPath(s.path, i)
 		if item.kind != jsonString {
 			p.typeMismatch(item, path, "a string")
