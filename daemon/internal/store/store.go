@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Names of the files the store keeps in its data directory.
+const (
+	DBFile      = "snugd.db"    // the one SQLite database
+	LockFile    = "snugd.lock"  // flock'd while a Store is open; records the holder
+	KeyFileName = "secrets.key" // the master key of the file key source
+)
+
+// UserVersion is Part II's user-DB version (spec §12.2): PRAGMA user_version
+// of snugd.db, of every export, and the only version ReadUserDB accepts.
+const UserVersion = 6
+
+// TimeFormat is how every timestamp the store writes is spelled: RFC 3339 in
+// UTC with exactly three fractional digits ("2026-05-01T10:00:00.000Z"). It is
+// the form JavaScript's Date.toISOString writes, so rows a Snug host wrote and
+// rows snugd wrote read alike, and because its width is fixed, comparing two
+// such strings byte by byte orders them in time.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// DefaultJournalKeep is how many journal entries the store keeps when
+// Options.JournalKeep is zero.
+const DefaultJournalKeep = 10000
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: the row, secret, host or pairing asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a compare-and-set found the row in another state.
+	ErrConflict = errors.New("state changed concurrently")
+	// ErrReadOnly: a write was attempted inside View.
+	ErrReadOnly = errors.New("write in a read-only transaction")
+	// ErrInvalid: a value handed to a write method breaks the table's rules.
+	ErrInvalid = errors.New("invalid value")
+	// ErrLocked: another process holds the data directory.
+	ErrLocked = errors.New("data directory in use")
+	// ErrNewerSchema: snugd.db was migrated by a newer snugd.
+	ErrNewerSchema = errors.New("database written by a newer snugd")
+)
+
+// Options configures Open. Only Dir is required.
+type Options struct {
+	// Dir is the data directory. It is created 0700 when missing; an
+	// existing one must be 0700 (no group or other access) and owned by the
+	// effective user, or Open refuses it.
+	Dir string
+	// Now is the clock every timestamp comes from. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives operational messages (never a credential value). Nil
+	// discards them.
+	Logger *slog.Logger
+	// Keys holds the master key that seals snug_secrets. Nil means the file
+	// Dir/secrets.key (KeyFile).
+	Keys KeySource
+	// JournalKeep bounds snugd_journal to its newest JournalKeep entries.
+	// Zero means DefaultJournalKeep.
+	JournalKeep int
+}
+
+// Store is snugd's database. It is safe for concurrent use: write
+// transactions run one at a time, read transactions run beside them on a
+// consistent snapshot.
+type Store struct {
+	dir         string
+	now         func() time.Time
+	log         *slog.Logger
+	lock        *dirLock
+	w           *sql.DB // exactly one connection; every Update runs BEGIN IMMEDIATE on it
+	r           *sql.DB // query_only connections for View
+	sealer      *sealer
+	journalKeep int
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating when needed) the store in o.Dir: it checks or creates
+// the directory, takes the directory lock, applies pending migrations, and
+// loads the master key (creating it on first use). A second Open of the same
+// directory, from this process or another, fails with ErrLocked naming the
+// holder. A database migrated by a newer snugd fails with ErrNewerSchema.
+func Open(ctx context.Context, o Options) (_ *Store, err error) {
+	if o.Dir == "" {
+		return nil, errors.New("store: no data directory given")
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: data directory %s: %w", o.Dir, err)
+	}
+	s := &Store{dir: dir, now: o.Now, log: o.Logger, journalKeep: o.JournalKeep}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "store")
+	if s.journalKeep <= 0 {
+		s.journalKeep = DefaultJournalKeep
+	}
+	keys := o.Keys
+	if keys == nil {
+		keys = KeyFile{Path: filepath.Join(dir, KeyFileName)}
+	}
+
+	if err := ensurePrivateDir(dir); err != nil {
+		return nil, err
+	}
+	if s.lock, err = acquireLock(dir, s.now()); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	dbPath := s.DBPath()
+	if err := ensurePrivateFile(dbPath, true, s.log); err != nil {
+		return nil, err
+	}
+	if s.w, err = openWriter(ctx, dbPath); err != nil {
+		return nil, err
+	}
+	version, err := s.migrate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// SQLite gives -wal and -shm the database file's mode; tighten any left
+	// wider by an older process all the same.
+	for _, p := range []string{dbPath + "-wal", dbPath + "-shm"} {
+		if err := ensurePrivateFile(p, false, s.log); err != nil {
+			return nil, err
+		}
+	}
+	if s.r, err = openReader(ctx, dbPath); err != nil {
+		return nil, err
+	}
+	if err := s.loadMasterKey(ctx, keys); err != nil {
+		return nil, err
+	}
+	s.log.Info("store open", "dir", dir, "schema", version, "keys", keys.String())
+	return s, nil
+}
+
+// Dir returns the absolute data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// DBPath returns the absolute path of snugd.db.
+func (s *Store) DBPath() string { return filepath.Join(s.dir, DBFile) }
+
+// Close closes the database and releases the directory lock. It is safe to
+// call more than once; later calls return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.r != nil {
+			errs = append(errs, s.r.Close())
+		}
+		if s.w != nil {
+			// Best effort: leave the planner statistics fresh.
+			_, _ = s.w.Exec("PRAGMA optimize")
+			errs = append(errs, s.w.Close())
+		}
+		if s.lock != nil {
+			errs = append(errs, s.lock.release())
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Update runs fn in a write transaction and commits it when fn returns nil;
+// an error or a panic from fn rolls everything back. The transaction starts
+// with BEGIN IMMEDIATE, so what fn reads cannot change before it writes:
+// read-check-write is race-free. Write transactions run one at a time; fn
+// must not call Update or View itself (it would wait for itself). fn's error
+// is returned as is.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	return s.run(ctx, s.w, true, fn)
+}
+
+// View runs fn in a read transaction over one consistent snapshot. Write
+// methods called inside it fail with ErrReadOnly.
+func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
+	return s.run(ctx, s.r, false, fn)
+}
+
+func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) (err error) {
+	stx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	tx := &Tx{ctx: ctx, tx: stx, s: s, writable: writable, now: s.stamp()}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = stx.Rollback()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if !writable {
+		return nil
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	committed = true
+	for _, f := range tx.onCommit {
+		f()
+	}
+	return nil
+}
+
+// stamp reads the clock at the store's timestamp precision.
+func (s *Store) stamp() time.Time {
+	return s.now().UTC().Truncate(time.Millisecond)
+}
+
+// Tx is one transaction, valid only inside the function given to Update or
+// View. It carries that call's context (as *sql.Tx does): every method uses
+// it. A Tx is not safe for concurrent use.
+type Tx struct {
+	ctx      context.Context
+	tx       *sql.Tx
+	s        *Store
+	writable bool
+	now      time.Time
+	onCommit []func()
+}
+
+// Now returns the transaction's timestamp: the clock read once when the
+// transaction began, at millisecond precision, in UTC. Every timestamp the
+// transaction writes by itself is this one.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+// OnCommit registers f to run after the transaction commits (in
+// registration order, before Update returns). Nothing runs when the
+// transaction rolls back. Reading the committed state inside the transaction
+// and publishing it from f keeps an in-memory copy exactly in step with the
+// database, since no other write can come between. In View, f never runs.
+func (tx *Tx) OnCommit(f func()) { tx.onCommit = append(tx.onCommit, f) }
+
+func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
+	if !tx.writable {
+		return nil, ErrReadOnly
+	}
+	return tx.tx.ExecContext(tx.ctx, query, args...)
+}
+
+func (tx *Tx) query(query string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(tx.ctx, query, args...)
+}
+
+func (tx *Tx) queryRow(query string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(tx.ctx, query, args...)
+}
+
+// FormatTime spells t in TimeFormat (UTC, milliseconds).
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// ParseTime reads a timestamp written in TimeFormat.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(TimeFormat, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("timestamp %q is not in the store's format", s)
+	}
+	return t, nil
+}

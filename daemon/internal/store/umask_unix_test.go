@@ -1,0 +1,7 @@
+//go:build unix
+
+package store
+
+import "syscall"
+
+func permissiveUmask() { syscall.Umask(0) }
