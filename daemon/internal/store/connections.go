@@ -1,0 +1,307 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// Status is a connection row's status: exactly three values (spec §12.2).
+type Status string
+
+const (
+	StatusDeclared Status = "declared"
+	StatusApproved Status = "approved"
+	StatusRevoked  Status = "revoked"
+)
+
+// Provenance says which channel proposed a requirement (spec §12.2).
+type Provenance string
+
+const (
+	ProvenanceRegistry  Provenance = "registry"
+	ProvenanceInference Provenance = "inference"
+	ProvenanceUserDocs  Provenance = "user_docs"
+	ProvenanceStarter   Provenance = "starter"
+	ProvenanceUser      Provenance = "user"
+)
+
+// Connection is one snug_connections row, column for column. A nil pointer
+// is SQL NULL.
+type Connection struct {
+	AppID                  string
+	Slot                   string
+	RequirementJSON        string // credential-free requirement, stored byte for byte
+	RequirementVersion     int64
+	Provenance             Provenance
+	Confidence             *float64 // display-only
+	Status                 Status
+	PendingRequirementJSON *string // staged change of an approved row
+	Imported               bool
+	AllowedHosts           string // the frozen ceiling as a JSON array, byte for byte
+	ApprovedAt             *time.Time
+	RevokedAt              *time.Time // the tombstone; survives reconnect
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+}
+
+// NeedsReapproval reports whether an approved row has a staged change: the
+// derived "needs re-approval" of §12.2, never a fourth status.
+func (c *Connection) NeedsReapproval() bool {
+	return c.Status == StatusApproved && c.PendingRequirementJSON != nil
+}
+
+// MaxAppIDChars bounds an app id (API.md: 1–128 characters).
+const MaxAppIDChars = 128
+
+// check holds a row to the invariants every writer keeps, as the last line
+// before storage: the spec's value sets (slot pattern, status, provenance)
+// and the shapes of §12.2–§12.4 and R11–R12 (pending only on an approved
+// row; an approved row has approved_at and a revoked one revoked_at; an
+// imported row is declared, since approval clears the flag and import never
+// lands a row approved or revoked). The requirement schema itself is
+// daemon/requirement's to check.
+func (c *Connection) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: connection (%q, %q): %s", ErrInvalid, c.AppID, c.Slot, fmt.Sprintf(format, args...))
+	}
+	if c.AppID == "" || !utf8.ValidString(c.AppID) || utf8.RuneCountInString(c.AppID) > MaxAppIDChars {
+		return bad("app id must be 1-%d characters of UTF-8", MaxAppIDChars)
+	}
+	if !ValidSlot(c.Slot) {
+		return bad("slot does not match ^[a-z0-9][a-z0-9-]{0,39}$")
+	}
+	switch c.Status {
+	case StatusDeclared, StatusApproved, StatusRevoked:
+	default:
+		return bad("status %q is not declared, approved or revoked", c.Status)
+	}
+	switch c.Provenance {
+	case ProvenanceRegistry, ProvenanceInference, ProvenanceUserDocs, ProvenanceStarter, ProvenanceUser:
+	default:
+		return bad("provenance %q is not one of registry, inference, user_docs, starter, user", c.Provenance)
+	}
+	if c.RequirementVersion < 0 {
+		return bad("negative requirement version")
+	}
+	if c.Confidence != nil && (math.IsNaN(*c.Confidence) || math.IsInf(*c.Confidence, 0)) {
+		return bad("confidence is not a finite number")
+	}
+	if !json.Valid([]byte(c.RequirementJSON)) {
+		return bad("requirement_json is not JSON")
+	}
+	if c.PendingRequirementJSON != nil {
+		if c.Status != StatusApproved {
+			return bad("a %s row cannot carry a pending requirement", c.Status)
+		}
+		if !json.Valid([]byte(*c.PendingRequirementJSON)) {
+			return bad("pending_requirement_json is not JSON")
+		}
+	}
+	var hosts []string
+	if err := json.Unmarshal([]byte(c.AllowedHosts), &hosts); err != nil || hosts == nil {
+		return bad("allowed_hosts is not a JSON array of strings")
+	}
+	if c.Status == StatusApproved && c.ApprovedAt == nil {
+		return bad("an approved row needs approved_at")
+	}
+	if c.Status == StatusRevoked && c.RevokedAt == nil {
+		return bad("a revoked row needs revoked_at")
+	}
+	if c.Imported && c.Status != StatusDeclared {
+		return bad("an imported row must be declared")
+	}
+	return nil
+}
+
+// ValidSlot reports whether slot matches ^[a-z0-9][a-z0-9-]{0,39}$ (spec
+// §12.2): lowercase, never folded.
+func ValidSlot(slot string) bool {
+	if len(slot) < 1 || len(slot) > 40 {
+		return false
+	}
+	for i := 0; i < len(slot); i++ {
+		c := slot[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+const connectionColumns = `app_id, slot, requirement_json, requirement_version, provenance, confidence, status,
+	pending_requirement_json, imported, allowed_hosts, approved_at, revoked_at, created_at, updated_at`
+
+// UpsertConnection inserts c, or replaces the row with its (AppID, Slot),
+// after checking the invariants above (ErrInvalid). It stamps UpdatedAt with
+// the transaction's time, and CreatedAt too when c.CreatedAt is zero, and
+// returns the row as stored. Which transitions are legal is the writers'
+// business; the store writes what it is given.
+func (tx *Tx) UpsertConnection(c Connection) (Connection, error) {
+	if err := c.check(); err != nil {
+		return Connection{}, err
+	}
+	c.UpdatedAt = tx.now
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = tx.now
+	}
+	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
+	c.ApprovedAt, c.RevokedAt = truncated(c.ApprovedAt), truncated(c.RevokedAt)
+	var confidence any
+	if c.Confidence != nil {
+		confidence = *c.Confidence
+	}
+	var pending any
+	if c.PendingRequirementJSON != nil {
+		pending = *c.PendingRequirementJSON
+	}
+	_, err := tx.exec(`INSERT INTO snug_connections (`+connectionColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (app_id, slot) DO UPDATE SET
+			requirement_json = excluded.requirement_json,
+			requirement_version = excluded.requirement_version,
+			provenance = excluded.provenance,
+			confidence = excluded.confidence,
+			status = excluded.status,
+			pending_requirement_json = excluded.pending_requirement_json,
+			imported = excluded.imported,
+			allowed_hosts = excluded.allowed_hosts,
+			approved_at = excluded.approved_at,
+			revoked_at = excluded.revoked_at,
+			created_at = excluded.created_at,
+			updated_at = excluded.updated_at`,
+		c.AppID, c.Slot, c.RequirementJSON, c.RequirementVersion, string(c.Provenance), confidence, string(c.Status),
+		pending, c.Imported, c.AllowedHosts, formatTimePtr(c.ApprovedAt), formatTimePtr(c.RevokedAt),
+		FormatTime(c.CreatedAt), FormatTime(c.UpdatedAt))
+	if err != nil {
+		return Connection{}, fmt.Errorf("upsert connection (%q, %q): %w", c.AppID, c.Slot, err)
+	}
+	return c, nil
+}
+
+// truncated returns a copy of *t at the store's precision (nil for nil), so
+// the row returned is the row a later read returns.
+func truncated(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Millisecond)
+	return &u
+}
+
+// Connection returns the row (appID, slot), or ErrNotFound.
+func (tx *Tx) Connection(appID, slot string) (Connection, error) {
+	rows, err := tx.query("SELECT "+connectionColumns+" FROM snug_connections WHERE app_id = ? AND slot = ?", appID, slot)
+	if err != nil {
+		return Connection{}, fmt.Errorf("get connection (%q, %q): %w", appID, slot, err)
+	}
+	cs, err := scanConnections(rows)
+	if err != nil {
+		return Connection{}, err
+	}
+	if len(cs) == 0 {
+		return Connection{}, fmt.Errorf("connection (%q, %q): %w", appID, slot, ErrNotFound)
+	}
+	return cs[0], nil
+}
+
+// Connections returns every row of appID, tombstones included, by slot.
+func (tx *Tx) Connections(appID string) ([]Connection, error) {
+	rows, err := tx.query("SELECT "+connectionColumns+" FROM snug_connections WHERE app_id = ? ORDER BY slot", appID)
+	if err != nil {
+		return nil, fmt.Errorf("list connections of %q: %w", appID, err)
+	}
+	return scanConnections(rows)
+}
+
+// AllConnections returns every row, by app and slot, in one query: what the
+// daemon's in-memory grant index is built from.
+func (tx *Tx) AllConnections() ([]Connection, error) {
+	rows, err := tx.query("SELECT " + connectionColumns + " FROM snug_connections ORDER BY app_id, slot")
+	if err != nil {
+		return nil, fmt.Errorf("list connections: %w", err)
+	}
+	return scanConnections(rows)
+}
+
+// CountConnections counts every row of appID, revoked tombstones included:
+// the number the per-app slot cap is checked against (§12.2, R13).
+func (tx *Tx) CountConnections(appID string) (int, error) {
+	var n int
+	if err := tx.queryRow("SELECT count(*) FROM snug_connections WHERE app_id = ?", appID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count connections of %q: %w", appID, err)
+	}
+	return n, nil
+}
+
+// AllConnections is View + Tx.AllConnections.
+func (s *Store) AllConnections(ctx context.Context) ([]Connection, error) {
+	var cs []Connection
+	err := s.View(ctx, func(tx *Tx) error {
+		var err error
+		cs, err = tx.AllConnections()
+		return err
+	})
+	return cs, err
+}
+
+func scanConnections(rows *sql.Rows) ([]Connection, error) {
+	defer rows.Close()
+	var out []Connection
+	for rows.Next() {
+		var (
+			c                          Connection
+			provenance, status         string
+			confidence                 sql.NullFloat64
+			pending, approved, revoked sql.NullString
+			created, updated           string
+		)
+		if err := rows.Scan(&c.AppID, &c.Slot, &c.RequirementJSON, &c.RequirementVersion, &provenance, &confidence,
+			&status, &pending, &c.Imported, &c.AllowedHosts, &approved, &revoked, &created, &updated); err != nil {
+			return nil, fmt.Errorf("read connection: %w", err)
+		}
+		c.Provenance, c.Status = Provenance(provenance), Status(status)
+		if confidence.Valid {
+			c.Confidence = &confidence.Float64
+		}
+		if pending.Valid {
+			c.PendingRequirementJSON = &pending.String
+		}
+		var errs [4]error
+		c.ApprovedAt, errs[0] = parseTimePtr(approved)
+		c.RevokedAt, errs[1] = parseTimePtr(revoked)
+		c.CreatedAt, errs[2] = ParseTime(created)
+		c.UpdatedAt, errs[3] = ParseTime(updated)
+		if err := errors.Join(errs[:]...); err != nil {
+			return nil, fmt.Errorf("read connection (%q, %q): %w", c.AppID, c.Slot, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func formatTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return FormatTime(*t)
+}
+
+func parseTimePtr(ns sql.NullString) (*time.Time, error) {
+	if !ns.Valid {
+		return nil, nil
+	}
+	t, err := ParseTime(ns.String)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
