@@ -170,8 +170,9 @@ func (s *sealer) open(name string, blob []byte) ([]byte, error) {
 	return plain, nil
 }
 
-// keyCheckName is the additional data of the key check value; no secret key
-// can take this name, since §13's keys all start "auth:".
+// keyCheckName is the additional data of the key check value, a name no
+// §13 key has (they all start "auth:"). Even a secret stored under it would
+// gain nothing: the check's plaintext is this constant.
 const (
 	keyCheckName  = "snugd_meta:key_check"
 	keyCheckPlain = "snugd master key check v1"

@@ -111,6 +111,17 @@ func lockedError(dir string) error {
 	return fmt.Errorf("%w: %s is held by another snugd (%s): stop that snugd, or use another data directory", ErrLocked, dir, h)
 }
 
+// dirLock holds the lock file open; the platform's acquireLock takes the
+// lock on it (lock_unix.go, lock_windows.go).
+type dirLock struct{ f *os.File }
+
+// release clears the record, so no stale holder is reported, then lets go
+// of the lock by closing the file.
+func (l *dirLock) release() error {
+	err := l.f.Truncate(0)
+	return errors.Join(err, l.f.Close())
+}
+
 // writeHolder replaces the lock file's record with this process's.
 func writeHolder(f *os.File, started time.Time) error {
 	rec := formatLockHolder(LockHolder{PID: os.Getpid(), Started: started})

@@ -11,12 +11,10 @@ import (
 	"time"
 )
 
-// dirLock is an exclusive flock(2) on the lock file. The kernel drops it
-// when the process dies, however it dies, so a crash never leaves the
+// acquireLock takes an exclusive flock(2) on the lock file. The kernel drops
+// it when the process dies, however it dies, so a crash never leaves the
 // directory locked. flock locks belong to the open file description, so a
 // second Open in the same process is refused just like one from another.
-type dirLock struct{ f *os.File }
-
 func acquireLock(dir string, started time.Time) (*dirLock, error) {
 	p := filepath.Join(dir, LockFile)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
@@ -46,10 +44,4 @@ func acquireLock(dir string, started time.Time) (*dirLock, error) {
 		return nil, err
 	}
 	return &dirLock{f: f}, nil
-}
-
-// release clears the record, so no stale holder is reported, then unlocks.
-func (l *dirLock) release() error {
-	err := l.f.Truncate(0)
-	return errors.Join(err, l.f.Close())
 }

@@ -11,14 +11,12 @@ import (
 	"time"
 )
 
-// dirLock is the lock file opened for writing with a share mode that admits
+const errSharingViolation syscall.Errno = 32 // ERROR_SHARING_VIOLATION
+
+// acquireLock opens the lock file for writing with a share mode that admits
 // readers only: a second snugd's open for writing fails with a sharing
 // violation until this handle closes, which Windows does when the process
 // ends, however it ends. Readers (ReadLockHolder) can still read the record.
-type dirLock struct{ f *os.File }
-
-const errSharingViolation syscall.Errno = 32 // ERROR_SHARING_VIOLATION
-
 func acquireLock(dir string, started time.Time) (*dirLock, error) {
 	p := filepath.Join(dir, LockFile)
 	name, err := syscall.UTF16PtrFromString(p)
@@ -39,9 +37,4 @@ func acquireLock(dir string, started time.Time) (*dirLock, error) {
 		return nil, err
 	}
 	return &dirLock{f: f}, nil
-}
-
-func (l *dirLock) release() error {
-	err := l.f.Truncate(0)
-	return errors.Join(err, l.f.Close())
 }
