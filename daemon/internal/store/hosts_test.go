@@ -270,3 +270,48 @@ func TestJournalQueriesUseIndexes(t *testing.T) {
 		})
 	}
 }
+
+func TestRowBoundsAndRequiredFields(t *testing.T) {
+	s := openStore(t)
+	long := strings.Repeat("x", maxJournalText+1)
+	tests := []struct {
+		name  string
+		write func(tx *Tx) error
+	}{
+		{"journal note too long", func(tx *Tx) error {
+			_, err := tx.InsertJournal(JournalEntry{AppID: "a", Outcome: "sent", Note: long})
+			return err
+		}},
+		{"journal host too long", func(tx *Tx) error {
+			_, err := tx.InsertJournal(JournalEntry{AppID: "a", Outcome: "sent", Host: long})
+			return err
+		}},
+		{"journal without app", func(tx *Tx) error { _, err := tx.InsertJournal(JournalEntry{Outcome: "sent"}); return err }},
+		{"host without id", func(tx *Tx) error {
+			_, err := tx.InsertHost(Host{Surface: SurfaceWeb, TokenHash: []byte{1}})
+			return err
+		}},
+		{"pairing without code", func(tx *Tx) error {
+			_, err := tx.InsertPairing(Pairing{ID: "p", Challenge: "c", Surface: SurfaceWeb, ExpiresAt: time.Now()})
+			return err
+		}},
+		{"pairing without challenge", func(tx *Tx) error {
+			_, err := tx.InsertPairing(Pairing{ID: "p", Code: "c", Surface: SurfaceWeb, ExpiresAt: time.Now()})
+			return err
+		}},
+		{"pairing without expiry", func(tx *Tx) error {
+			_, err := tx.InsertPairing(Pairing{ID: "p", Code: "c", Challenge: "c", Surface: SurfaceWeb})
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		if err := s.Update(t.Context(), tc.write); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", tc.name, err)
+		}
+	}
+	// Exactly at the bound is fine.
+	update(t, s, func(tx *Tx) error {
+		_, err := tx.InsertJournal(JournalEntry{AppID: "a", Outcome: "sent", Note: long[1:]})
+		return err
+	})
+}
