@@ -1,0 +1,80 @@
+package errcode
+
+// Part I R5's codes. error.code is an open string; these are the known
+// core codes, spelled exactly as the spec spells them.
+const (
+	ParseFailed        Code = "PARSE_FAILED"
+	ThreadConflict     Code = "THREAD_CONFLICT"
+	NetworkError       Code = "NETWORK_ERROR"
+	ResetFailed        Code = "RESET_FAILED"
+	Cancelled          Code = "CANCELLED"
+	Superseded         Code = "SUPERSEDED"
+	UnsupportedVersion Code = "UNSUPPORTED_VERSION"
+	ConsentRequired    Code = "CONSENT_REQUIRED" // reserved
+	AuthRequired       Code = "AUTH_REQUIRED"    // reserved
+	HostError          Code = "HOST_ERROR"
+)
+
+// The net capability's registry (Part I R5, Appendix A as Part III §14
+// and §15 use it).
+const (
+	NetInvalidRequest         Code = "NET_INVALID_REQUEST"
+	NetNotApproved            Code = "NET_NOT_APPROVED"
+	NetImportedUnapproved     Code = "NET_IMPORTED_UNAPPROVED"
+	NetAmbiguousConnection    Code = "NET_AMBIGUOUS_CONNECTION"
+	NetSchemeBlocked          Code = "NET_SCHEME_BLOCKED"
+	NetHostBlocked            Code = "NET_HOST_BLOCKED"
+	NetSSRFBlocked            Code = "NET_SSRF_BLOCKED"
+	NetConfirmDenied          Code = "NET_CONFIRM_DENIED"
+	NetRedirectBlocked        Code = "NET_REDIRECT_BLOCKED"
+	NetSizeExceeded           Code = "NET_SIZE_EXCEEDED"
+	NetFetchFailed            Code = "NET_FETCH_FAILED"
+	NetAuthFailed             Code = "NET_AUTH_FAILED"
+	NetScrubbedHeaderStripped Code = "NET_SCRUBBED_HEADER_STRIPPED" // reserved
+)
+
+// numCodes is the length of the registry. Appending a code means
+// appending an entry to table and raising this number by one.
+const numCodes = 23
+
+// table is the registry: one ordered list, append-only. Never rename,
+// reorder or delete an entry; a retired code stays here with Reserved set.
+// New codes (the API's own, for instance) go at the end, and
+// testdata/codes.golden is rewritten with `go test ./daemon/errcode
+// -update`, which refuses any change that is not an append.
+//
+// Retryable answers one question: may the same request, sent again
+// unchanged, succeed? Part I names the flag but Appendix A, which would
+// list it, is not available (ruling R1), so these are snugd's readings:
+// transient failures are retryable; refusals that need the user, the
+// app's author or a different request are not.
+func table() [numCodes]Entry {
+	return [numCodes]Entry{
+		// Part I R5.
+		{Code: ParseFailed, Retryable: true, Meaning: "the agent's reply was not a JSON object; attemptsRemaining says how many tries are left"},
+		{Code: ThreadConflict, Retryable: true, Meaning: "another turn holds the thread; retry after 100, 250, then 500 ms"},
+		{Code: NetworkError, Retryable: true, Meaning: "the host could not reach its agent endpoint"},
+		{Code: ResetFailed, Retryable: true, Meaning: "the explicit reset of the thread did not complete"},
+		{Code: Cancelled, Meaning: "the request was cancelled by snug:app-cancel"},
+		{Code: Superseded, Meaning: "a new snug:app-announce from the same iframe invalidated the request"},
+		{Code: UnsupportedVersion, Meaning: "the frame's v (or the envelope's snug) is not a supported protocol version"},
+		{Code: ConsentRequired, Reserved: true, Meaning: "reserved: no current meaning, never emitted"},
+		{Code: AuthRequired, Reserved: true, Meaning: "reserved: no current meaning, never emitted"},
+		{Code: HostError, Retryable: true, Meaning: "the host failed for a reason of its own; also how unknown codes render"},
+
+		// Net registry.
+		{Code: NetInvalidRequest, Meaning: "the net-request frame is malformed, or a connection URL is malformed or names an unknown slot"},
+		{Code: NetNotApproved, Meaning: "no approved connection of the app claims the host"},
+		{Code: NetImportedUnapproved, Meaning: "the only claimant is an imported row not yet approved on this device"},
+		{Code: NetAmbiguousConnection, Meaning: "two approved connections claim the host, or a connection's ceiling is not exactly one host"},
+		{Code: NetSchemeBlocked, Meaning: "the URL's scheme is not admitted (https only, with the one LAN admission)"},
+		{Code: NetHostBlocked, Meaning: "approved connections exist but none has the host in its ceiling"},
+		{Code: NetSSRFBlocked, Meaning: "the destination address is loopback, private, link-local, metadata or otherwise refused"},
+		{Code: NetConfirmDenied, Meaning: "the user declined the confirmation, or it timed out"},
+		{Code: NetRedirectBlocked, Meaning: "the upstream answered 3xx; redirects are never followed"},
+		{Code: NetSizeExceeded, Meaning: "the upstream body or the net-response frame exceeds its cap; nothing is truncated"},
+		{Code: NetFetchFailed, Retryable: true, Meaning: "the transport failed: DNS, connect, TLS, a missing helper, or an invalid upstream answer"},
+		{Code: NetAuthFailed, Meaning: "a token refresh or credential exchange failed; the connection needs the user"},
+		{Code: NetScrubbedHeaderStripped, Reserved: true, Meaning: "reserved: no current meaning, never emitted"},
+	}
+}
