@@ -33,9 +33,31 @@ const (
 	NetScrubbedHeaderStripped Code = "NET_SCRUBBED_HEADER_STRIPPED" // reserved
 )
 
+// snugd's own codes: the loopback API and the writers of §12.3. They never
+// travel inside a net-response frame.
+const (
+	Internal              Code = "INTERNAL"
+	BadRequest            Code = "BAD_REQUEST"
+	NotFound              Code = "NOT_FOUND"
+	RequirementInvalid    Code = "REQUIREMENT_INVALID"
+	ConnectionNotFound    Code = "CONNECTION_NOT_FOUND"
+	ConnectionApproved    Code = "CONNECTION_APPROVED"
+	ConnectionRevoked     Code = "CONNECTION_REVOKED"
+	ConnectionNotDeclared Code = "CONNECTION_NOT_DECLARED"
+	ConnectionNotApproved Code = "CONNECTION_NOT_APPROVED"
+	NoPendingChange       Code = "NO_PENDING_CHANGE"
+	ConnectionNotRevoked  Code = "CONNECTION_NOT_REVOKED"
+	SlotCapReached        Code = "SLOT_CAP_REACHED"
+	SlotMismatch          Code = "SLOT_MISMATCH"
+	FieldUnknown          Code = "FIELD_UNKNOWN"
+	DirectiveInvalid      Code = "DIRECTIVE_INVALID"
+	StarterNotVouched     Code = "STARTER_NOT_VOUCHED"
+	ImportInvalid         Code = "IMPORT_INVALID"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 23
+const numCodes = 40
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -76,5 +98,24 @@ func table() [numCodes]Entry {
 		{Code: NetFetchFailed, Retryable: true, Meaning: "the transport failed: DNS, connect, TLS, a missing helper, or an invalid upstream answer"},
 		{Code: NetAuthFailed, Meaning: "a token refresh or credential exchange failed; the connection needs the user"},
 		{Code: NetScrubbedHeaderStripped, Reserved: true, Meaning: "reserved: no current meaning, never emitted"},
+
+		// snugd's API and writers.
+		{Code: Internal, Retryable: true, Meaning: "snugd failed for a reason of its own; the log says why"},
+		{Code: BadRequest, Meaning: "the API call is malformed: bad JSON, a missing or invalid field, a bad path parameter"},
+		{Code: NotFound, Meaning: "no such route or resource"},
+		{Code: RequirementInvalid, Meaning: "the requirement or a template fails validation; details lists every {path, rule}"},
+		{Code: ConnectionNotFound, Meaning: "the app has no connection row in that slot"},
+		{Code: ConnectionApproved, Meaning: "a declared-row write aimed at an approved row; a proposal stages instead"},
+		{Code: ConnectionRevoked, Meaning: "the row is a revoked tombstone; only an explicit reconnect revives it"},
+		{Code: ConnectionNotDeclared, Meaning: "approval needs a declared row"},
+		{Code: ConnectionNotApproved, Meaning: "staging, revocation and re-approval need an approved row"},
+		{Code: NoPendingChange, Meaning: "re-approval needs a staged change"},
+		{Code: ConnectionNotRevoked, Meaning: "reconnect needs a revoked row"},
+		{Code: SlotCapReached, Meaning: "the app already has 8 connection rows, tombstones included"},
+		{Code: SlotMismatch, Meaning: "the requirement's slot differs from the slot it is written to"},
+		{Code: FieldUnknown, Meaning: "a credential value names a field the requirement does not declare"},
+		{Code: DirectiveInvalid, Meaning: "the connection_requirement directive is malformed"},
+		{Code: StarterNotVouched, Meaning: "the install source or the installed HTML does not match a bundled starter"},
+		{Code: ImportInvalid, Meaning: "the file is not an importable user DB"},
 	}
 }
