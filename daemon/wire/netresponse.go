@@ -1,0 +1,353 @@
+package wire
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/snug/snugd/daemon/errcode"
+)
+
+// ResponseHeaders returns the response-header whitelist (§3): the names a
+// net-response may carry, lowercase, with the x-ratelimit-* glob last.
+func ResponseHeaders() []string {
+	return []string{"content-type", "content-length", "cache-control", "etag", "last-modified", "retry-after", "link", "x-ratelimit-*"}
+}
+
+// AllowedResponseHeader reports whether the response header name may cross
+// into a net-response. Matching is on the lowercased name (ruling R21);
+// set-cookie never crosses.
+func AllowedResponseHeader(name string) bool {
+	switch len(name) {
+	case len("etag"): // and len("link")
+		return lowerIs(name, "etag") || lowerIs(name, "link")
+	case len("retry-after"):
+		return lowerIs(name, "retry-after")
+	case len("content-type"):
+		return lowerIs(name, "content-type")
+	case len("cache-control"): // and len("last-modified")
+		return lowerIs(name, "cache-control") || lowerIs(name, "last-modified")
+	case len("content-length"):
+		return lowerIs(name, "content-length")
+	}
+	return len(name) >= len("x-ratelimit-") && lowerIs(name[:len("x-ratelimit-")], "x-ratelimit-")
+}
+
+// lowerIs reports whether name, ASCII-lowercased, equals lower.
+func lowerIs(name, lower string) bool {
+	if len(name) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// FilterResponseHeaders returns the whitelisted headers of h (an
+// http.Header, or any map of name to values) with lowercase names, the
+// values of one name joined with ", " in order. Names that differ only in
+// case are merged in sorted order. A value holding CR, LF or NUL is
+// dropped. Everything else, set-cookie included, is dropped (§3).
+func FilterResponseHeaders(h map[string][]string) map[string]string {
+	out := make(map[string]string)
+	names := make([]string, 0, len(h))
+	for name := range h {
+		if AllowedResponseHeader(name) && isToken(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		lower := strings.ToLower(name)
+		for _, v := range h[name] {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				continue
+			}
+			if prev, ok := out[lower]; ok {
+				out[lower] = prev + ", " + v
+			} else {
+				out[lower] = v
+			}
+		}
+	}
+	return out
+}
+
+// NetResponse is snug:net-response: the answer to one net-request, either
+// a response (Error nil) or an error envelope (Error set).
+//
+// On the wire a response is
+//
+//	{"type":"snug:net-response","v":1,"requestId":"r1","ok":true,
+//	 "status":200,"headers":{"content-type":"application/json"},
+//	 "body":"…","url":"https://api.example.com/x"}
+//
+// and an error is
+//
+//	{"type":"snug:net-response","v":1,"requestId":"r1","ok":false,
+//	 "error":{"code":"NET_HOST_BLOCKED","message":"…","retryable":false},
+//	 "url":"https://api.example.com/x"}
+//
+// ok tells the two shapes apart, as in snug:app-response. url, when
+// present, echoes the URL the app asked for, never the URL a connection
+// resolved to (§15: the resolved host is never disclosed to the app).
+// truncated is never set for the body cap (ruling R5: an oversized body is
+// NET_SIZE_EXCEEDED), and snugd never sets it at all.
+type NetResponse struct {
+	RequestID string
+	Status    int
+	Headers   map[string]string // whitelisted, lowercase names
+	Body      string
+	Truncated bool
+	URL       string
+	Error     *ErrorBody
+}
+
+// FrameType returns TypeNetResponse.
+func (NetResponse) FrameType() string { return TypeNetResponse }
+
+// OK reports whether r is a response rather than an error.
+func (r NetResponse) OK() bool { return r.Error == nil }
+
+// MarshalJSON writes the frame in the shape NetResponse documents.
+func (r NetResponse) MarshalJSON() ([]byte, error) {
+	type head struct {
+		Type      string `json:"type"`
+		V         int    `json:"v"`
+		RequestID string `json:"requestId"`
+		OK        bool   `json:"ok"`
+	}
+	h := head{TypeNetResponse, protocolVersion, r.RequestID, r.Error == nil}
+	if r.Error != nil {
+		return marshal(struct {
+			head
+			Error *ErrorBody `json:"error"`
+			URL   string     `json:"url,omitempty"`
+		}{h, r.Error, r.URL})
+	}
+	headers := r.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	return marshal(struct {
+		head
+		Status    int               `json:"status"`
+		Headers   map[string]string `json:"headers"`
+		Body      string            `json:"body"`
+		Truncated bool              `json:"truncated,omitempty"`
+		URL       string            `json:"url,omitempty"`
+	}{h, r.Status, headers, r.Body, r.Truncated, r.URL})
+}
+
+// NewNetResponse builds the net-response for an upstream answer: the
+// headers whitelist-filtered (FilterResponseHeaders), content-length
+// recomputed to match the delivered body (ruling R21), the body made valid
+// UTF-8 (invalid bytes become U+FFFD, as a JSON string must hold text),
+// and url echoing the URL the app asked for.
+//
+// It returns an *errcode.Error instead when the answer may not pass:
+// NET_FETCH_FAILED for a status outside 100–599 (§3), NET_SIZE_EXCEEDED
+// for a body over MaxNetResponseBody (ruling R5: never truncated). The
+// caller answers that error with NetErrorResponse.
+func NewNetResponse(requestID, url string, status int, header map[string][]string, body string) (NetResponse, error) {
+	if status < 100 || status > 599 {
+		return NetResponse{}, errcode.New(errcode.NetFetchFailed, "the upstream answered with an invalid status")
+	}
+	if len(body) > MaxNetResponseBody {
+		return NetResponse{}, errcode.New(errcode.NetSizeExceeded, fmt.Sprintf("the response body exceeds %d bytes", MaxNetResponseBody))
+	}
+	body = strings.ToValidUTF8(body, "\uFFFD")
+	h := FilterResponseHeaders(header)
+	if _, ok := h["content-length"]; ok {
+		h["content-length"] = strconv.Itoa(len(body))
+	}
+	return NetResponse{RequestID: requestID, Status: status, Headers: h, Body: body, URL: url}, nil
+}
+
+// NetErrorResponse builds the error net-response for err, with the
+// envelope ErrorBodyOf gives (a reserved or unknown code becomes
+// HOST_ERROR; err's wrapped cause never appears). url echoes the URL the
+// app asked for, or is empty.
+func NetErrorResponse(requestID, url string, err error) NetResponse {
+	b := ErrorBodyOf(err)
+	return NetResponse{RequestID: requestID, URL: url, Error: &b}
+}
+
+// Validate reports whether r may be sent: a valid requestId, and either a
+// response with a status in 100–599 and only whitelisted, lowercase
+// header names, or an error envelope with an emittable code and nothing
+// else.
+func (r NetResponse) Validate() error {
+	p := r.problem()
+	if p == "" && r.Error != nil {
+		p = r.Error.emitProblem()
+	}
+	return validationError(TypeNetResponse, p)
+}
+
+func (r NetResponse) problem() string {
+	if p := checkLen("requestId", r.RequestID, 1, MaxIDChars); p != "" {
+		return p
+	}
+	if r.URL != "" {
+		if p := checkLen("url", r.URL, 1, MaxNetURLChars); p != "" {
+			return p
+		}
+	}
+	if r.Error != nil {
+		if r.Status != 0 || r.Headers != nil || r.Body != "" || r.Truncated {
+			return "an error net-response carries no status, headers, body or truncated"
+		}
+		return r.Error.problem()
+	}
+	if r.Status < 100 || r.Status > 599 {
+		return "status must be 100–599"
+	}
+	for name := range r.Headers {
+		if !AllowedResponseHeader(name) || !isToken(name) || strings.ToLower(name) != name {
+			return "headers must be whitelisted, lowercase names"
+		}
+	}
+	return ""
+}
+
+// ParseNetResponse parses a snug:net-response. It is tolerant (unknown
+// keys are ignored) but holds the frame to one of its two shapes.
+func ParseNetResponse(raw []byte) (NetResponse, error) {
+	if len(raw) > MaxNetFrameBytes {
+		return NetResponse{}, oversizeRaw(TypeNetResponse, raw)
+	}
+	var buf [maxKnownKeys]member
+	ms, perr := scanFrame(raw, buf[:0], TypeNetResponse, errcode.HostError)
+	if perr != nil {
+		return NetResponse{}, perr
+	}
+	return decodeNetResponse(ms)
+}
+
+func decodeNetResponse(ms []member) (NetResponse, error) {
+	d := newDecoder(TypeNetResponse)
+	var r NetResponse
+	var seenType, seenID, seenOK, ok, seenStatus, seenHeaders, seenBody, seenTruncated, seenError bool
+	for _, m := range ms {
+		if d.common(m) {
+			seenType = seenType || string(m.key) == "type"
+			continue
+		}
+		switch string(m.key) {
+		case "requestId":
+			d.offerRequestID(m)
+			r.RequestID, seenID = d.str(m, "requestId"), true
+		case "ok":
+			ok, seenOK = d.boolean(m, "ok"), true
+		case "status":
+			r.Status, seenStatus = d.integer(m, "status", 100, 599), true
+		case "headers":
+			r.Headers, seenHeaders = d.stringMap(m, "headers"), true
+		case "body":
+			r.Body, seenBody = d.str(m, "body"), true
+		case "truncated":
+			r.Truncated, seenTruncated = d.boolean(m, "truncated"), true
+		case "url":
+			if r.URL = d.str(m, "url"); r.URL == "" {
+				d.fail(fmt.Sprintf("url must be 1–%d characters", MaxNetURLChars))
+			}
+		case "error":
+			r.Error, seenError = d.errorBody(m), true
+		}
+	}
+	d.require(seenType, "type")
+	d.require(seenID, "requestId")
+	d.require(seenOK, "ok")
+	switch {
+	case ok && seenError:
+		d.fail("an ok net-response carries no error")
+	case ok:
+		d.require(seenStatus, "status")
+		d.require(seenHeaders, "headers")
+		d.require(seenBody, "body")
+		if r.Headers == nil {
+			r.Headers = map[string]string{}
+		}
+	case seenStatus || seenHeaders || seenBody || seenTruncated:
+		d.fail("an error net-response carries no status, headers, body or truncated")
+	default:
+		d.require(seenError, "error")
+	}
+	if d.problem == "" {
+		if !ok && r.Error == nil {
+			d.fail("error is required")
+		}
+		d.fail(r.problem())
+	}
+	if err := d.err(); err != nil {
+		return NetResponse{}, err
+	}
+	return r, nil
+}
+
+// stringMap decodes an object of strings.
+func (d *decoder) stringMap(m member, field string) map[string]string {
+	if m.kind() != kindObject {
+		d.fail(field + " must be an object of strings")
+		return nil
+	}
+	var buf [maxKnownKeys]member
+	out := map[string]string{}
+	for _, e := range members(m.val, buf[:0]) {
+		if e.kind() != kindString {
+			d.fail(field + " must be an object of strings")
+			return nil
+		}
+		out[string(e.key)] = stringValue(e.val)
+	}
+	return out
+}
+
+// errorBody decodes an error envelope: code, message and retryable, all
+// three required; rawExcerpt and attemptsRemaining required with
+// PARSE_FAILED and refused without it.
+func (d *decoder) errorBody(m member) *ErrorBody {
+	if m.kind() != kindObject {
+		d.fail("error must be an object")
+		return nil
+	}
+	var b ErrorBody
+	var buf [maxKnownKeys]member
+	var seenCode, seenMsg, seenRetry, seenExcerpt, seenAttempts bool
+	for _, e := range members(m.val, buf[:0]) {
+		switch string(e.key) {
+		case "code":
+			b.Code, seenCode = errcode.Code(d.str(e, "error.code")), true
+		case "message":
+			b.Message, seenMsg = d.str(e, "error.message"), true
+		case "retryable":
+			b.Retryable, seenRetry = d.boolean(e, "error.retryable"), true
+		case "rawExcerpt":
+			b.RawExcerpt, seenExcerpt = d.str(e, "error.rawExcerpt"), true
+		case "attemptsRemaining":
+			b.AttemptsRemaining, seenAttempts = d.integer(e, "error.attemptsRemaining", 0, ParseFailureBudget), true
+		}
+	}
+	d.require(seenCode, "error.code")
+	d.require(seenMsg, "error.message")
+	d.require(seenRetry, "error.retryable")
+	if b.Code == errcode.ParseFailed {
+		d.require(seenExcerpt, "error.rawExcerpt")
+		d.require(seenAttempts, "error.attemptsRemaining")
+	} else if seenExcerpt || seenAttempts {
+		d.fail("only a PARSE_FAILED error carries rawExcerpt and attemptsRemaining")
+	}
+	if d.problem == "" {
+		d.fail(b.problem())
+	}
+	return &b
+}

@@ -1,0 +1,233 @@
+package wire
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/snug/snugd/daemon/errcode"
+)
+
+// TestFilterResponseHeaders: only the whitelist crosses, matched on the
+// lowercased name (ruling R21); set-cookie never does.
+//
+// conformance: P1-NET3-13, P1-NET3-14
+func TestFilterResponseHeaders(t *testing.T) {
+	h := http.Header{}
+	h.Add("Content-Type", "application/json")
+	h.Add("Content-Length", "42")
+	h.Add("Cache-Control", "no-store")
+	h.Add("ETag", `"v1"`)
+	h.Add("Last-Modified", "Mon, 02 Jan 2006 15:04:05 GMT")
+	h.Add("Retry-After", "30")
+	h.Add("Link", "<https://api.example.com/p2>; rel=next")
+	h.Add("Link", "<https://api.example.com/p9>; rel=last")
+	h.Add("X-RateLimit-Remaining", "9")
+	h.Add("X-Ratelimit-Reset", "60")
+	h.Add("X-Foo", "bar")
+	h.Add("Set-Cookie", "session=secret")
+	h.Add("Set-Cookie2", "a=b")
+	h.Add("WWW-Authenticate", "Bearer")
+	h.Add("Authorization", "Bearer leaked")
+	h.Add("Location", "https://elsewhere.example/")
+	h.Add("X-Ratelimit", "no glob match without the dash")
+	h["x-ratelimit-limit"] = []string{"100"} // a non-canonical key, as a helper transport might build
+	h.Add("Cache-Control", "bad\r\nvalue")   // a value that cannot be a header is dropped
+
+	got := FilterResponseHeaders(h)
+	want := map[string]string{
+		"content-type":          "application/json",
+		"content-length":        "42",
+		"cache-control":         "no-store",
+		"etag":                  `"v1"`,
+		"last-modified":         "Mon, 02 Jan 2006 15:04:05 GMT",
+		"retry-after":           "30",
+		"link":                  "<https://api.example.com/p2>; rel=next, <https://api.example.com/p9>; rel=last",
+		"x-ratelimit-remaining": "9",
+		"x-ratelimit-reset":     "60",
+		"x-ratelimit-limit":     "100",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FilterResponseHeaders() = %v\nwant %v", got, want)
+	}
+	if _, ok := got["set-cookie"]; ok {
+		t.Error("set-cookie crossed")
+	}
+	for _, name := range ResponseHeaders() {
+		probe := strings.ReplaceAll(name, "*", "used")
+		if !AllowedResponseHeader(probe) || !AllowedResponseHeader(strings.ToUpper(probe)) {
+			t.Errorf("AllowedResponseHeader(%q) = false, want true", probe)
+		}
+	}
+	for _, name := range []string{"set-cookie", "Set-Cookie", "x-foo", "x-ratelimit", "content-typ", "content-types", "location", "authorization"} {
+		if AllowedResponseHeader(name) {
+			t.Errorf("AllowedResponseHeader(%q) = true, want false", name)
+		}
+	}
+}
+
+// TestNewNetResponse: the builder filters, recomputes content-length
+// (ruling R21), and refuses what may not pass.
+//
+// conformance: P1-NET3-11, P1-NET3-12, P1-NET3-13, P1-NET3-14
+func TestNewNetResponse(t *testing.T) {
+	h := http.Header{"Content-Type": {"text/plain"}, "Content-Length": {"999"}, "Set-Cookie": {"s=1"}, "X-Debug": {"1"}}
+	r, err := NewNetResponse("r1", "snug-connection://hue/x", 200, h, "héllo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := NetResponse{RequestID: "r1", Status: 200, Headers: map[string]string{"content-type": "text/plain", "content-length": "6"}, Body: "héllo", URL: "snug-connection://hue/x"}
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("NewNetResponse() = %+v, want %+v", r, want)
+	}
+	b, err := Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseNetResponse(b)
+	if err != nil || !reflect.DeepEqual(back, want) {
+		t.Errorf("ParseNetResponse(Encode(r)) = %+v, %v, want %+v", back, err, want)
+	}
+	if m := decodeMap(t, b); m["ok"] != true || m["truncated"] != nil || m["error"] != nil {
+		t.Errorf("encoded response %s: want ok true, no truncated, no error", b)
+	}
+
+	invalid, err := NewNetResponse("r1", "", 200, nil, "a\xffb")
+	if err != nil || invalid.Body != "a\uFFFDb" || invalid.Headers == nil {
+		t.Errorf("NewNetResponse(invalid UTF-8) = %+v, %v, want the body as valid UTF-8 and empty headers", invalid, err)
+	}
+
+	for _, status := range []int{0, 99, 600, 999, -1} {
+		_, err := NewNetResponse("r1", "", status, nil, "")
+		if !errors.Is(err, errcode.NetFetchFailed) {
+			t.Errorf("NewNetResponse(status %d) = %v, want NET_FETCH_FAILED", status, err)
+		}
+	}
+	for _, status := range []int{100, 204, 301, 404, 599} {
+		if _, err := NewNetResponse("r1", "", status, nil, ""); err != nil {
+			t.Errorf("NewNetResponse(status %d) = %v, want nil", status, err)
+		}
+	}
+	_, err = NewNetResponse("r1", "", 200, nil, strings.Repeat("x", MaxNetResponseBody+1))
+	if !errors.Is(err, errcode.NetSizeExceeded) {
+		t.Errorf("NewNetResponse(1 MiB + 1 body) = %v, want NET_SIZE_EXCEEDED", err)
+	}
+	if _, err := NewNetResponse("r1", "", 200, nil, strings.Repeat("x", MaxNetResponseBody)); err != nil {
+		t.Errorf("NewNetResponse(1 MiB body) = %v, want nil", err)
+	}
+}
+
+// TestEncodeOversizedNetResponse: an answer over the net class becomes a
+// terminal NET_SIZE_EXCEEDED for the same request, never a silent drop.
+//
+// conformance: P1-R6-04, P1-R6-03
+func TestEncodeOversizedNetResponse(t *testing.T) {
+	// 1 MiB of quotes escapes to 2 MiB of JSON.
+	r, err := NewNetResponse("r9", "https://api.example.com/x", 200, nil, strings.Repeat(`"`, MaxNetResponseBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseNetResponse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RequestID != "r9" || got.Error == nil || got.Error.Code != errcode.NetSizeExceeded || got.Body != "" {
+		t.Errorf("Encode(oversized) = %s, want the NET_SIZE_EXCEEDED answer to r9", b)
+	}
+	// HTML characters are not escaped: a body of '<' stays the size it is.
+	r, _ = NewNetResponse("r9", "", 200, nil, strings.Repeat("<", MaxNetResponseBody))
+	b, _ = Encode(r)
+	if len(b) > MaxNetFrameBytes || strings.Contains(string(b), `\u003c`) {
+		t.Errorf("Encode(1 MiB of '<') is %d bytes (escaped: %t), want it to fit unescaped", len(b), strings.Contains(string(b), `\u003c`))
+	}
+}
+
+// TestNetErrorResponse: error envelopes always carry code, message and
+// retryable; reserved and unknown codes are never emitted; the wrapped
+// cause never reaches the app.
+//
+// conformance: P1-NET3-12, P1-R5-02, P1-R5-03
+func TestNetErrorResponse(t *testing.T) {
+	cause := errors.New("dial 10.0.0.5:443: token sk-secret rejected")
+	tests := []struct {
+		name      string
+		err       error
+		code      errcode.Code
+		msg       string
+		retryable bool
+	}{
+		{"coded error", errcode.Wrap(errcode.NetFetchFailed, "the upstream could not be reached", cause), errcode.NetFetchFailed, "the upstream could not be reached", true},
+		{"bare code", errcode.NetHostBlocked, errcode.NetHostBlocked, "approved connections exist but none has the host in its ceiling", false},
+		{"reserved code", errcode.New(errcode.NetScrubbedHeaderStripped, "stripped"), errcode.HostError, "stripped", true},
+		{"bare reserved code", errcode.AuthRequired, errcode.HostError, "the host failed for a reason of its own; also how unknown codes render", true},
+		{"unknown code", errcode.New("NET_SOMETHING", "x"), errcode.HostError, "x", true},
+		{"no code", cause, errcode.HostError, "the host failed for a reason of its own; also how unknown codes render", true},
+		{"parse error", &ParseError{Code: errcode.NetInvalidRequest, Message: "method must be one of …", RequestID: "r1"}, errcode.NetInvalidRequest, "method must be one of …", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NetErrorResponse("r1", "https://api.example.com/x", tc.err)
+			if r.Error.Code != tc.code || r.Error.Message != tc.msg || r.Error.Retryable != tc.retryable {
+				t.Errorf("NetErrorResponse(%v).Error = %+v, want {%s %q %t}", tc.err, *r.Error, tc.code, tc.msg, tc.retryable)
+			}
+			b, err := Encode(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), "sk-secret") || strings.Contains(string(b), "10.0.0.5") {
+				t.Errorf("encoded error %s leaks the cause", b)
+			}
+			e := decodeMap(t, b)["error"].(map[string]any)
+			for _, k := range []string{"code", "message", "retryable"} {
+				if _, ok := e[k]; !ok {
+					t.Errorf("encoded error %s lacks %s", b, k)
+				}
+			}
+			if !errcode.Emittable(errcode.Code(e["code"].(string))) {
+				t.Errorf("encoded error code %v is not emittable", e["code"])
+			}
+		})
+	}
+	reserved := NetResponse{RequestID: "r1", Error: &ErrorBody{Code: errcode.ConsentRequired, Message: "m"}}
+	if _, err := Encode(reserved); err == nil {
+		t.Error("Encode(net-response with CONSENT_REQUIRED) = nil error, want a refusal (reserved codes are never emitted)")
+	}
+}
+
+// TestParseNetResponseShapes: exactly one of the two shapes.
+//
+// conformance: P1-NET3-11, P1-NET3-12
+func TestParseNetResponseShapes(t *testing.T) {
+	ok := `{"type":"snug:net-response","v":1,"requestId":"r1","ok":true,"status":200,"headers":{},"body":""}`
+	if _, err := ParseNetResponse([]byte(ok)); err != nil {
+		t.Errorf("ParseNetResponse(%s) = %v", ok, err)
+	}
+	bad := []string{
+		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":true,"status":600,"headers":{},"body":""}`,
+		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":true,"status":200.5,"headers":{},"body":""}`,
+		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":true,"status":200,"headers":{"set-cookie":"a"},"body":""}`,
+		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":true,"status":200,"headers":{},"body":"","error":{"code":"HOST_ERROR","message":"m","retryable":true}}`,
+		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":false,"status":200,"error":{"code":"HOST_ERROR","message":"m","retryable":true}}`,
+		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":false}`,
+		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":false,"error":{"code":"HOST_ERROR","message":"m"}}`,
+		`{"type":"snug:net-response","v":1,"requestId":"r1","status":200,"headers":{},"body":""}`,
+		`{"type":"snug:net-response","v":2,"requestId":"r1","ok":true,"status":200,"headers":{},"body":""}`,
+	}
+	for _, raw := range bad {
+		if r, err := ParseNetResponse([]byte(raw)); err == nil {
+			t.Errorf("ParseNetResponse(%s) = %+v, nil, want an error", raw, r)
+		}
+	}
+	if err := (NetResponse{RequestID: "r1", Status: 200, Body: "x", Error: &ErrorBody{Code: errcode.HostError, Message: "m"}}).Validate(); err == nil {
+		t.Error("Validate(response with both shapes) = nil, want an error")
+	}
+	if err := (NetResponse{RequestID: "r1", Status: 200, Headers: map[string]string{"Content-Type": "x"}}).Validate(); err == nil {
+		t.Error("Validate(response with a non-lowercase header) = nil, want an error")
+	}
+}
