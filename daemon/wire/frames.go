@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/errcode"
@@ -76,6 +77,12 @@ const (
 	// unread and never answered.
 	maxScanBytes = 2 * MaxDBFrameBytes
 )
+
+// ThreadConflictBackoff returns the delays before the retries of a turn
+// that met THREAD_CONFLICT (R6): 100, 250 and 500 ms.
+func ThreadConflictBackoff() []time.Duration {
+	return []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond}
+}
 
 // FrameLimit returns the size class of frameType in bytes (R6): 8 MiB for
 // the db pair, MaxNetFrameBytes for the net pair and 256 KiB for every
@@ -244,7 +251,10 @@ func Encode(f Frame) ([]byte, error) {
 	if err := validate(f); err != nil {
 		return nil, err
 	}
-	b, err := marshal(f)
+	// Every frame type this package sends has its own MarshalJSON, which
+	// already writes compact, unescaped JSON: calling it directly spares
+	// encoding/json a second pass over the bytes.
+	b, err := f.(json.Marshaler).MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +262,7 @@ func Encode(f Frame) ([]byte, error) {
 		return b, nil
 	}
 	if r, ok := f.(NetResponse); ok {
-		return marshal(NetErrorResponse(r.RequestID, r.URL, errcode.New(errcode.NetSizeExceeded, "the response exceeds the net frame size class")))
+		return NetErrorResponse(r.RequestID, r.URL, errcode.New(errcode.NetSizeExceeded, "the response exceeds the net frame size class")).MarshalJSON()
 	}
 	return nil, fmt.Errorf("encode %s: frame is %d bytes, over its %d-byte size class", f.FrameType(), len(b), FrameLimit(f.FrameType()))
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
 )
@@ -179,6 +180,9 @@ func TestSizeClasses(t *testing.T) {
 		if _, answer := pe.Answer(); answer != (typ == TypeAppMessage || typ == TypeDBRequest) {
 			t.Errorf("Parse(%s of %d bytes): Answer() ok = %t", typ, len(over), answer)
 		}
+	}
+	if got := ThreadConflictBackoff(); !slices.Equal(got, []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond}) {
+		t.Errorf("ThreadConflictBackoff() = %v", got)
 	}
 	if _, err := Parse(make([]byte, MaxDBFrameBytes+1)); err == nil {
 		t.Error("Parse(8 MiB + 1 of anything) = nil error")

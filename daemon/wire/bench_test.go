@@ -1,0 +1,45 @@
+package wire
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// BenchmarkParseNetRequest measures the parser every app request goes
+// through.
+func BenchmarkParseNetRequest(b *testing.B) {
+	typical := []byte(`{"type":"snug:net-request","v":1,"requestId":"req-01HZX3K9","instanceId":"inst-7f3a","url":"https://api.example.com/v1/items?limit=20&cursor=abc","method":"POST","headers":{"Content-Type":"application/json","Accept":"application/json","X-Request-Id":"7d1c"},"body":"{\"name\":\"milk\",\"qty\":2,\"note\":\"semi-skimmed\"}"}`)
+	get := []byte(`{"type":"snug:net-request","v":1,"requestId":"r1","instanceId":"i1","url":"https://api.example.com/v1/me","method":"GET"}`)
+	big := mustJSON(b, netFrame(map[string]any{"method": "PUT", "headers": map[string]any{"Content-Type": "text/plain"}, "body": strings.Repeat("lorem ipsum ", MaxNetRequestBody/12)}))
+	for _, bc := range []struct {
+		name string
+		raw  []byte
+	}{{"get", get}, {"typical", typical}, {"body-256KiB", big}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseNetRequest(bc.raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeNetResponse measures building and encoding an answer.
+func BenchmarkEncodeNetResponse(b *testing.B) {
+	h := http.Header{"Content-Type": {"application/json"}, "Content-Length": {"2048"}, "Set-Cookie": {"s=1"}, "X-Ratelimit-Remaining": {"99"}, "Server": {"nginx"}}
+	body := strings.Repeat(`{"id":1,"name":"item"},`, 90)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := NewNetResponse("req-01HZX3K9", "https://api.example.com/v1/items", 200, h, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Encode(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
