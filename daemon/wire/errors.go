@@ -38,10 +38,12 @@ func (e *ParseError) ErrorCode() errcode.Code { return e.Code }
 
 // Answer returns the frame that answers the refused frame, and reports
 // whether one may be sent: only when a requestId was recovered (R1) and
-// the frame's type has an answer. A net-request is answered by a
-// net-response error, an app-message or app-cancel by an app-response
-// error, a db-request by a db-response error and an open-url-request by
-// an open-url-result with status refused.
+// the frame is a request. A net-request is answered by a net-response
+// error, an app-message by an app-response error, a db-request by a
+// db-response error and an open-url-request by an open-url-result with
+// status refused. A refused app-cancel is not answered: its requestId
+// names a request already in flight, which gets its one terminal frame
+// (R3) from its own outcome.
 func (e *ParseError) Answer() (Frame, bool) {
 	if e.RequestID == "" {
 		return nil, false
@@ -50,7 +52,7 @@ func (e *ParseError) Answer() (Frame, bool) {
 	switch e.Type {
 	case TypeNetRequest:
 		return NetResponse{RequestID: e.RequestID, Error: &body}, true
-	case TypeAppMessage, TypeAppCancel:
+	case TypeAppMessage:
 		return AppResponse{RequestID: e.RequestID, Error: &body}, true
 	case TypeDBRequest:
 		return DBResponse{RequestID: e.RequestID, Error: &body}, true

@@ -206,8 +206,6 @@ func TestParseErrorAnswers(t *testing.T) {
 			AppResponse{RequestID: "r1", Error: &ErrorBody{Code: errcode.HostError, Message: "action must be 1–128 characters"}}},
 		{`{"type":"snug:app-message","v":9,"requestId":"r1"}`,
 			AppResponse{RequestID: "r1", Error: &ErrorBody{Code: errcode.UnsupportedVersion, Message: "v must be 1"}}},
-		{`{"type":"snug:app-cancel","v":1,"requestId":"r1"}`,
-			AppResponse{RequestID: "r1", Error: &ErrorBody{Code: errcode.HostError, Message: "instanceId is required"}}},
 		{`{"type":"snug:db-request","v":1,"requestId":"r1","instanceId":"i","op":"drop"}`,
 			DBResponse{RequestID: "r1", Error: &ErrorBody{Code: errcode.HostError, Message: "op must be one of exec, export, import, kvGet, kvSet"}}},
 		{`{"type":"snug:open-url-request","v":1,"requestId":"r1","instanceId":"i","url":"http://example.com/"}`,
@@ -227,8 +225,10 @@ func TestParseErrorAnswers(t *testing.T) {
 			t.Errorf("Encode(answer to %s) = %v", tc.raw, err)
 		}
 	}
-	// Frames that are answers themselves are never answered.
+	// Frames that are answers themselves are never answered, and neither is
+	// a refused cancel: its request already has a terminal frame coming.
 	for _, raw := range []string{
+		`{"type":"snug:app-cancel","v":1,"requestId":"r1"}`,
 		`{"type":"snug:app-response","v":1,"requestId":"r1","ok":true}`,
 		`{"type":"snug:net-response","v":1,"requestId":"r1","ok":true}`,
 		`{"type":"snug:open-url-result","v":1,"requestId":"r1","status":"x"}`,

@@ -153,6 +153,10 @@ func (r NetResponse) MarshalJSON() ([]byte, error) {
 // UTF-8 (invalid bytes become U+FFFD, as a JSON string must hold text),
 // and url echoing the URL the app asked for.
 //
+// Scrub header values and body (gate 10, and §14.2 for a model-bound
+// result) before calling it: content-length is computed from the body
+// given.
+//
 // It returns an *errcode.Error instead when the answer may not pass:
 // NET_FETCH_FAILED for a status outside 100–599 (§3), NET_SIZE_EXCEEDED
 // for a body over MaxNetResponseBody (ruling R5: never truncated). The
