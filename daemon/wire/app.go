@@ -44,10 +44,9 @@ func (a AppAnnounce) problem() string {
 func decodeAppAnnounce(ms []member) (AppAnnounce, error) {
 	d := newDecoder(TypeAppAnnounce)
 	var a AppAnnounce
-	var seenType, seenApp, seenName bool
+	var seenApp, seenName bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -63,12 +62,8 @@ func decodeAppAnnounce(ms []member) (AppAnnounce, error) {
 			a.IconColor = d.str(m, "iconColor")
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenApp, "appId")
 	d.require(seenName, "displayName")
-	if d.problem == "" {
-		d.fail(a.problem())
-	}
 	return finish(a, &d)
 }
 
@@ -143,10 +138,9 @@ func (h HostReady) problem() string {
 func decodeHostReady(ms []member) (HostReady, error) {
 	d := newDecoder(TypeHostReady)
 	var h HostReady
-	var seenType, seenID, seenVersions, seenCaps, seenTheme bool
+	var seenID, seenVersions, seenCaps, seenTheme bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -162,14 +156,10 @@ func decodeHostReady(ms []member) (HostReady, error) {
 			h.Locale = d.str(m, "locale")
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "instanceId")
 	d.require(seenVersions, "protocolVersions")
 	d.require(seenCaps, "capabilities")
 	d.require(seenTheme, "theme")
-	if d.problem == "" {
-		d.fail(h.problem())
-	}
 	return finish(h, &d)
 }
 
@@ -279,10 +269,9 @@ func (a AppMessage) problem() string {
 func decodeAppMessage(ms []member) (AppMessage, error) {
 	d := newDecoder(TypeAppMessage)
 	var a AppMessage
-	var seenType, seenID, seenInstance, seenApp, seenAction bool
+	var seenID, seenInstance, seenApp, seenAction bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -303,14 +292,10 @@ func decodeAppMessage(ms []member) (AppMessage, error) {
 			a.ResponseSchema = d.raw(m, "responseSchema", string([]byte{kindObject, kindTrue, kindFalse}), "an object or a boolean")
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "requestId")
 	d.require(seenInstance, "instanceId")
 	d.require(seenApp, "appId")
 	d.require(seenAction, "action")
-	if d.problem == "" {
-		d.fail(a.problem())
-	}
 	return finish(a, &d)
 }
 
@@ -346,10 +331,9 @@ func (c AppCancel) problem() string {
 func decodeAppCancel(ms []member) (AppCancel, error) {
 	d := newDecoder(TypeAppCancel)
 	var c AppCancel
-	var seenType, seenID, seenInstance bool
+	var seenID, seenInstance bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -360,12 +344,8 @@ func decodeAppCancel(ms []member) (AppCancel, error) {
 			c.InstanceID, seenInstance = d.str(m, "instanceId"), true
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "requestId")
 	d.require(seenInstance, "instanceId")
-	if d.problem == "" {
-		d.fail(c.problem())
-	}
 	return finish(c, &d)
 }
 
@@ -467,10 +447,9 @@ func (r AppResponse) problem() string {
 func decodeAppResponse(ms []member) (AppResponse, error) {
 	d := newDecoder(TypeAppResponse)
 	var r AppResponse
-	var seenType, seenID, seenOK, seenStreaming, seenText, seenSeq, seenData, seenError bool
+	var seenID, seenOK, seenStreaming, seenText, seenSeq, seenData, seenError bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -491,7 +470,6 @@ func decodeAppResponse(ms []member) (AppResponse, error) {
 			r.Error, seenError = d.errorBody(m), true
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "requestId")
 	d.require(seenOK, "ok")
 	// Exactly one shape (R3): presence decides, so a frame holding the
@@ -516,9 +494,6 @@ func decodeAppResponse(ms []member) (AppResponse, error) {
 		if seenText || seenSeq {
 			d.fail("a final app-response carries data, not text")
 		}
-	}
-	if d.problem == "" {
-		d.fail(r.problem())
 	}
 	return finish(r, &d)
 }

@@ -117,10 +117,9 @@ func artifactProblem(data string) string {
 func decodeDBRequest(ms []member) (DBRequest, error) {
 	d := newDecoder(TypeDBRequest)
 	var r DBRequest
-	var seenType, seenID, seenInstance, seenOp bool
+	var seenID, seenInstance, seenOp bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -143,13 +142,9 @@ func decodeDBRequest(ms []member) (DBRequest, error) {
 			r.Data = d.str(m, "data")
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "requestId")
 	d.require(seenInstance, "instanceId")
 	d.require(seenOp, "op")
-	if d.problem == "" {
-		d.fail(r.problem())
-	}
 	return finish(r, &d)
 }
 
@@ -211,10 +206,9 @@ func (r DBResponse) problem() string {
 func decodeDBResponse(ms []member) (DBResponse, error) {
 	d := newDecoder(TypeDBResponse)
 	var r DBResponse
-	var seenType, seenID, seenOK, ok, seenResult, seenError bool
+	var seenID, seenOK, ok, seenResult, seenError bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -229,7 +223,6 @@ func decodeDBResponse(ms []member) (DBResponse, error) {
 			r.Error, seenError = d.errorBody(m), true
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "requestId")
 	d.require(seenOK, "ok")
 	switch {
@@ -242,9 +235,6 @@ func decodeDBResponse(ms []member) (DBResponse, error) {
 	}
 	if d.problem == "" && !ok && r.Error == nil {
 		d.fail("error is required")
-	}
-	if d.problem == "" {
-		d.fail(r.problem())
 	}
 	return finish(r, &d)
 }

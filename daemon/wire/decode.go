@@ -14,6 +14,7 @@ type decoder struct {
 	typ          string
 	code         errcode.Code // the code a shape failure answers with
 	problem      string       // the first shape problem, "" when none
+	typeSeen     bool
 	vSeen, vOK   bool
 	rid          string
 	ridAmbiguous bool
@@ -33,6 +34,7 @@ func (d *decoder) fail(msg string) {
 func (d *decoder) common(m member) bool {
 	switch string(m.key) {
 	case "type":
+		d.typeSeen = true
 		if !rawStringIs(m.val, d.typ) {
 			d.fail("type must be " + d.typ)
 		}
@@ -168,8 +170,20 @@ func truncateChars(s string, n int) string {
 	return s
 }
 
-// finish returns v, or the zero value and the frame's error.
-func finish[T Frame](v T, d *decoder) (T, error) {
+// checked is a frame with value rules of its own.
+type checked interface {
+	Frame
+	problem() string
+}
+
+// finish ends a decoder's pass: the type key is required, v's own rules
+// apply when its shape held, and the result is v or the zero value and
+// the frame's error.
+func finish[T checked](v T, d *decoder) (T, error) {
+	d.require(d.typeSeen, "type")
+	if d.problem == "" {
+		d.fail(v.problem())
+	}
 	if err := d.err(); err != nil {
 		var zero T
 		return zero, err

@@ -239,10 +239,9 @@ func (e AppEvent) Validate() error {
 
 func decodeEvent(typ string, ms []member) (event string, data json.RawMessage, err error) {
 	d := newDecoder(typ)
-	var seenType, seenEvent bool
+	var seenEvent bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -252,7 +251,7 @@ func decodeEvent(typ string, ms []member) (event string, data json.RawMessage, e
 			data = d.raw(m, "data", string([]byte{kindObject}), "an object")
 		}
 	}
-	d.require(seenType, "type")
+	d.require(d.typeSeen, "type")
 	d.require(seenEvent, "event")
 	if d.problem == "" {
 		d.fail(checkLen("event", event, 1, maxEventChars))

@@ -240,10 +240,9 @@ func ParseNetResponse(raw []byte) (NetResponse, error) {
 func decodeNetResponse(ms []member) (NetResponse, error) {
 	d := newDecoder(TypeNetResponse)
 	var r NetResponse
-	var seenType, seenID, seenOK, ok, seenStatus, seenHeaders, seenBody, seenTruncated, seenError bool
+	var seenID, seenOK, ok, seenStatus, seenHeaders, seenBody, seenTruncated, seenError bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -268,7 +267,6 @@ func decodeNetResponse(ms []member) (NetResponse, error) {
 			r.Error, seenError = d.errorBody(m), true
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "requestId")
 	d.require(seenOK, "ok")
 	switch {
@@ -286,16 +284,10 @@ func decodeNetResponse(ms []member) (NetResponse, error) {
 	default:
 		d.require(seenError, "error")
 	}
-	if d.problem == "" {
-		if !ok && r.Error == nil {
-			d.fail("error is required")
-		}
-		d.fail(r.problem())
+	if d.problem == "" && !ok && r.Error == nil {
+		d.fail("error is required")
 	}
-	if err := d.err(); err != nil {
-		return NetResponse{}, err
-	}
-	return r, nil
+	return finish(r, &d)
 }
 
 // stringMap decodes an object of strings.

@@ -115,9 +115,6 @@ func decodeOpenURLRequest(ms []member) (OpenURLRequest, error) {
 	d.require(seen&kRequestID != 0, "requestId")
 	d.require(seen&kInstanceID != 0, "instanceId")
 	d.require(seen&kURL != 0, "url")
-	if d.problem == "" {
-		d.fail(r.problem())
-	}
 	return finish(r, &d)
 }
 
@@ -168,10 +165,9 @@ func (r OpenURLResult) problem() string {
 func decodeOpenURLResult(ms []member) (OpenURLResult, error) {
 	d := newDecoder(TypeOpenURLResult)
 	var r OpenURLResult
-	var seenType, seenID, seenStatus bool
+	var seenID, seenStatus bool
 	for _, m := range ms {
 		if d.common(m) {
-			seenType = seenType || string(m.key) == "type"
 			continue
 		}
 		switch string(m.key) {
@@ -184,11 +180,7 @@ func decodeOpenURLResult(ms []member) (OpenURLResult, error) {
 			r.Reason = d.str(m, "reason")
 		}
 	}
-	d.require(seenType, "type")
 	d.require(seenID, "requestId")
 	d.require(seenStatus, "status")
-	if d.problem == "" {
-		d.fail(r.problem())
-	}
 	return finish(r, &d)
 }
