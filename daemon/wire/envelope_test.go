@@ -189,3 +189,17 @@ func TestParseBudgetConcurrent(t *testing.T) {
 		t.Error("budget not exhausted after 80 failures")
 	}
 }
+
+// TestParseAgentReplyExtractionBound: extraction tries at most
+// maxExtractStarts opening braces, so a reply full of braces costs a
+// bounded number of scans.
+func TestParseAgentReplyExtractionBound(t *testing.T) {
+	within := strings.Repeat("{x} ", maxExtractStarts-1) + `{"a":1}`
+	if r, ok := ParseAgentReply(within); !ok || string(r.Object) != `{"a":1}` {
+		t.Errorf("ParseAgentReply(%d bad candidates, then an object) = %s, %t, want the object", maxExtractStarts-1, r.Object, ok)
+	}
+	beyond := strings.Repeat("{x} ", maxExtractStarts) + `{"a":1}`
+	if r, ok := ParseAgentReply(beyond); ok {
+		t.Errorf("ParseAgentReply(%d bad candidates, then an object) = %s, want no object: extraction gives up", maxExtractStarts, r.Object)
+	}
+}
