@@ -539,6 +539,11 @@ func (p *parser) field(s seat) Field {
 			switch {
 			case !validFieldKey(key):
 				p.add(k.path, RuleFieldKeyPattern, "must match ^[a-z0-9_]{1,40}$")
+			case key[0] == '_':
+				// The slot's own state lives beside its fields in
+				// snug_secrets (auth:<appId>:<slot>:_connection, §13), so a
+				// field key may not begin with "_" and alias it.
+				p.add(k.path, RuleFieldKeyReserved, "must not begin with _: such names are reserved for snugd's connection state")
 			case p.keys[key]:
 				p.add(k.path, RuleFieldKeyDuplicate, "another field already uses this key; keys are unique across both layers")
 			default:

@@ -103,6 +103,7 @@ func TestParseBounds(t *testing.T) {
 		{name: "field key 40", ok: withFieldKey(strings.Repeat("k", 40)), bad: withFieldKey(strings.Repeat("k", 41)), path: "fields[0].key", rule: RuleFieldKeyPattern},
 		{name: "field key charset", ok: withFieldKey("a_0"), bad: withFieldKey("Api-Key"), path: "fields[0].key", rule: RuleFieldKeyPattern},
 		{name: "field key empty", bad: withFieldKey(""), path: "fields[0].key", rule: RuleFieldKeyPattern},
+		{name: "field key aliasing the slot state", ok: withFieldKey("a_connection"), bad: withFieldKey("_connection"), path: "fields[0].key", rule: RuleFieldKeyReserved},
 		{name: "field key duplicate", bad: withFields([]any{fieldDoc(1), fieldDoc(1)}), path: "fields[1].key", rule: RuleFieldKeyDuplicate},
 		{name: "field label 80", ok: field(0, "label", strings.Repeat("l", 80)), bad: field(0, "label", strings.Repeat("l", 81)), path: "fields[0].label", rule: RuleStringTooLong},
 		{name: "field label 80 characters not bytes", ok: field(0, "label", strings.Repeat("é", 80)), bad: field(0, "label", strings.Repeat("é", 81)), path: "fields[0].label", rule: RuleStringTooLong},

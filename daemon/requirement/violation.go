@@ -59,6 +59,7 @@ const (
 	RuleURLFragment            = "url.fragment"             // a fragment on an OAuth endpoint
 	RuleURLCredentialParam     = "url.credential-param"     // a query parameter named like a credential, with a value
 	RuleFieldKeyPattern        = "field.key-pattern"        // field key does not match ^[a-z0-9_]{1,40}$
+	RuleFieldKeyReserved       = "field.key-reserved"       // field key begins with _, the prefix of snugd's own slot state
 	RuleFieldKeyDuplicate      = "field.key-duplicate"      // two fields (either layer) share a key
 	RuleFieldType              = "field.type"               // not text, secret, password or url
 	RuleScopeCharset           = "scope.charset"            // not an RFC 6749 scope-token
