@@ -149,6 +149,19 @@ func (tx *Tx) UpsertConnection(c Connection) (Connection, error) {
 	if err := c.check(); err != nil {
 		return Connection{}, err
 	}
+	return tx.upsertConnection(c)
+}
+
+// ForgeConnectionForTest writes c without the invariant checks, as a
+// tampered or foreign database file would hold it. Only tests call it: they
+// prove that the writers, the index and import re-validate what they read
+// instead of trusting storage.
+func (tx *Tx) ForgeConnectionForTest(c Connection) error {
+	_, err := tx.upsertConnection(c)
+	return err
+}
+
+func (tx *Tx) upsertConnection(c Connection) (Connection, error) {
 	c.UpdatedAt = tx.now
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = tx.now

@@ -1,0 +1,455 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/requirement"
+)
+
+// Status is a connection row's status: exactly three values (spec §12.2).
+// "Needs re-approval" is derived (Connection.NeedsReapproval), never a
+// fourth status.
+type Status string
+
+const (
+	StatusDeclared Status = "declared"
+	StatusApproved Status = "approved"
+	StatusRevoked  Status = "revoked"
+)
+
+// Provenance says which channel proposed a requirement (spec §12.2, R18).
+type Provenance string
+
+const (
+	ProvenanceRegistry  Provenance = "registry"
+	ProvenanceInference Provenance = "inference"
+	ProvenanceUserDocs  Provenance = "user_docs"
+	ProvenanceStarter   Provenance = "starter"
+	ProvenanceUser      Provenance = "user"
+)
+
+// MaxSlotsPerApp is AUTH_MAX_SLOTS_PER_APP (spec §12.2): every row of an app
+// counts, revoked tombstones included; replacing an existing slot does not
+// (ruling R13).
+const MaxSlotsPerApp = 8
+
+// maxAppIDChars bounds a host-assigned app identity (API.md).
+const maxAppIDChars = store.MaxAppIDChars
+
+// Connection is one connection row as snugd reads it: the grant columns of
+// spec §12.2 and the parsed requirement. Requirement is nil when the stored
+// requirement_json no longer validates (Invalid says why); such a row
+// grants nothing.
+type Connection struct {
+	AppID              string
+	Slot               string
+	Status             Status
+	Requirement        *requirement.Requirement
+	RequirementJSON    string
+	Pending            *requirement.Requirement // the staged change, nil when none (or invalid)
+	PendingJSON        string                   // "" when none
+	RequirementVersion int64
+	Provenance         Provenance
+	Confidence         *float64 // display-only, never an approval input
+	Imported           bool
+	AllowedHosts       []string // the frozen ceiling; meaningful on approved rows
+	ApprovedAt         *time.Time
+	RevokedAt          *time.Time // the tombstone; survives reconnect
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	Invalid            []requirement.Violation
+}
+
+// NeedsReapproval reports whether an approved row has a staged change:
+// status approved and a pending requirement, derived and never stored.
+func (c Connection) NeedsReapproval() bool {
+	return c.Status == StatusApproved && c.PendingJSON != ""
+}
+
+// ValidationError is a requirement that fails validation, with every
+// violation (never only the first).
+type ValidationError struct {
+	Violations []requirement.Violation
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("requirement invalid: %d violation(s)", len(e.Violations))
+}
+
+// ErrorCode reports REQUIREMENT_INVALID.
+func (e *ValidationError) ErrorCode() errcode.Code { return errcode.RequirementInvalid }
+
+// admitted is a requirement that passed validation on some channel (and the
+// registry's borrow ban, when one applies). Only admit makes one, so the
+// writers can take nothing unvalidated.
+type admitted struct {
+	req        *requirement.Requirement
+	canonical  string
+	provenance Provenance
+	confidence *float64
+}
+
+// admit validates a requirement arriving on a proposer channel. The lint of
+// §12.8 is part of requirement.Parse, so it runs before anything is stored.
+func admit(raw []byte, prov Provenance, confidence *float64) (admitted, error) {
+	r, vs := requirement.Parse(raw, requirement.Options{})
+	if len(vs) > 0 {
+		return admitted{}, &ValidationError{Violations: vs}
+	}
+	return admitted{req: r, canonical: r.Canonical(), provenance: prov, confidence: confidence}, nil
+}
+
+// parseStored re-validates requirement JSON read back from storage, which
+// may have been forged: every writer and the index re-read it through the
+// same strict parser instead of trusting the column.
+func parseStored(raw string) (*requirement.Requirement, []requirement.Violation) {
+	return requirement.Parse([]byte(raw), requirement.Options{})
+}
+
+// checkAppID refuses an app identity outside API.md's 1–128 characters.
+func checkAppID(appID string) error {
+	if n := len([]rune(appID)); n == 0 || n > maxAppIDChars {
+		return errcode.New(errcode.BadRequest, "app id must be 1-128 characters")
+	}
+	return nil
+}
+
+func checkSlot(slot string) error {
+	if !requirement.ValidSlot(slot) {
+		return errcode.New(errcode.BadRequest, "slot must match "+requirement.SlotPattern)
+	}
+	return nil
+}
+
+// Connections returns every row of appID, in slot order.
+func (d *Daemon) Connections(ctx context.Context, appID string) ([]Connection, error) {
+	if err := checkAppID(appID); err != nil {
+		return nil, err
+	}
+	var rows []store.Connection
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		rows, err = tx.Connections(appID)
+		return err
+	})
+	if err != nil {
+		return nil, d.internal("list connections", err)
+	}
+	out := make([]Connection, len(rows))
+	for i, row := range rows {
+		out[i] = fromRow(row)
+	}
+	return out, nil
+}
+
+// Connection returns the row (appID, slot), or CONNECTION_NOT_FOUND.
+func (d *Daemon) Connection(ctx context.Context, appID, slot string) (Connection, error) {
+	if err := checkAppID(appID); err != nil {
+		return Connection{}, err
+	}
+	if err := checkSlot(slot); err != nil {
+		return Connection{}, err
+	}
+	var row store.Connection
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		row, err = tx.Connection(appID, slot)
+		return err
+	})
+	if err != nil {
+		return Connection{}, d.rowError("read connection", err)
+	}
+	return fromRow(row), nil
+}
+
+func fromRow(row store.Connection) Connection {
+	c := Connection{
+		AppID:              row.AppID,
+		Slot:               row.Slot,
+		Status:             Status(row.Status),
+		RequirementJSON:    row.RequirementJSON,
+		RequirementVersion: row.RequirementVersion,
+		Provenance:         Provenance(row.Provenance),
+		Confidence:         row.Confidence,
+		Imported:           row.Imported,
+		ApprovedAt:         row.ApprovedAt,
+		RevokedAt:          row.RevokedAt,
+		CreatedAt:          row.CreatedAt,
+		UpdatedAt:          row.UpdatedAt,
+	}
+	c.Requirement, c.Invalid = parseStored(row.RequirementJSON)
+	if row.PendingRequirementJSON != nil {
+		c.PendingJSON = *row.PendingRequirementJSON
+		if p, vs := parseStored(c.PendingJSON); len(vs) == 0 {
+			c.Pending = p
+		}
+	}
+	c.AllowedHosts = decodeHosts(row.AllowedHosts)
+	return c
+}
+
+// decodeHosts reads an allowed_hosts column. A column that is not a JSON
+// array of strings reads as the empty ceiling, which refuses every host.
+func decodeHosts(col string) []string {
+	var hosts []string
+	if err := json.Unmarshal([]byte(col), &hosts); err != nil || hosts == nil {
+		return []string{}
+	}
+	return hosts
+}
+
+// The writers of spec §12.3, plus reconnect (ruling R11). Each is the sole
+// legal author of one transition and is legal only on its stated status;
+// each refusal carries its own code. Every writer runs in one transaction
+// under writeMu and republishes the app's grant index after it commits.
+
+// errWrongStatus builds a writer's refusal.
+func errWrongStatus(code errcode.Code, msg string) error { return errcode.New(code, msg) }
+
+// putDeclared is putDeclaredConnection: legal on an absent or declared row;
+// inserts or replaces a declared row. It refuses an approved row (a
+// proposal stages instead), a revoked row (explicit reconnect only) and a
+// new slot over the cap.
+func (d *Daemon) putDeclared(ctx context.Context, appID string, a admitted) (Connection, error) {
+	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		if cur != nil {
+			switch Status(cur.Status) {
+			case StatusApproved:
+				return nil, errWrongStatus(errcode.ConnectionApproved, "the connection is approved: a changed requirement is staged for re-approval instead")
+			case StatusRevoked:
+				return nil, errWrongStatus(errcode.ConnectionRevoked, "the connection was revoked: only an explicit reconnect revives it")
+			}
+		} else {
+			n, err := tx.CountConnections(appID)
+			if err != nil {
+				return nil, err
+			}
+			if n >= MaxSlotsPerApp {
+				return nil, errWrongStatus(errcode.SlotCapReached, fmt.Sprintf("the app already has %d connections (revoked ones count)", MaxSlotsPerApp))
+			}
+		}
+		row := store.Connection{
+			AppID:              appID,
+			Slot:               a.req.Slot,
+			RequirementJSON:    a.canonical,
+			RequirementVersion: 1,
+			Provenance:         store.Provenance(a.provenance),
+			Confidence:         a.confidence,
+			Status:             store.StatusDeclared,
+			AllowedHosts:       "[]",
+		}
+		if cur != nil {
+			row.CreatedAt = cur.CreatedAt
+			row.RevokedAt = cur.RevokedAt // a reconnected row keeps its tombstone
+			row.RequirementVersion = nextVersion(cur.RequirementVersion, cur.RequirementJSON, a.canonical)
+		}
+		return &row, nil
+	})
+}
+
+// nextVersion bumps requirement_version when the canonical form changes
+// (§12.3): canonical forms are compared as exact strings.
+func nextVersion(version int64, oldCanonical, newCanonical string) int64 {
+	if oldCanonical == newCanonical {
+		return version
+	}
+	return version + 1
+}
+
+// stagePending is stagePendingRequirement: legal on an approved row; writes
+// pending_requirement_json only. The grant keeps serving requirement_json
+// and its frozen hosts until reapprove. Staging the current requirement
+// itself clears the staged change: there is nothing left to approve.
+func (d *Daemon) stagePending(ctx context.Context, appID string, a admitted) (Connection, error) {
+	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		if cur == nil {
+			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+		}
+		if Status(cur.Status) != StatusApproved {
+			return nil, errWrongStatus(errcode.ConnectionNotApproved, "only an approved connection can stage a change")
+		}
+		row := *cur
+		row.PendingRequirementJSON = nil
+		if a.canonical != cur.RequirementJSON {
+			pending := a.canonical
+			row.PendingRequirementJSON = &pending
+		}
+		return &row, nil
+	})
+}
+
+// Approve is approveConnection: legal only on a declared row. It freezes
+// allowed_hosts from requirement_json — never from a pending column storage
+// may have forged — stamps approved_at, sets status approved and clears the
+// imported flag (R11). A stored requirement that no longer validates is
+// refused.
+func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, error) {
+	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		if cur == nil {
+			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+		}
+		if Status(cur.Status) != StatusDeclared {
+			return nil, errWrongStatus(errcode.ConnectionNotDeclared, "only a declared connection can be approved")
+		}
+		r, vs := parseStored(cur.RequirementJSON)
+		if len(vs) > 0 {
+			return nil, &ValidationError{Violations: vs}
+		}
+		now := tx.Now()
+		row := *cur
+		row.Status = store.StatusApproved
+		row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
+		row.ApprovedAt = &now
+		row.PendingRequirementJSON = nil
+		row.Imported = false
+		return &row, nil
+	})
+}
+
+// Reapprove is reapproveConnection: legal only on an approved row with a
+// staged change. It re-validates the pending requirement (reachable without
+// passing the stager), promotes it to requirement_json, re-freezes the
+// hosts from it and clears the pending column.
+func (d *Daemon) Reapprove(ctx context.Context, appID, slot string) (Connection, error) {
+	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		if cur == nil {
+			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+		}
+		if Status(cur.Status) != StatusApproved {
+			return nil, errWrongStatus(errcode.ConnectionNotApproved, "only an approved connection can be re-approved")
+		}
+		if cur.PendingRequirementJSON == nil {
+			return nil, errWrongStatus(errcode.NoPendingChange, "the connection has no staged change to approve")
+		}
+		r, vs := parseStored(*cur.PendingRequirementJSON)
+		if len(vs) > 0 {
+			return nil, &ValidationError{Violations: vs}
+		}
+		if r.Slot != cur.Slot {
+			return nil, errcode.New(errcode.SlotMismatch, "the staged requirement names another slot")
+		}
+		canonical := r.Canonical()
+		now := tx.Now()
+		row := *cur
+		row.RequirementVersion = nextVersion(cur.RequirementVersion, cur.RequirementJSON, canonical)
+		row.RequirementJSON = canonical
+		row.PendingRequirementJSON = nil
+		row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
+		row.ApprovedAt = &now
+		return &row, nil
+	})
+}
+
+// Revoke is revokeConnection: legal only on an approved row. It sets status
+// revoked, stamps revoked_at, keeps the row as a tombstone and wipes the
+// slot's credential slice auth:<appId>:<slot>:* in the same transaction.
+func (d *Daemon) Revoke(ctx context.Context, appID, slot string) (Connection, error) {
+	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		if cur == nil {
+			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+		}
+		if Status(cur.Status) != StatusApproved {
+			return nil, errWrongStatus(errcode.ConnectionNotApproved, "only an approved connection can be revoked")
+		}
+		if _, err := tx.DeleteSlotSecrets(appID, slot); err != nil {
+			return nil, err
+		}
+		now := tx.Now()
+		row := *cur
+		row.Status = store.StatusRevoked
+		row.RevokedAt = &now
+		row.PendingRequirementJSON = nil
+		return &row, nil
+	})
+}
+
+// Reconnect is the sixth, user-only act of ruling R11: a revoked row becomes
+// declared again, keeping its requirement and its revoked_at tombstone, which
+// review discloses. It grants nothing: the row needs approval again.
+func (d *Daemon) Reconnect(ctx context.Context, appID, slot string) (Connection, error) {
+	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		if cur == nil {
+			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+		}
+		if Status(cur.Status) != StatusRevoked {
+			return nil, errWrongStatus(errcode.ConnectionNotRevoked, "only a revoked connection can be reconnected")
+		}
+		row := *cur
+		row.Status = store.StatusDeclared
+		row.ApprovedAt = nil
+		row.AllowedHosts = "[]"
+		return &row, nil
+	})
+}
+
+// write runs one writer: it reads the current row (nil when absent), lets
+// decide compute the new row (or refuse), upserts it, rebuilds the app's
+// index entry from the committed rows and, after the commit, publishes it
+// with a connection-changed hint.
+func (d *Daemon) write(ctx context.Context, appID, slot string, decide func(*store.Tx, *store.Connection) (*store.Connection, error)) (Connection, error) {
+	if err := checkAppID(appID); err != nil {
+		return Connection{}, err
+	}
+	if err := checkSlot(slot); err != nil {
+		return Connection{}, err
+	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	var (
+		stored store.Connection
+		app    *appGrants
+	)
+	err := d.store.Update(ctx, func(tx *store.Tx) error {
+		var cur *store.Connection
+		row, err := tx.Connection(appID, slot)
+		switch {
+		case err == nil:
+			cur = &row
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		next, err := decide(tx, cur)
+		if err != nil {
+			return err
+		}
+		if stored, err = tx.UpsertConnection(*next); err != nil {
+			return err
+		}
+		rows, err := tx.Connections(appID)
+		if err != nil {
+			return err
+		}
+		app = buildAppGrants(rows)
+		return nil
+	})
+	if err != nil {
+		return Connection{}, d.rowError("write connection", err)
+	}
+	d.publishApp(appID, app)
+	d.connectionChanged(appID, slot)
+	return fromRow(stored), nil
+}
+
+// rowError passes coded errors through and turns store failures into codes.
+func (d *Daemon) rowError(op string, err error) error {
+	if _, ok := errcode.CodeOf(err); ok {
+		return err
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+	}
+	return d.internal(op, err)
+}
+
+// internal logs err (which never carries a credential value: the store's
+// errors name keys, never values) and returns a bare INTERNAL error.
+func (d *Daemon) internal(op string, err error) error {
+	d.log.Error(op, "err", err)
+	return errcode.Wrap(errcode.Internal, op+" failed", err)
+}

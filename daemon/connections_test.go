@@ -1,0 +1,403 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+)
+
+// testClock is a clock that moves only when told.
+type testClock struct{ t time.Time }
+
+func (c *testClock) now() time.Time { return c.t }
+
+func newTestDaemon(t *testing.T) *Daemon {
+	t.Helper()
+	clock := &testClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	d, err := New(t.Context(), Config{DataDir: t.TempDir() + "/data", Logger: slog.New(slog.DiscardHandler), Now: clock.now})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// req builds a minimal valid api_key requirement for slot on the given
+// hosts.
+func req(slot string, hosts ...string) map[string]any {
+	return map[string]any{
+		"slot":             slot,
+		"provider":         map[string]any{"name": "Example"},
+		"kind":             "api_key",
+		"fields":           []any{map[string]any{"key": "api_key", "label": "API key", "type": "secret"}},
+		"request":          map[string]any{"headerTemplate": map[string]any{"X-Key": "{{api_key}}"}},
+		"declaredApiHosts": toAny(hosts),
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustAdmit(t *testing.T, v any) admitted {
+	t.Helper()
+	a, err := admit(mustJSON(t, v), ProvenanceUser, nil)
+	if err != nil {
+		t.Fatalf("admit: %v", err)
+	}
+	return a
+}
+
+func wantCode(t *testing.T, err error, want errcode.Code) {
+	t.Helper()
+	got, _ := errcode.CodeOf(err)
+	if got != want {
+		t.Fatalf("error = %v (code %q), want code %q", err, got, want)
+	}
+}
+
+// approved puts and approves a connection.
+func approved(t *testing.T, d *Daemon, app string, v map[string]any) Connection {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := d.putDeclared(ctx, app, mustAdmit(t, v)); err != nil {
+		t.Fatalf("putDeclared: %v", err)
+	}
+	c, err := d.Approve(ctx, app, v["slot"].(string))
+	if err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	return c
+}
+
+// conformance: P3-C12.3-02, P3-C12.2-07, P3-C12.2-08, P3-C12.1-04
+func TestPutDeclared(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	c, err := d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
+	if err != nil {
+		t.Fatalf("put on absent: %v", err)
+	}
+	if c.Status != StatusDeclared || c.RequirementVersion != 1 || len(c.AllowedHosts) != 0 || c.ApprovedAt != nil {
+		t.Fatalf("put on absent = %+v, want declared v1 without a ceiling", c)
+	}
+	// Same requirement with reordered keys: canonical form unchanged.
+	same := `{"declaredApiHosts":["api.example.com"],"kind":"api_key","slot":"wx","provider":{"name":"Example"},` +
+		`"request":{"headerTemplate":{"X-Key":"{{api_key}}"}},"fields":[{"type":"secret","label":"API key","key":"api_key"}]}`
+	a, err := admit([]byte(same), ProvenanceUser, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = d.putDeclared(ctx, "app", a); err != nil || c.RequirementVersion != 1 {
+		t.Fatalf("put of the same requirement = v%d, %v; want v1", c.RequirementVersion, err)
+	}
+	if c, err = d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com"))); err != nil || c.RequirementVersion != 2 {
+		t.Fatalf("put of a changed requirement = v%d, %v; want v2", c.RequirementVersion, err)
+	}
+	if c.Status != StatusDeclared {
+		t.Fatalf("proposer write yielded status %s", c.Status)
+	}
+}
+
+// conformance: P3-C12.3-03, P3-C12.3-04, P3-C12.1-06
+func TestPutDeclaredRefusesApprovedAndRevoked(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	_, err := d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "evil.example.com")))
+	wantCode(t, err, errcode.ConnectionApproved)
+	c, _ := d.Connection(ctx, "app", "wx")
+	if c.Status != StatusApproved || c.AllowedHosts[0] != "api.example.com" {
+		t.Fatalf("approved row changed by a refused put: %+v", c)
+	}
+	if _, err := d.Revoke(ctx, "app", "wx"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
+	wantCode(t, err, errcode.ConnectionRevoked)
+	if c, _ := d.Connection(ctx, "app", "wx"); c.Status != StatusRevoked {
+		t.Fatalf("revoked row changed by a refused put: %s", c.Status)
+	}
+}
+
+// conformance: P3-C12.2-16, P3-C12.2-17, P3-C12.2-18, P3-C12.3-05
+func TestSlotCap(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	for i := range MaxSlotsPerApp {
+		slot := fmt.Sprintf("s%d", i)
+		approved(t, d, "app", req(slot, "api.example.com"))
+		if _, err := d.Revoke(ctx, "app", slot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Eight tombstones: a ninth slot is refused.
+	_, err := d.putDeclared(ctx, "app", mustAdmit(t, req("new", "api.example.com")))
+	wantCode(t, err, errcode.SlotCapReached)
+	// Another app is unaffected.
+	if _, err := d.putDeclared(ctx, "other", mustAdmit(t, req("new", "api.example.com"))); err != nil {
+		t.Fatalf("another app's put: %v", err)
+	}
+
+	d2 := newTestDaemon(t)
+	for i := range MaxSlotsPerApp {
+		if _, err := d2.putDeclared(ctx, "app", mustAdmit(t, req(fmt.Sprintf("s%d", i), "api.example.com"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// At the cap, replacing an existing declared slot is accepted.
+	if _, err := d2.putDeclared(ctx, "app", mustAdmit(t, req("s3", "b.example.com"))); err != nil {
+		t.Fatalf("replace at the cap: %v", err)
+	}
+	_, err = d2.putDeclared(ctx, "app", mustAdmit(t, req("s9", "api.example.com")))
+	wantCode(t, err, errcode.SlotCapReached)
+}
+
+// conformance: P3-C12.3-06, P3-C12.3-07, P3-C12.3-19, P3-C12.2-19, P3-C12.2-20, P3-C12.1-05
+func TestStagePending(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	before := approved(t, d, "app", req("wx", "api.example.com"))
+	c, err := d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "new.example.com")))
+	if err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+	if c.Status != StatusApproved || !c.NeedsReapproval() || c.RequirementJSON != before.RequirementJSON ||
+		strings.Join(c.AllowedHosts, ",") != "api.example.com" || c.RequirementVersion != before.RequirementVersion {
+		t.Fatalf("staged row = %+v; want only the pending column changed", c)
+	}
+	// The grant keeps serving the old ceiling.
+	g := d.grants("app").rows[0]
+	if !g.inCeiling("api.example.com") || g.inCeiling("new.example.com") {
+		t.Fatalf("index ceiling = %v while a change is staged", g.ceiling)
+	}
+	// Staging the current requirement clears the staged change.
+	if c, err = d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com"))); err != nil || c.NeedsReapproval() {
+		t.Fatalf("staging the current requirement = %+v, %v", c, err)
+	}
+
+	for _, status := range []string{"absent", "declared", "revoked"} {
+		t.Run(status, func(t *testing.T) {
+			d := newTestDaemon(t)
+			switch status {
+			case "declared":
+				d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
+			case "revoked":
+				approved(t, d, "app", req("wx", "api.example.com"))
+				d.Revoke(ctx, "app", "wx")
+			}
+			_, err := d.stagePending(ctx, "app", mustAdmit(t, req("wx", "b.example.com")))
+			if status == "absent" {
+				wantCode(t, err, errcode.ConnectionNotFound)
+				return
+			}
+			wantCode(t, err, errcode.ConnectionNotApproved)
+		})
+	}
+}
+
+// conformance: P3-C12.3-08, P3-C12.3-09, P3-C12.3-10, P3-C12.2-14, P3-C12.5-44, P3-C12.1-08
+func TestApprove(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	_, err := d.Approve(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotFound)
+
+	d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "B.example.com", "a.example.com")))
+	// A pending column forged in storage on a declared row (the store
+	// refuses that shape, so forge it with raw SQL) never reaches the
+	// ceiling.
+	forgePending(t, d, "app", "wx", mustJSON(t, req("wx", "evil.example.com")))
+	c, err := d.Approve(ctx, "app", "wx")
+	if err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	if got := strings.Join(c.AllowedHosts, ","); got != "a.example.com,b.example.com" {
+		t.Fatalf("allowed hosts = %q, want sorted normalized declared hosts only", got)
+	}
+	if c.Status != StatusApproved || c.ApprovedAt == nil || c.PendingJSON != "" {
+		t.Fatalf("approved row = %+v", c)
+	}
+	_, err = d.Approve(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotDeclared)
+	d.Revoke(ctx, "app", "wx")
+	_, err = d.Approve(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotDeclared)
+}
+
+// forgePending writes pending_requirement_json behind the writers' back, as
+// a tampered database file would.
+func forgePending(t *testing.T, d *Daemon, app, slot string, pending []byte) {
+	t.Helper()
+	err := d.store.Update(t.Context(), func(tx *store.Tx) error {
+		row, err := tx.Connection(app, slot)
+		if err != nil {
+			return err
+		}
+		p := string(pending)
+		row.PendingRequirementJSON = &p
+		return tx.ForgeConnectionForTest(row)
+	})
+	if err != nil {
+		t.Fatalf("forge: %v", err)
+	}
+}
+
+// conformance: P3-C12.3-11, P3-C12.3-12, P3-C12.3-13, P3-C12.3-14, P3-C12.3-15, P3-C12.3-21
+func TestReapprove(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	_, err := d.Reapprove(ctx, "app", "wx")
+	wantCode(t, err, errcode.NoPendingChange)
+
+	d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "new.example.com")))
+	c, err := d.Reapprove(ctx, "app", "wx")
+	if err != nil {
+		t.Fatalf("Reapprove: %v", err)
+	}
+	if got := strings.Join(c.AllowedHosts, ","); got != "api.example.com,new.example.com" || c.PendingJSON != "" || c.RequirementVersion != 2 {
+		t.Fatalf("re-approved row = %+v", c)
+	}
+	if !d.grants("app").rows[0].inCeiling("new.example.com") {
+		t.Fatal("the index did not pick up the re-frozen ceiling")
+	}
+
+	// A pending requirement forged into storage is re-validated: an invalid
+	// one is refused and the grant is unchanged.
+	bad := req("wx", "127.0.0.1")
+	forgePending(t, d, "app", "wx", mustJSON(t, bad))
+	_, err = d.Reapprove(ctx, "app", "wx")
+	wantCode(t, err, errcode.RequirementInvalid)
+	if c, _ := d.Connection(ctx, "app", "wx"); strings.Contains(strings.Join(c.AllowedHosts, ","), "127") {
+		t.Fatalf("forged pending reached the ceiling: %v", c.AllowedHosts)
+	}
+
+	d2 := newTestDaemon(t)
+	d2.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
+	_, err = d2.Reapprove(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotApproved)
+}
+
+// conformance: P3-C12.3-16, P3-C12.3-17, P3-C12.3-18, P3-C12.2-15, P3-C13-01
+func TestRevokeWipesSlice(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	_, err := d.Revoke(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotFound)
+	d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
+	_, err = d.Revoke(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotApproved)
+
+	d.Approve(ctx, "app", "wx")
+	approved(t, d, "app", req("wy", "api.example.com"))
+	for _, slot := range []string{"wx", "wy"} {
+		if err := d.SetCredentials(ctx, "app", slot, map[string]string{"api_key": "secret-" + slot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := d.Revoke(ctx, "app", "wx")
+	if err != nil {
+		t.Fatalf("Revoke: %v", err)
+	}
+	if c.Status != StatusRevoked || c.RevokedAt == nil {
+		t.Fatalf("revoked row = %+v", c)
+	}
+	if s, _ := d.slotSecrets(ctx, "app", "wx"); len(s) != 0 {
+		t.Fatalf("revoked slot keeps %d secrets", len(s))
+	}
+	if s, _ := d.slotSecrets(ctx, "app", "wy"); string(s["api_key"]) != "secret-wy" {
+		t.Fatal("revoking one slot wiped another")
+	}
+	// The tombstone survives reconnect.
+	c, err = d.Reconnect(ctx, "app", "wx")
+	if err != nil || c.Status != StatusDeclared || c.RevokedAt == nil {
+		t.Fatalf("Reconnect = %+v, %v; want declared with revoked_at kept", c, err)
+	}
+	if c, err = d.Approve(ctx, "app", "wx"); err != nil || c.RevokedAt == nil {
+		t.Fatalf("approve after reconnect = %+v, %v; want revoked_at kept", c, err)
+	}
+}
+
+// conformance: P3-C12.1-07
+func TestReconnect(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	_, err := d.Reconnect(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotFound)
+	approved(t, d, "app", req("wx", "api.example.com"))
+	_, err = d.Reconnect(ctx, "app", "wx")
+	wantCode(t, err, errcode.ConnectionNotRevoked)
+	d.Revoke(ctx, "app", "wx")
+	c, err := d.Reconnect(ctx, "app", "wx")
+	if err != nil || c.Status != StatusDeclared || len(c.AllowedHosts) != 0 || c.ApprovedAt != nil || c.RevokedAt == nil {
+		t.Fatalf("Reconnect = %+v, %v", c, err)
+	}
+	if d.grants("app").rows[0].approved() {
+		t.Fatal("a reconnected row grants before approval")
+	}
+}
+
+// conformance: P3-C12.2-04
+func TestAppAndSlotChecked(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	for _, app := range []string{"", strings.Repeat("a", 129)} {
+		_, err := d.Approve(ctx, app, "wx")
+		wantCode(t, err, errcode.BadRequest)
+	}
+	for _, slot := range []string{"Wx", "-a", "a_b", strings.Repeat("a", 41)} {
+		_, err := d.Approve(ctx, "app", slot)
+		wantCode(t, err, errcode.BadRequest)
+	}
+}
+
+// conformance: P3-C12.8-01
+func TestEveryWritePathLints(t *testing.T) {
+	bad := req("wx", "api.example.com")
+	bad["request"] = map[string]any{"headerTemplate": map[string]any{"X-Sig": "{{hmac_sha256(api_secrt, request.body)}}"}}
+	_, err := admit(mustJSON(t, bad), ProvenanceUser, nil)
+	wantCode(t, err, errcode.RequirementInvalid)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(fmt.Sprint(ve.Violations), "api_secrt") {
+		t.Fatalf("violations = %v, want the lint's finding on api_secrt", err)
+	}
+	// Storage forged with the same template: approve refuses.
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
+	err = d.store.Update(ctx, func(tx *store.Tx) error {
+		row, err := tx.Connection("app", "wx")
+		if err != nil {
+			return err
+		}
+		row.RequirementJSON = string(mustJSON(t, bad))
+		return tx.ForgeConnectionForTest(row)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Approve(ctx, "app", "wx")
+	wantCode(t, err, errcode.RequirementInvalid)
+}

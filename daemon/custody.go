@@ -1,0 +1,247 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+)
+
+// Credential custody (spec §13): values live in snug_secrets, sealed, under
+// auth:<appId>:<slot>:<fieldKey>, and nowhere else. They are write-only
+// through the API: nothing returns a value.
+
+// maxCredentialBytes bounds one credential value (a PEM private key fits
+// comfortably).
+const maxCredentialBytes = 64 << 10
+
+// ConnStatus is _connection.status (§13): exactly four values.
+type ConnStatus string
+
+const (
+	ConnPending   ConnStatus = "pending"
+	ConnConnected ConnStatus = "connected"
+	ConnExpired   ConnStatus = "expired"
+	ConnError     ConnStatus = "error"
+)
+
+// LANPin is a LAN device's TOFU certificate pin: the SHA-256 fingerprint of
+// its leaf certificate. CN is diagnostic, never a trust input.
+type LANPin struct {
+	Fingerprint string
+	CN          string
+}
+
+// ConnState is a slot's dynamic connection state (§13), kept sealed under
+// auth:<appId>:<slot>:_connection. Times are unix milliseconds. The three
+// verify markers are separate on purpose: one family's marker never vouches
+// for another's.
+type ConnState struct {
+	Status          ConnStatus
+	ObtainedAt      *int64
+	ExpiresIn       *int64
+	ScopesGranted   []string
+	LastError       string
+	LANPin          *LANPin
+	LANVerifiedAt   *int64
+	LinkVerifiedAt  *int64
+	ClaimVerifiedAt *int64
+}
+
+// connStateJSON is ConnState's stored form, with §13's field names.
+type connStateJSON struct {
+	Status          ConnStatus  `json:"status"`
+	ObtainedAt      *int64      `json:"obtainedAt,omitempty"`
+	ExpiresIn       *int64      `json:"expiresIn,omitempty"`
+	ScopesGranted   []string    `json:"scopesGranted,omitempty"`
+	LastError       string      `json:"lastError,omitempty"`
+	LANPin          *lanPinJSON `json:"lanPin,omitempty"`
+	LANVerifiedAt   *int64      `json:"lanVerifiedAt,omitempty"`
+	LinkVerifiedAt  *int64      `json:"linkVerifiedAt,omitempty"`
+	ClaimVerifiedAt *int64      `json:"claimVerifiedAt,omitempty"`
+}
+
+type lanPinJSON struct {
+	Fingerprint string `json:"fingerprint"`
+	CN          string `json:"cn,omitempty"`
+}
+
+func (s ConnState) marshal() ([]byte, error) {
+	if !s.Status.valid() {
+		return nil, fmt.Errorf("connection state: status %q is not pending, connected, expired or error", s.Status)
+	}
+	j := connStateJSON{
+		Status: s.Status, ObtainedAt: s.ObtainedAt, ExpiresIn: s.ExpiresIn, ScopesGranted: s.ScopesGranted,
+		LastError: s.LastError, LANVerifiedAt: s.LANVerifiedAt, LinkVerifiedAt: s.LinkVerifiedAt, ClaimVerifiedAt: s.ClaimVerifiedAt,
+	}
+	if s.LANPin != nil {
+		j.LANPin = &lanPinJSON{Fingerprint: s.LANPin.Fingerprint, CN: s.LANPin.CN}
+	}
+	return json.Marshal(j)
+}
+
+// unmarshalConnState decodes a stored state strictly: unknown fields and an
+// unknown status are refused, so nothing rides in unreviewed.
+func unmarshalConnState(b []byte) (ConnState, error) {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	var j connStateJSON
+	if err := dec.Decode(&j); err != nil {
+		return ConnState{}, fmt.Errorf("connection state: %w", err)
+	}
+	if dec.More() {
+		return ConnState{}, errors.New("connection state: trailing data")
+	}
+	if !j.Status.valid() {
+		return ConnState{}, fmt.Errorf("connection state: status %q is not pending, connected, expired or error", j.Status)
+	}
+	s := ConnState{
+		Status: j.Status, ObtainedAt: j.ObtainedAt, ExpiresIn: j.ExpiresIn, ScopesGranted: j.ScopesGranted,
+		LastError: j.LastError, LANVerifiedAt: j.LANVerifiedAt, LinkVerifiedAt: j.LinkVerifiedAt, ClaimVerifiedAt: j.ClaimVerifiedAt,
+	}
+	if j.LANPin != nil {
+		if j.LANPin.Fingerprint == "" {
+			return ConnState{}, errors.New("connection state: lanPin without a fingerprint")
+		}
+		s.LANPin = &LANPin{Fingerprint: j.LANPin.Fingerprint, CN: j.LANPin.CN}
+	}
+	return s, nil
+}
+
+func (s ConnStatus) valid() bool {
+	switch s {
+	case ConnPending, ConnConnected, ConnExpired, ConnError:
+		return true
+	}
+	return false
+}
+
+// readConnState reads a slot's state inside tx; ok is false when there is
+// none.
+func readConnState(tx *store.Tx, appID, slot string) (ConnState, bool, error) {
+	v, err := tx.Secret(store.ConnectionStateKey(appID, slot))
+	if errors.Is(err, store.ErrNotFound) {
+		return ConnState{}, false, nil
+	}
+	if err != nil {
+		return ConnState{}, false, err
+	}
+	s, err := unmarshalConnState(v)
+	return s, err == nil, err
+}
+
+func writeConnState(tx *store.Tx, appID, slot string, s ConnState) error {
+	b, err := s.marshal()
+	if err != nil {
+		return err
+	}
+	return tx.PutSecret(store.ConnectionStateKey(appID, slot), b)
+}
+
+// ConnectionState returns a slot's dynamic state (never a credential); ok
+// is false when the slot has none yet.
+func (d *Daemon) ConnectionState(ctx context.Context, appID, slot string) (s ConnState, ok bool, err error) {
+	if err := checkAppID(appID); err != nil {
+		return ConnState{}, false, err
+	}
+	if err := checkSlot(slot); err != nil {
+		return ConnState{}, false, err
+	}
+	err = d.store.View(ctx, func(tx *store.Tx) error {
+		s, ok, err = readConnState(tx, appID, slot)
+		return err
+	})
+	if err != nil {
+		return ConnState{}, false, d.internal("read connection state", err)
+	}
+	return s, ok, nil
+}
+
+// SetCredentials stores credential values for (appID, slot) in one
+// transaction, with the slot's state marked connected. Every key must be a
+// field the current or the staged requirement declares; values are
+// non-empty UTF-8 without NUL, at most 64 KiB. A revoked row takes none.
+// Errors name keys, never values.
+func (d *Daemon) SetCredentials(ctx context.Context, appID, slot string, values map[string]string) error {
+	if err := checkAppID(appID); err != nil {
+		return err
+	}
+	if err := checkSlot(slot); err != nil {
+		return err
+	}
+	if len(values) == 0 {
+		return errcode.New(errcode.BadRequest, "no credential values given")
+	}
+	for key, v := range values {
+		if v == "" || len(v) > maxCredentialBytes || !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return errcode.New(errcode.BadRequest, fmt.Sprintf("the value of field %q must be 1 to %d bytes of UTF-8 without NUL", key, maxCredentialBytes))
+		}
+	}
+	err := d.store.Update(ctx, func(tx *store.Tx) error {
+		row, err := tx.Connection(appID, slot)
+		if err != nil {
+			return err
+		}
+		if Status(row.Status) == StatusRevoked {
+			return errcode.New(errcode.ConnectionRevoked, "the connection was revoked: reconnect it before storing credentials")
+		}
+		declared := declaredFields(fromRow(row))
+		keys := make([]string, 0, len(values))
+		for key := range values {
+			if !slices.Contains(declared, key) {
+				return errcode.New(errcode.FieldUnknown, fmt.Sprintf("the requirement declares no field %q", key))
+			}
+			keys = append(keys, key)
+		}
+		slices.Sort(keys)
+		for _, key := range keys {
+			if err := tx.PutSecret(store.FieldKey(appID, slot, key), store.Secret(values[key])); err != nil {
+				return err
+			}
+		}
+		state, _, err := readConnState(tx, appID, slot)
+		if err != nil {
+			return err
+		}
+		obtained := tx.Now().UnixMilli()
+		state.Status, state.ObtainedAt, state.LastError = ConnConnected, &obtained, ""
+		return writeConnState(tx, appID, slot, state)
+	})
+	if err != nil {
+		return d.rowError("store credentials", err)
+	}
+	d.connectionChanged(appID, slot)
+	return nil
+}
+
+// declaredFields lists the field keys of c's current and staged
+// requirements.
+func declaredFields(c Connection) []string {
+	var keys []string
+	if c.Requirement != nil {
+		keys = append(keys, c.Requirement.FieldKeys()...)
+	}
+	if c.Pending != nil {
+		keys = append(keys, c.Pending.FieldKeys()...)
+	}
+	return keys
+}
+
+// slotSecrets reads the credential slice of (appID, slot): the executor's
+// one read of credential values, after every gate that can refuse without
+// them.
+func (d *Daemon) slotSecrets(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
+	var out map[string]store.Secret
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = tx.SlotSecrets(appID, slot)
+		return err
+	})
+	return out, err
+}
