@@ -58,7 +58,7 @@ type Connection struct {
 	Provenance         Provenance
 	Confidence         *float64 // display-only, never an approval input
 	Imported           bool
-	AllowedHosts       []string // the frozen ceiling; meaningful on approved rows
+	AllowedHosts       []string // approved: the frozen ceiling; declared: the hosts asked for
 	ApprovedAt         *time.Time
 	RevokedAt          *time.Time // the tombstone; survives reconnect
 	CreatedAt          time.Time
@@ -242,7 +242,9 @@ func (d *Daemon) putDeclared(ctx context.Context, appID string, a admitted) (Con
 			Provenance:         store.Provenance(a.provenance),
 			Confidence:         a.confidence,
 			Status:             store.StatusDeclared,
-			AllowedHosts:       "[]",
+			// A declared row carries the hosts its requirement asks for;
+			// only approval freezes them into a ceiling (re-derived then).
+			AllowedHosts: requirement.HostsJSON(requirement.DeriveAllowedHosts(a.req)),
 		}
 		if cur != nil {
 			row.CreatedAt = cur.CreatedAt
@@ -384,6 +386,9 @@ func (d *Daemon) Reconnect(ctx context.Context, appID, slot string) (Connection,
 		row.Status = store.StatusDeclared
 		row.ApprovedAt = nil
 		row.AllowedHosts = "[]"
+		if r, vs := parseStored(cur.RequirementJSON); len(vs) == 0 {
+			row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
+		}
 		return &row, nil
 	})
 }

@@ -99,8 +99,11 @@ func TestPutDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatalf("put on absent: %v", err)
 	}
-	if c.Status != StatusDeclared || c.RequirementVersion != 1 || len(c.AllowedHosts) != 0 || c.ApprovedAt != nil {
-		t.Fatalf("put on absent = %+v, want declared v1 without a ceiling", c)
+	if c.Status != StatusDeclared || c.RequirementVersion != 1 || c.ApprovedAt != nil {
+		t.Fatalf("put on absent = %+v, want declared v1", c)
+	}
+	if g := d.grants("app").rows[0]; g.approved() || len(g.ceiling) != 0 {
+		t.Fatalf("a declared row grants: %+v", g)
 	}
 	// Same requirement with reordered keys: canonical form unchanged.
 	same := `{"declaredApiHosts":["api.example.com"],"kind":"api_key","slot":"wx","provider":{"name":"Example"},` +
@@ -351,7 +354,7 @@ func TestReconnect(t *testing.T) {
 	wantCode(t, err, errcode.ConnectionNotRevoked)
 	d.Revoke(ctx, "app", "wx")
 	c, err := d.Reconnect(ctx, "app", "wx")
-	if err != nil || c.Status != StatusDeclared || len(c.AllowedHosts) != 0 || c.ApprovedAt != nil || c.RevokedAt == nil {
+	if err != nil || c.Status != StatusDeclared || c.ApprovedAt != nil || c.RevokedAt == nil {
 		t.Fatalf("Reconnect = %+v, %v", c, err)
 	}
 	if d.grants("app").rows[0].approved() {

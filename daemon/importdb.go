@@ -1,0 +1,195 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/requirement"
+)
+
+// ImportReport is what an import did (API.md): how many local grants were
+// restored, how many rows landed declared and imported, and every dropped
+// row with its reason.
+type ImportReport struct {
+	Restored int
+	Demoted  int
+	Dropped  []DroppedRow
+}
+
+// DroppedRow names a row import refused. Reason is a fixed sentence (or
+// names the rules that failed); it never quotes the file's values.
+type DroppedRow struct {
+	AppID  string
+	Slot   string
+	Reason string
+}
+
+// Import reconciles the snug_connections rows of the user DB at path (spec
+// §12.4, ruling R12). The file is untrusted input: every row goes through
+// one of three branches, in one transaction.
+//
+//  1. Byte-identical (app_id, slot, requirement_json, allowed_hosts) to a
+//     locally approved row: the local grant is restored as it is, staged
+//     change included.
+//  2. Anything else that validates strictly lands declared with imported = 1,
+//     approved_at cleared and allowed_hosts recomputed from the requirement;
+//     the file's status, allowed_hosts and pending column are never
+//     trusted. A local revoked row is never overwritten, and a new slot still
+//     counts against the cap.
+//  3. Structurally unusable rows are dropped and reported.
+//
+// The file's snug_secrets are never read.
+func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) {
+	rows, err := store.ReadUserDB(ctx, path)
+	if err != nil {
+		if errors.Is(err, store.ErrNotUserDB) {
+			d.log.Info("import refused", "err", err)
+			return ImportReport{}, errcode.Wrap(errcode.ImportInvalid, "the file is not an importable user DB", err)
+		}
+		return ImportReport{}, d.internal("read import file", err)
+	}
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	var (
+		report  ImportReport
+		touched [][2]string
+	)
+	err = d.store.Update(ctx, func(tx *store.Tx) error {
+		report, touched = ImportReport{}, nil
+		for _, in := range rows {
+			landed, reason, err := reconcile(tx, in)
+			switch {
+			case err != nil:
+				return err
+			case reason != "":
+				report.Dropped = append(report.Dropped, DroppedRow{AppID: in.AppID, Slot: in.Slot, Reason: reason})
+			case landed:
+				report.Demoted++
+				touched = append(touched, [2]string{in.AppID, in.Slot})
+			default:
+				report.Restored++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportReport{}, d.internal("import", err)
+	}
+	if err := d.rebuildIndexLocked(ctx); err != nil {
+		return ImportReport{}, err
+	}
+	for _, t := range touched {
+		d.connectionChanged(t[0], t[1])
+	}
+	d.log.Info("import", "restored", report.Restored, "demoted", report.Demoted, "dropped", len(report.Dropped))
+	return report, nil
+}
+
+// reconcile runs one incoming row through the three branches. It reports
+// whether the row landed (branch 2) or, with a reason, why it was dropped;
+// neither means the local grant was restored (branch 1).
+func reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reason string, err error) {
+	if in.Unusable != "" {
+		return false, "structurally unusable: " + in.Unusable, nil
+	}
+	if checkAppID(in.AppID) != nil {
+		return false, "the app id is not 1-128 characters", nil
+	}
+	if !requirement.ValidSlot(in.Slot) {
+		return false, "the slot does not match " + requirement.SlotPattern, nil
+	}
+	r, vs := parseStored(in.RequirementJSON)
+	if len(vs) > 0 {
+		return false, "the requirement fails validation: " + ruleList(vs), nil
+	}
+	if r.Slot != in.Slot {
+		return false, "the requirement names another slot than its row", nil
+	}
+	prov := store.Provenance(in.Provenance)
+	if !validProvenance(Provenance(prov)) {
+		return false, "the provenance is not registry, inference, user_docs, starter or user", nil
+	}
+
+	var local *store.Connection
+	switch row, err := tx.Connection(in.AppID, in.Slot); {
+	case err == nil:
+		local = &row
+	case !errors.Is(err, store.ErrNotFound):
+		return false, "", err
+	}
+	if local != nil {
+		switch Status(local.Status) {
+		case StatusRevoked:
+			return false, "the local connection is revoked; import never overwrites a tombstone", nil
+		case StatusApproved:
+			if in.RequirementJSON == local.RequirementJSON && in.AllowedHosts == local.AllowedHosts {
+				return false, "", nil // branch 1: the local grant stands
+			}
+		}
+	} else {
+		n, err := tx.CountConnections(in.AppID)
+		if err != nil {
+			return false, "", err
+		}
+		if n >= MaxSlotsPerApp {
+			return false, fmt.Sprintf("the app already has %d connections", MaxSlotsPerApp), nil
+		}
+	}
+
+	canonical := r.Canonical()
+	row := store.Connection{
+		AppID:              in.AppID,
+		Slot:               in.Slot,
+		RequirementJSON:    canonical,
+		RequirementVersion: 1,
+		Provenance:         prov,
+		Confidence:         in.Confidence,
+		Status:             store.StatusDeclared,
+		Imported:           true,
+		AllowedHosts:       requirement.HostsJSON(requirement.DeriveAllowedHosts(r)),
+	}
+	if local != nil {
+		row.CreatedAt = local.CreatedAt
+		row.RevokedAt = local.RevokedAt // a tombstone survives
+		row.RequirementVersion = nextVersion(local.RequirementVersion, local.RequirementJSON, canonical)
+	}
+	if _, err := tx.UpsertConnection(row); err != nil {
+		return false, "", err
+	}
+	return true, "", nil
+}
+
+func validProvenance(p Provenance) bool {
+	switch p {
+	case ProvenanceRegistry, ProvenanceInference, ProvenanceUserDocs, ProvenanceStarter, ProvenanceUser:
+		return true
+	}
+	return false
+}
+
+// ruleList names the distinct rules of vs, sorted, for a report line.
+func ruleList(vs []requirement.Violation) string {
+	var rules []string
+	for _, v := range vs {
+		if !slices.Contains(rules, v.Rule) {
+			rules = append(rules, v.Rule)
+		}
+	}
+	slices.Sort(rules)
+	return strings.Join(rules, ", ")
+}
+
+// Export writes a copy of the user DB to dest: snug_connections only, every
+// secret dropped and the file vacuumed so freed pages carry nothing (spec
+// §13; DESIGN.md Storage). Exports never carry secrets in v1 (R19).
+func (d *Daemon) Export(ctx context.Context, dest string) error {
+	if err := d.store.Export(ctx, dest); err != nil {
+		return d.internal("export", err)
+	}
+	return nil
+}

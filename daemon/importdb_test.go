@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+)
+
+// exportOf writes d's user DB to a file and returns its path.
+func exportOf(t *testing.T, d *Daemon) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "user.db")
+	if err := d.Export(t.Context(), path); err != nil {
+		t.Fatalf("Export: %v", err)
+	}
+	return path
+}
+
+// forge rewrites a row of d behind the writers' back.
+func forge(t *testing.T, d *Daemon, app, slot string, edit func(*store.Connection)) {
+	t.Helper()
+	err := d.store.Update(t.Context(), func(tx *store.Tx) error {
+		row, err := tx.Connection(app, slot)
+		if err != nil {
+			return err
+		}
+		edit(&row)
+		return tx.ForgeConnectionForTest(row)
+	})
+	if err != nil {
+		t.Fatalf("forge: %v", err)
+	}
+}
+
+// conformance: P3-C12.4-01, P3-C12.4-02
+func TestImportRestoresIdenticalGrant(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com")))
+	path := exportOf(t, d)
+	rep, err := d.Import(ctx, path)
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if rep.Restored != 1 || rep.Demoted != 0 || len(rep.Dropped) != 0 {
+		t.Fatalf("report = %+v, want one restored", rep)
+	}
+	c, _ := d.Connection(ctx, "app", "wx")
+	if c.Status != StatusApproved || c.Imported || !c.NeedsReapproval() {
+		t.Fatalf("restored row = %+v; want the local grant as it was, staged change included", c)
+	}
+}
+
+// conformance: P3-C12.4-03, P3-C12.4-04, P3-C12.4-05, P3-C12.2-13
+func TestImportLandsChangedRowsDeclared(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, src, "app", req("wx", "api.example.com"))
+	approved(t, src, "app", req("wy", "api.example.com"))
+	// The file claims a wider ceiling than its requirement derives.
+	forge(t, src, "app", "wy", func(c *store.Connection) { c.AllowedHosts = `["api.example.com","evil.example.com"]` })
+	path := exportOf(t, src)
+
+	d := newTestDaemon(t)
+	approved(t, d, "app", req("wx", "api.example.com", "old.example.com"))
+	rep, err := d.Import(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Restored != 0 || rep.Demoted != 2 || len(rep.Dropped) != 0 {
+		t.Fatalf("report = %+v, want two demoted", rep)
+	}
+	for _, slot := range []string{"wx", "wy"} {
+		c, _ := d.Connection(ctx, "app", slot)
+		if c.Status != StatusDeclared || !c.Imported || c.ApprovedAt != nil {
+			t.Fatalf("%s = %+v, want declared, imported, approved_at cleared", slot, c)
+		}
+		if got := strings.Join(c.AllowedHosts, ","); got != "api.example.com" {
+			t.Fatalf("%s allowed hosts = %q, want recomputed from the requirement", slot, got)
+		}
+		if d.grants("app").rows[slotIndex(slot)].approved() {
+			t.Fatalf("%s: an imported row grants", slot)
+		}
+	}
+	// Approval clears imported (R11).
+	if c, err := d.Approve(ctx, "app", "wy"); err != nil || c.Imported {
+		t.Fatalf("approve of an imported row = %+v, %v", c, err)
+	}
+}
+
+func slotIndex(slot string) int {
+	if slot == "wx" {
+		return 0
+	}
+	return 1
+}
+
+// conformance: P3-C12.4-06, P3-C12.4-07, P3-C12.8-01
+func TestImportDropsUnusableRows(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	for _, slot := range []string{"bad-json", "bad-template", "other-slot", "ok"} {
+		src.putDeclared(ctx, "app", mustAdmit(t, req(slot, "api.example.com")))
+	}
+	forge(t, src, "app", "bad-json", func(c *store.Connection) { c.RequirementJSON = `{"slot":"bad-json","kind":"oauth1"}` })
+	badTemplate := req("bad-template", "api.example.com")
+	badTemplate["request"] = map[string]any{"headerTemplate": map[string]any{"X-Sig": "{{hmac_sha256(api_secrt, request.body)}}"}}
+	forge(t, src, "app", "bad-template", func(c *store.Connection) { c.RequirementJSON = string(mustJSON(t, badTemplate)) })
+	forge(t, src, "app", "other-slot", func(c *store.Connection) { c.RequirementJSON = string(mustJSON(t, req("ok", "api.example.com"))) })
+	path := exportOf(t, src)
+
+	d := newTestDaemon(t)
+	rep, err := d.Import(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Demoted != 1 || len(rep.Dropped) != 3 {
+		t.Fatalf("report = %+v, want 1 landed and 3 dropped", rep)
+	}
+	for _, dr := range rep.Dropped {
+		if dr.AppID != "app" || dr.Reason == "" {
+			t.Fatalf("dropped row %+v lacks its name or reason", dr)
+		}
+		if _, err := d.Connection(ctx, "app", dr.Slot); err == nil {
+			t.Fatalf("dropped row %s was inserted", dr.Slot)
+		}
+	}
+	if !strings.Contains(rep.Dropped[1].Reason, "template") {
+		t.Fatalf("bad template reason = %q, want the lint's rule", rep.Dropped[1].Reason)
+	}
+}
+
+// conformance: P3-C12.2-15
+func TestImportNeverOverwritesRevokedAndKeepsTombstones(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	src.putDeclared(ctx, "app", mustAdmit(t, req("gone", "api.example.com")))
+	src.putDeclared(ctx, "app", mustAdmit(t, req("back", "new.example.com")))
+	path := exportOf(t, src)
+
+	d := newTestDaemon(t)
+	approved(t, d, "app", req("gone", "api.example.com"))
+	d.Revoke(ctx, "app", "gone")
+	approved(t, d, "app", req("back", "api.example.com"))
+	d.Revoke(ctx, "app", "back")
+	d.Reconnect(ctx, "app", "back")
+	rep, err := d.Import(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Demoted != 1 || len(rep.Dropped) != 1 || rep.Dropped[0].Slot != "gone" {
+		t.Fatalf("report = %+v, want the revoked row refused", rep)
+	}
+	if c, _ := d.Connection(ctx, "app", "gone"); c.Status != StatusRevoked {
+		t.Fatalf("import overwrote a revoked row: %s", c.Status)
+	}
+	if c, _ := d.Connection(ctx, "app", "back"); c.RevokedAt == nil || !c.Imported {
+		t.Fatalf("reconnected row after import = %+v; want its tombstone kept", c)
+	}
+}
+
+func TestImportSlotCap(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	src.putDeclared(ctx, "app", mustAdmit(t, req("ninth", "api.example.com")))
+	path := exportOf(t, src)
+	d := newTestDaemon(t)
+	for i := range MaxSlotsPerApp {
+		d.putDeclared(ctx, "app", mustAdmit(t, req("s"+string(rune('0'+i)), "api.example.com")))
+	}
+	rep, err := d.Import(ctx, path)
+	if err != nil || len(rep.Dropped) != 1 {
+		t.Fatalf("import over the cap = %+v, %v; want the new slot dropped", rep, err)
+	}
+}
+
+func TestImportRefusesNonUserDB(t *testing.T) {
+	d := newTestDaemon(t)
+	path := filepath.Join(t.TempDir(), "x.db")
+	os.WriteFile(path, []byte("not sqlite"), 0o600)
+	_, err := d.Import(t.Context(), path)
+	wantCode(t, err, errcode.ImportInvalid)
+}
+
+// conformance: P3-C13-06, P3-C13-07, P1-SEC-03
+func TestExportCarriesNoSecret(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	const secret = "export-must-not-carry-this-value"
+	d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": secret})
+	path := exportOf(t, d)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, needle := range []string{secret, "auth:app", "snugd_"} {
+		if strings.Contains(string(b), needle) {
+			t.Fatalf("export contains %q", needle)
+		}
+	}
+}
