@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // maxFileSize bounds one registry data file. The shipped files are a few
@@ -201,31 +200,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// plainText reports what is wrong with a free-text registry seat (a label,
-// a probe's expectation, a source note), or "" when nothing is: 1 to max
-// characters of valid UTF-8 with no control characters, no leading or
-// trailing space, and nothing credential-shaped.
-func plainText(s string, max int) string {
-	switch {
-	case s == "":
-		return "must not be empty"
-	case len([]rune(s)) > max:
-		return "is longer than " + strconv.Itoa(max) + " characters"
-	case strings.TrimSpace(s) != s:
-		return "has leading or trailing whitespace"
-	case !validText(s):
-		return "must be valid UTF-8 without control characters"
-	}
-	return ""
-}
-
-func validText(s string) bool {
-	for _, r := range s {
-		if r == 0xFFFD || r < 0x20 || r == 0x7F || (r >= 0x80 && r < 0xA0) {
-			return false
-		}
-	}
-	return true
 }

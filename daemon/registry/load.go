@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/requirement"
 )
@@ -160,21 +161,30 @@ func (l *loader) sources(m map[string]json.RawMessage) []Source {
 			l.fail(p+".checked", RuleSource, "must be a date, YYYY-MM-DD")
 		}
 		if s.Note != "" {
-			l.text(p+".note", s.Note, maxNote)
+			l.text(p+".note", RuleText, s.Note, maxNote)
 		}
 		out = append(out, s)
 	}
 	return out
 }
 
-// text checks a free-text registry seat that requirement.Parse never sees.
-func (l *loader) text(path, s string, max int) {
-	if msg := plainText(s, max); msg != "" {
-		l.fail(path, RuleText, msg)
+// text checks a free-text registry seat that requirement.Parse never sees
+// (a label, a source note, what a probe expects) by handing it to Parse
+// where it would sit in a requirement, as one registration instruction:
+// plain prose without markup, no control or invisible characters, nothing
+// credential-shaped, and at most max characters.
+func (l *loader) text(path, rule, s string, max int) {
+	if n := utf8.RuneCountInString(s); n == 0 || n > max {
+		l.fail(path, rule, "is 1 to "+strconv.Itoa(max)+" characters")
 		return
 	}
-	if reason, bad := requirement.DetectCredential(s); bad {
-		l.fail(path, RuleText, "holds "+reason)
+	doc, _ := json.Marshal(map[string]any{
+		"slot": "text-check", "provider": map[string]string{"name": "check"},
+		"kind": "none", "declaredApiHosts": []string{"example.com"},
+		"registration": map[string]any{"instructions": []string{s}},
+	})
+	if _, vs := requirement.Parse(doc, requirement.Options{}); len(vs) > 0 {
+		l.fail(path, rule, vs[0].Message)
 	}
 }
 
@@ -235,7 +245,7 @@ func (l *loader) option(e *entry, m map[string]json.RawMessage, raw json.RawMess
 		l.fail(path+".id", RuleOptionID, "an option ID matches "+requirement.SlotPattern)
 	}
 	if o.label != "" {
-		l.text(path+".label", o.label, maxLabel)
+		l.text(path+".label", RuleText, o.label, maxLabel)
 	}
 	for _, k := range identityKeys() {
 		if _, ok := om[k]; ok {
@@ -456,9 +466,7 @@ func (l *loader) probe(raw json.RawMessage, fam Family) Probe {
 		RPC:    l.str(vm, path, "rpc", false),
 		Expect: l.str(vm, path, "expect", false),
 	}
-	if msg := plainText(pr.Expect, maxNote); msg != "" {
-		l.fail(path+".expect", RulePairingVerify, "says what a live counterparty answers: "+msg)
-	}
+	l.text(path+".expect", RulePairingVerify, pr.Expect, maxNote) // what a live counterparty answers
 	if fam == FamilyDeviceLink {
 		if pr.RPC != "verify" || pr.Method != "" || pr.Path != "" {
 			l.fail(path, RulePairingVerify, "a device-link probe is the helper's verify method: rpc \"verify\", no method or path")
@@ -484,11 +492,12 @@ func (l *loader) exchange(raw json.RawMessage) *Exchange {
 	if x.Method != "POST" || !validPath(x.Path) {
 		l.fail(path, RulePairingSeat, "the exchange is a POST to an absolute path of unreserved characters")
 	}
-	if !json.Valid([]byte(x.Body)) {
-		l.fail(path+".body", RulePairingSeat, "the exchange body is JSON")
+	if !json.Valid([]byte(x.Body)) || len(x.Body) > maxNote {
+		l.fail(path+".body", RulePairingSeat, "the exchange body is JSON of at most "+strconv.Itoa(maxNote)+" bytes")
+	} else if reason, bad := requirement.DetectCredential(x.Body); bad {
+		l.fail(path+".body", RulePairingSeat, "holds "+reason)
 	}
-	l.text(path+".body", x.Body, maxNote)
-	l.text(path+".expect", x.Expect, maxNote)
+	l.text(path+".expect", RulePairingSeat, x.Expect, maxNote)
 	return x
 }
 

@@ -60,10 +60,10 @@ type Resolution struct {
 // Errors of Resolve. Their texts are fixed sentences: none repeats a value
 // of the requirement.
 var (
-	// ErrConflict: the name names one entry and the hosts belong to
-	// another (or the hosts to two). A borrow between two entries is
+	// ErrConflict: the name names one entry and a host belongs to
+	// another, or two hosts belong to two entries. Such a requirement is
 	// refused, never resolved.
-	ErrConflict = errors.New("the requirement matches two registry entries, by name and by host; snugd will not choose between them")
+	ErrConflict = errors.New("the requirement's name and hosts match two different registry entries; snugd will not choose between them")
 	// ErrLANAddress: a LAN entry was borrowed but the declaration's
 	// collected address is not one RFC-1918 IPv4 literal.
 	ErrLANAddress = errors.New("the collected address of a LAN provider must be one private IPv4 address (10/8, 172.16/12 or 192.168.0.0/16)")
