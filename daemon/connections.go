@@ -218,41 +218,45 @@ func errWrongStatus(code errcode.Code, msg string) error { return errcode.New(co
 // new slot over the cap.
 func (d *Daemon) putDeclared(ctx context.Context, appID string, a admitted) (Connection, error) {
 	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
-		if cur != nil {
-			switch Status(cur.Status) {
-			case StatusApproved:
-				return nil, errWrongStatus(errcode.ConnectionApproved, "the connection is approved: a changed requirement is staged for re-approval instead")
-			case StatusRevoked:
-				return nil, errWrongStatus(errcode.ConnectionRevoked, "the connection was revoked: only an explicit reconnect revives it")
-			}
-		} else {
-			n, err := tx.CountConnections(appID)
-			if err != nil {
-				return nil, err
-			}
-			if n >= MaxSlotsPerApp {
-				return nil, errWrongStatus(errcode.SlotCapReached, fmt.Sprintf("the app already has %d connections (revoked ones count)", MaxSlotsPerApp))
-			}
-		}
-		row := store.Connection{
-			AppID:              appID,
-			Slot:               a.req.Slot,
-			RequirementJSON:    a.canonical,
-			RequirementVersion: 1,
-			Provenance:         store.Provenance(a.provenance),
-			Confidence:         a.confidence,
-			Status:             store.StatusDeclared,
-			// A declared row carries the hosts its requirement asks for;
-			// only approval freezes them into a ceiling (re-derived then).
-			AllowedHosts: requirement.HostsJSON(requirement.DeriveAllowedHosts(a.req)),
-		}
-		if cur != nil {
-			row.CreatedAt = cur.CreatedAt
-			row.RevokedAt = cur.RevokedAt // a reconnected row keeps its tombstone
-			row.RequirementVersion = nextVersion(cur.RequirementVersion, cur.RequirementJSON, a.canonical)
-		}
-		return &row, nil
+		return declaredRow(tx, appID, cur, a)
 	})
+}
+
+func declaredRow(tx *store.Tx, appID string, cur *store.Connection, a admitted) (*store.Connection, error) {
+	if cur != nil {
+		switch Status(cur.Status) {
+		case StatusApproved:
+			return nil, errWrongStatus(errcode.ConnectionApproved, "the connection is approved: a changed requirement is staged for re-approval instead")
+		case StatusRevoked:
+			return nil, errWrongStatus(errcode.ConnectionRevoked, "the connection was revoked: only an explicit reconnect revives it")
+		}
+	} else {
+		n, err := tx.CountConnections(appID)
+		if err != nil {
+			return nil, err
+		}
+		if n >= MaxSlotsPerApp {
+			return nil, errWrongStatus(errcode.SlotCapReached, fmt.Sprintf("the app already has %d connections (revoked ones count)", MaxSlotsPerApp))
+		}
+	}
+	row := store.Connection{
+		AppID:              appID,
+		Slot:               a.req.Slot,
+		RequirementJSON:    a.canonical,
+		RequirementVersion: 1,
+		Provenance:         store.Provenance(a.provenance),
+		Confidence:         a.confidence,
+		Status:             store.StatusDeclared,
+		// A declared row carries the hosts its requirement asks for;
+		// only approval freezes them into a ceiling (re-derived then).
+		AllowedHosts: requirement.HostsJSON(requirement.DeriveAllowedHosts(a.req)),
+	}
+	if cur != nil {
+		row.CreatedAt = cur.CreatedAt
+		row.RevokedAt = cur.RevokedAt // a reconnected row keeps its tombstone
+		row.RequirementVersion = nextVersion(cur.RequirementVersion, cur.RequirementJSON, a.canonical)
+	}
+	return &row, nil
 }
 
 // nextVersion bumps requirement_version when the canonical form changes
@@ -270,20 +274,40 @@ func nextVersion(version int64, oldCanonical, newCanonical string) int64 {
 // itself clears the staged change: there is nothing left to approve.
 func (d *Daemon) stagePending(ctx context.Context, appID string, a admitted) (Connection, error) {
 	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
-		if cur == nil {
-			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
-		}
-		if Status(cur.Status) != StatusApproved {
-			return nil, errWrongStatus(errcode.ConnectionNotApproved, "only an approved connection can stage a change")
-		}
-		row := *cur
-		row.PendingRequirementJSON = nil
-		if a.canonical != cur.RequirementJSON {
-			pending := a.canonical
-			row.PendingRequirementJSON = &pending
-		}
-		return &row, nil
+		return stagedRow(cur, a)
 	})
+}
+
+func stagedRow(cur *store.Connection, a admitted) (*store.Connection, error) {
+	if cur == nil {
+		return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+	}
+	if Status(cur.Status) != StatusApproved {
+		return nil, errWrongStatus(errcode.ConnectionNotApproved, "only an approved connection can stage a change")
+	}
+	row := *cur
+	row.PendingRequirementJSON = nil
+	if a.canonical != cur.RequirementJSON {
+		pending := a.canonical
+		row.PendingRequirementJSON = &pending
+	}
+	return &row, nil
+}
+
+// propose is the proposers' entry point (§12.1, R11): a write aimed at an
+// absent or declared row puts it, one aimed at an approved row stages
+// instead, and one aimed at a revoked row is refused outright. The status
+// is read and acted on in one transaction. It reports whether it staged.
+func (d *Daemon) propose(ctx context.Context, appID string, a admitted) (Connection, bool, error) {
+	staged := false
+	c, err := d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		if cur != nil && Status(cur.Status) == StatusApproved {
+			staged = true
+			return stagedRow(cur, a)
+		}
+		return declaredRow(tx, appID, cur, a)
+	})
+	return c, staged, err
 }
 
 // Approve is approveConnection: legal only on a declared row. It freezes

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/registry"
+	"github.com/snug/snugd/daemon/starter"
 )
 
 // Config configures a Daemon. Only DataDir is required; every other zero
@@ -22,14 +24,22 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// Registry is the pinned provider registry. Nil means the shipped one
+	// (registry.Load); a registry that fails its checks stops the start.
+	Registry *registry.Registry
+	// Starters are the bundled starters the install channel vouches
+	// against. Nil means the shipped ones (starter.Load).
+	Starters *starter.Catalog
 }
 
 // Daemon is snugd's core. Its methods are safe for concurrent use.
 type Daemon struct {
-	log   *slog.Logger
-	now   func() time.Time
-	store *store.Store
-	hints *hintBus
+	log      *slog.Logger
+	now      func() time.Time
+	store    *store.Store
+	hints    *hintBus
+	registry *registry.Registry
+	starters *starter.Catalog
 
 	// index is the grant and ceiling index of every app, rebuilt per app on
 	// every committed connection write, so the request path does no SQL to
@@ -55,12 +65,30 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if now == nil {
 		now = time.Now
 	}
+	reg := cfg.Registry
+	if reg == nil {
+		var err error
+		if reg, err = registry.Load(); err != nil {
+			return nil, fmt.Errorf("load the provider registry: %w", err)
+		}
+	}
+	starters := cfg.Starters
+	if starters == nil {
+		var err error
+		if starters, err = starter.Load(); err != nil {
+			return nil, fmt.Errorf("load the bundled starters: %w", err)
+		}
+	}
 	st, err := store.Open(ctx, store.Options{Dir: cfg.DataDir, Now: now, Logger: log.With("component", "store")})
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{log: log, now: now, store: st, hints: newHintBus()}
+	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters}
 	if err := d.rebuildIndex(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := d.reconsentPins(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}

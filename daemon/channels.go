@@ -1,0 +1,263 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/registry"
+	"github.com/snug/snugd/daemon/requirement"
+)
+
+// The proposer channels (spec §12.1, §12.13, ruling R18). A running app has
+// none: requirements arrive only from the user, from the builder assistant
+// as a connection_requirement directive, or from a vouched starter install.
+// Each channel computes provenance and confidence itself; a directive's
+// claimed values are returned for display and read by nothing else. Every
+// requirement passes the strict parser (the template lint included) and the
+// registry's borrow ban before the proposer entry point writes it.
+//
+// userLayer is accepted only from registry substitution (§12.10): every
+// channel parses with the zero requirement.Options, so a userLayer arriving
+// on any of them is refused whatever it says. No shipped registry entry
+// synthesizes one; stored rows are re-read the same way.
+
+// The confidence ladder: the rung a proposal resolved at, computed by snugd
+// and display-only (§12.2: never an approval input).
+const (
+	confidenceRegistry  = 1.0  // the registry pinned the values
+	confidenceUserDocs  = 0.75 // the model read documentation the user supplied
+	confidenceInference = 0.5  // the model inferred the values
+)
+
+// ProposeResult is what a proposal did.
+type ProposeResult struct {
+	Connection Connection
+	// Staged is true when the row was approved and the proposal was staged
+	// for re-approval instead of replacing it.
+	Staged bool
+	// Borrowed is true when registry values replaced the declared ones;
+	// Disclosure is the sentence a review screen shows beside them.
+	Borrowed   bool
+	Disclosure string
+	EntryID    string
+	// ClaimedProvenance and ClaimedConfidence are what a directive claimed:
+	// display-only, never a gating input (§12.13).
+	ClaimedProvenance string
+	ClaimedConfidence *float64
+}
+
+// StarterInstall is the install act of a starter: its install source and
+// the SHA-256 (hex) of the pinned factory HTML and of the current HTML.
+type StarterInstall struct {
+	Source        string
+	FactorySHA256 string
+	CurrentSHA256 string
+}
+
+// ProposeUser is the user channel (Settings / connect CTA): the requirement
+// is written to slot, or staged when slot is approved.
+func (d *Daemon) ProposeUser(ctx context.Context, appID, slot string, raw []byte) (ProposeResult, error) {
+	if err := checkSlot(slot); err != nil {
+		return ProposeResult{}, err
+	}
+	a, res, err := d.admitChannel(raw, ProvenanceUser, nil)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if a.req.Slot != slot {
+		return ProposeResult{}, errcode.New(errcode.SlotMismatch, "the requirement's slot differs from the slot it is written to")
+	}
+	return d.proposeAdmitted(ctx, appID, a, res)
+}
+
+// directive is the wire shape of a connection_requirement directive
+// (§12.13).
+type directive struct {
+	V           json.RawMessage `json:"v"`
+	Kind        string          `json:"kind"`
+	Requirement json.RawMessage `json:"requirement"`
+	Confidence  *float64        `json:"confidence"`
+	Provenance  *string         `json:"provenance"`
+}
+
+// ProposeDirective is the assistant channel: a connection_requirement
+// directive { v: 1, kind, requirement, confidence?, provenance? } from the
+// build conversation. Provenance is computed from the channel and the rung
+// the registry resolved (R18): registry on a borrow hit, user_docs when the
+// host says the user supplied the docs, inference otherwise.
+func (d *Daemon) ProposeDirective(ctx context.Context, appID string, raw []byte, userDocs bool) (ProposeResult, error) {
+	var dir directive
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&dir); err != nil || dec.More() {
+		return ProposeResult{}, errcode.New(errcode.DirectiveInvalid, "the directive is not a JSON object of v, kind, requirement, confidence and provenance")
+	}
+	if string(dir.V) != "1" || dir.Kind != "connection_requirement" || len(dir.Requirement) == 0 {
+		return ProposeResult{}, errcode.New(errcode.DirectiveInvalid, "the directive must carry v: 1, kind: connection_requirement and a requirement")
+	}
+	prov, conf := ProvenanceInference, confidenceInference
+	if userDocs {
+		prov, conf = ProvenanceUserDocs, confidenceUserDocs
+	}
+	a, res, err := d.admitChannel(dir.Requirement, prov, &conf)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if res.Borrowed {
+		c := confidenceRegistry
+		a.provenance, a.confidence = ProvenanceRegistry, &c
+	}
+	out, err := d.proposeAdmitted(ctx, appID, a, res)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if dir.Confidence != nil && !math.IsNaN(*dir.Confidence) && !math.IsInf(*dir.Confidence, 0) {
+		out.ClaimedConfidence = dir.Confidence
+	}
+	if dir.Provenance != nil && validProvenance(Provenance(*dir.Provenance)) {
+		out.ClaimedProvenance = *dir.Provenance
+	}
+	return out, nil
+}
+
+// InstallStarter is the install channel: the starter's own connection.json,
+// vouched by the two-fact check of §12.1 (the install source resolves to a
+// bundled starter AND both the factory and the current HTML match its
+// bytes). An unvouched declaration is treated as absent: no row is
+// written. The requirements proposed are the bundled ones, never bytes the
+// caller sends.
+func (d *Daemon) InstallStarter(ctx context.Context, appID string, in StarterInstall) ([]ProposeResult, error) {
+	if err := checkAppID(appID); err != nil {
+		return nil, err
+	}
+	m, ok := d.starters.Vouch(in.Source, in.FactorySHA256, in.CurrentSHA256)
+	if !ok {
+		return nil, errcode.New(errcode.StarterNotVouched, "the install source or the installed HTML does not match a bundled starter; its declaration is treated as absent")
+	}
+	var out []ProposeResult
+	for _, r := range m.Requirements {
+		a, res, err := d.admitChannel([]byte(r.Canonical()), ProvenanceStarter, nil)
+		if err != nil {
+			return out, err
+		}
+		pr, err := d.proposeAdmitted(ctx, appID, a, res)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// PickOption proposes, on the user channel, the registry entry's
+// alternative flow optionID for the row's current requirement (§12.13: the
+// pick is reviewed like any declared requirement).
+func (d *Daemon) PickOption(ctx context.Context, appID, slot, optionID string) (ProposeResult, error) {
+	c, err := d.Connection(ctx, appID, slot)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	if c.Requirement == nil {
+		return ProposeResult{}, &ValidationError{Violations: c.Invalid}
+	}
+	res, err := d.registry.ResolveOption(c.Requirement, optionID)
+	if err != nil {
+		return ProposeResult{}, registryError(err)
+	}
+	a, err := admit([]byte(res.Requirement.Canonical()), ProvenanceUser, nil)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	return d.proposeAdmitted(ctx, appID, a, res)
+}
+
+// admitChannel validates raw and applies the borrow ban: on a hit the
+// registry's pinned values replace the declared ones (never merged) and the
+// result is validated again.
+func (d *Daemon) admitChannel(raw []byte, prov Provenance, conf *float64) (admitted, registry.Resolution, error) {
+	a, err := admit(raw, prov, conf)
+	if err != nil {
+		return admitted{}, registry.Resolution{}, err
+	}
+	res, err := d.registry.Resolve(a.req)
+	if err != nil {
+		return admitted{}, registry.Resolution{}, registryError(err)
+	}
+	if res.Borrowed {
+		a.req, a.canonical = res.Requirement, res.Requirement.Canonical()
+	}
+	return a, res, nil
+}
+
+func (d *Daemon) proposeAdmitted(ctx context.Context, appID string, a admitted, res registry.Resolution) (ProposeResult, error) {
+	c, staged, err := d.propose(ctx, appID, a)
+	if err != nil {
+		return ProposeResult{}, err
+	}
+	return ProposeResult{Connection: c, Staged: staged, Borrowed: res.Borrowed, Disclosure: res.Disclosure, EntryID: res.EntryID}, nil
+}
+
+// registryError turns a refusal of the borrow ban into a validation error
+// naming the rule; its text is the registry's fixed sentence.
+func registryError(err error) error {
+	var inv *registry.InvalidError
+	rule := "registry.refused"
+	switch {
+	case errors.Is(err, registry.ErrConflict):
+		rule = "registry.conflict"
+	case errors.Is(err, registry.ErrLANAddress):
+		rule = "registry.lan-address"
+	case errors.As(err, &inv):
+		rule = "registry.invalid"
+	}
+	return &ValidationError{Violations: []requirement.Violation{{Path: "", Rule: rule, Message: err.Error()}}}
+}
+
+// borrowOf reports whether r carries the registry's pinned values, and the
+// disclosure sentence to show beside them.
+func (d *Daemon) borrowOf(r *requirement.Requirement) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	res, err := d.registry.Resolve(r)
+	if err != nil || !res.Borrowed {
+		return "", false
+	}
+	return res.Disclosure, true
+}
+
+// reconsentPins re-resolves every approved row through the registry at
+// start. A row whose pinned values changed since approval (a new scope pin,
+// a moved endpoint) gets the re-resolved requirement staged: a pin change
+// always re-consents and never silently promotes (§12.12). The grant keeps
+// serving what the user approved until re-approval.
+func (d *Daemon) reconsentPins(ctx context.Context) error {
+	rows, err := d.store.AllConnections(ctx)
+	if err != nil {
+		return d.internal("read connections", err)
+	}
+	for _, row := range rows {
+		c := fromRow(row)
+		if c.Status != StatusApproved || c.Requirement == nil {
+			continue
+		}
+		res, err := d.registry.Resolve(c.Requirement)
+		if err != nil || !res.Borrowed {
+			continue
+		}
+		canonical := res.Requirement.Canonical()
+		if canonical == c.RequirementJSON || canonical == c.PendingJSON {
+			continue
+		}
+		a := admitted{req: res.Requirement, canonical: canonical, provenance: c.Provenance, confidence: c.Confidence}
+		if _, err := d.stagePending(ctx, c.AppID, a); err != nil {
+			return err
+		}
+		d.log.Info("registry pins changed: staged for re-approval", "app_id", c.AppID, "slot", c.Slot, "entry", res.EntryID)
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/starter"
+)
+
+// spotifyish names Spotify but points everything at hosts of its own.
+func spotifyish(slot string) map[string]any {
+	return map[string]any{
+		"slot":             slot,
+		"provider":         map[string]any{"name": "spotify"},
+		"kind":             "api_key",
+		"fields":           []any{map[string]any{"key": "api_key", "label": "Key", "type": "secret"}},
+		"request":          map[string]any{"headerTemplate": map[string]any{"X-Key": "{{api_key}}"}},
+		"scopes":           []any{"user-modify-playback-state"},
+		"declaredApiHosts": []any{"collector.example.com"},
+	}
+}
+
+func directiveJSON(t *testing.T, r any, extra map[string]any) []byte {
+	t.Helper()
+	d := map[string]any{"v": 1, "kind": "connection_requirement", "requirement": r}
+	for k, v := range extra {
+		d[k] = v
+	}
+	return mustJSON(t, d)
+}
+
+// conformance: P3-C12.1-02, P3-C12.1-04, P3-C12.1-05, P3-C12.1-06, P3-C12.10-05
+func TestProposeUser(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	pr, err := d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com")))
+	if err != nil || pr.Staged || pr.Connection.Provenance != ProvenanceUser || pr.Connection.Status != StatusDeclared || pr.Connection.Confidence != nil {
+		t.Fatalf("ProposeUser = %+v, %v", pr, err)
+	}
+	_, err = d.ProposeUser(ctx, "app", "other", mustJSON(t, req("wx", "api.example.com")))
+	wantCode(t, err, errcode.SlotMismatch)
+
+	d.Approve(ctx, "app", "wx")
+	pr, err = d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com", "b.example.com")))
+	if err != nil || !pr.Staged || pr.Connection.Status != StatusApproved || !pr.Connection.NeedsReapproval() {
+		t.Fatalf("proposal on an approved row = %+v, %v; want staged", pr, err)
+	}
+	d.Revoke(ctx, "app", "wx")
+	_, err = d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com")))
+	wantCode(t, err, errcode.ConnectionRevoked)
+
+	withLayer := req("wy", "api.example.com")
+	withLayer["userLayer"] = map[string]any{"kind": "api_key", "declaredApiHosts": []any{"api.example.com"}}
+	_, err = d.ProposeUser(ctx, "app", "wy", mustJSON(t, withLayer))
+	wantCode(t, err, errcode.RequirementInvalid)
+}
+
+// conformance: P3-C12.13-01, P3-C12.13-02, P3-C12.13-03, P3-C12.13-04, P3-C12.10-02, P3-C12.10-04, P3-C12.10-06, P3-C12.2-10
+func TestProposeDirective(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	for name, raw := range map[string][]byte{
+		"v2":          mustJSON(t, map[string]any{"v": 2, "kind": "connection_requirement", "requirement": req("wx", "api.example.com")}),
+		"other kind":  mustJSON(t, map[string]any{"v": 1, "kind": "grant", "requirement": req("wx", "api.example.com")}),
+		"unknown key": directiveJSON(t, req("wx", "api.example.com"), map[string]any{"approve": true}),
+		"no req":      mustJSON(t, map[string]any{"v": 1, "kind": "connection_requirement"}),
+		"array":       []byte(`[]`),
+	} {
+		_, err := d.ProposeDirective(ctx, "app", raw, false)
+		if code, _ := errcode.CodeOf(err); code != errcode.DirectiveInvalid {
+			t.Errorf("%s: ProposeDirective = %v, want DIRECTIVE_INVALID", name, err)
+		}
+	}
+
+	claims := map[string]any{"confidence": 0.99, "provenance": "registry"}
+	pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com"), claims), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pr.Connection
+	if c.Provenance != ProvenanceInference || c.Confidence == nil || *c.Confidence != confidenceInference {
+		t.Fatalf("stored provenance/confidence = %s/%v; want computed inference/%v", c.Provenance, *c.Confidence, confidenceInference)
+	}
+	if pr.ClaimedProvenance != "registry" || *pr.ClaimedConfidence != 0.99 {
+		t.Fatalf("claimed values = %q/%v, want them returned for display", pr.ClaimedProvenance, pr.ClaimedConfidence)
+	}
+	// A claimed "registry" earns no stronger treatment: the row still needs
+	// the same approval, and its confidence plays no part in it.
+	if _, err := d.Approve(ctx, "app", "wx"); err != nil {
+		t.Fatal(err)
+	}
+
+	pr, err = d.ProposeDirective(ctx, "app", directiveJSON(t, req("wy", "api.example.com"), nil), true)
+	if err != nil || pr.Connection.Provenance != ProvenanceUserDocs {
+		t.Fatalf("user-docs directive = %+v, %v", pr, err)
+	}
+
+	// userLayer is refused on the assistant and user-docs channels, even
+	// when it points at the genuine provider.
+	layered := req("wz", "api.spotify.com")
+	layered["userLayer"] = map[string]any{"kind": "api_key", "declaredApiHosts": []any{"api.spotify.com"}}
+	for _, docs := range []bool{false, true} {
+		_, err := d.ProposeDirective(ctx, "app", directiveJSON(t, layered, nil), docs)
+		wantCode(t, err, errcode.RequirementInvalid)
+	}
+}
+
+// conformance: P3-C12.12-01, P3-C12.12-03, P3-C12.12-04, P3-C12.12-05, P3-C12.12-08, P3-C12.1-10
+func TestDirectiveBorrow(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pr.Connection
+	if !pr.Borrowed || pr.Disclosure == "" || pr.EntryID != "spotify" || c.Provenance != ProvenanceRegistry || *c.Confidence != confidenceRegistry {
+		t.Fatalf("borrowed proposal = %+v", pr)
+	}
+	r := c.Requirement
+	if r.Provider.Name != "Spotify" || slices.Contains(r.DeclaredAPIHosts, "collector.example.com") || slices.Contains(r.Scopes, "user-modify-playback-state") {
+		t.Fatalf("declared values survived the borrow: %+v", r)
+	}
+	approvedRow, err := d.Approve(ctx, "app", "music")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(approvedRow.AllowedHosts, ","); got != "accounts.spotify.com,api.spotify.com" {
+		t.Fatalf("ceiling = %s, want the registry's hosts only", got)
+	}
+	rv, _ := d.Review(ctx, "app", "music")
+	if !rv.Borrowed || rv.Disclosure == "" || rv.Posture != PosturePinned {
+		t.Fatalf("review = %+v, want the borrow disclosed", rv)
+	}
+}
+
+// conformance: P3-C12.1-11, P3-C12.1-12, P3-C12.1-13, P3-C12.10-03
+func TestInstallStarter(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	cat, err := starter.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := cat.Lookup("weather")
+	if !ok {
+		t.Fatal("no weather starter")
+	}
+	sum := sha256.Sum256(m.HTML)
+	good := hex.EncodeToString(sum[:])
+	changed := sha256.Sum256(append(slices.Clone(m.HTML), ' '))
+	bad := hex.EncodeToString(changed[:])
+	for name, in := range map[string]StarterInstall{
+		"unknown source":  {Source: "weather2", FactorySHA256: good, CurrentSHA256: good},
+		"factory changed": {Source: "weather", FactorySHA256: bad, CurrentSHA256: good},
+		"current changed": {Source: "weather", FactorySHA256: good, CurrentSHA256: bad},
+	} {
+		_, err := d.InstallStarter(ctx, "app", in)
+		wantCode(t, err, errcode.StarterNotVouched)
+		if cs, _ := d.Connections(ctx, "app"); len(cs) != 0 {
+			t.Fatalf("%s: an unvouched install wrote %d rows", name, len(cs))
+		}
+	}
+	prs, err := d.InstallStarter(ctx, "app", StarterInstall{Source: "weather", FactorySHA256: good, CurrentSHA256: good})
+	if err != nil || len(prs) != len(m.Requirements) {
+		t.Fatalf("vouched install = %v, %v", prs, err)
+	}
+	for _, pr := range prs {
+		if pr.Connection.Provenance != ProvenanceStarter || pr.Connection.Status != StatusDeclared {
+			t.Fatalf("starter row = %+v", pr.Connection)
+		}
+	}
+}
+
+// conformance: P3-C12.13-05
+func TestPickOption(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	gh := map[string]any{
+		"slot":             "gh",
+		"provider":         map[string]any{"name": "GitHub"},
+		"kind":             "bearer_token",
+		"fields":           []any{map[string]any{"key": "token", "label": "Token", "type": "secret"}},
+		"request":          map[string]any{"headerTemplate": map[string]any{"Authorization": "Bearer {{token}}"}},
+		"declaredApiHosts": []any{"api.github.com"},
+	}
+	pr, err := d.ProposeUser(ctx, "app", "gh", mustJSON(t, gh))
+	if err != nil || !pr.Borrowed {
+		t.Fatalf("GitHub proposal = %+v, %v", pr, err)
+	}
+	pr, err = d.PickOption(ctx, "app", "gh", "oauth-app")
+	if err != nil {
+		t.Fatalf("PickOption: %v", err)
+	}
+	if pr.Connection.Requirement.Kind != "oauth2_auth_code" || pr.Connection.Status != StatusDeclared {
+		t.Fatalf("picked option = %+v; want a declared OAuth requirement for review", pr.Connection.Requirement)
+	}
+}
+
+// conformance: P3-C12.12-10
+func TestPinChangeReconsents(t *testing.T) {
+	dir := t.TempDir() + "/data"
+	ctx := t.Context()
+	open := func() *Daemon {
+		d, err := New(ctx, Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := open()
+	if _, err := d.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false); err != nil {
+		t.Fatal(err)
+	}
+	approvedRow, _ := d.Approve(ctx, "app", "music")
+	// Pretend the row was approved under older pins: a scope list the
+	// registry no longer pins.
+	old := approvedRow.Requirement
+	old.Scopes = []string{"user-read-playback-state"}
+	oldJSON := old.Canonical()
+	forge(t, d, "app", "music", func(c *store.Connection) { c.RequirementJSON = oldJSON })
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	c, err := d.Connection(ctx, "app", "music")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RequirementJSON != oldJSON || !c.NeedsReapproval() || len(c.Pending.Scopes) != 3 {
+		t.Fatalf("after a pin change: requirement %q, pending %q; want the old grant serving and the new pins staged", c.RequirementJSON, c.PendingJSON)
+	}
+}
