@@ -4,19 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/snug/snugd/daemon/template"
 )
 
-// These tests need the real template lint (daemon/template). While that
-// package is still its API stub, whose Lint finds nothing, they skip.
-
-func requireLint(t *testing.T) {
-	t.Helper()
-	if template.Lint(nil, template.Templates{Header: map[string]string{"X": "{{nope}}"}}) == nil {
-		t.Skip("template lint not merged yet")
-	}
-}
+// These tests run the real template lint (daemon/template) through Parse.
 
 func headers(n int, value string) doc {
 	d := doc{}
@@ -50,7 +40,6 @@ func checkLintRefused(t *testing.T, base func() doc, mut func(doc), opts Options
 //
 // conformance: P3-C12.5-19, P3-C12.5-20, P3-C12.5-21, P3-C12.5-22, P3-C12.5-23, P3-C12.5-24
 func TestLintEnvelope(t *testing.T) {
-	requireLint(t)
 	hdr := func(v any) func(doc) { return set("request", doc{"headerTemplate": v}) }
 	qry := func(v any) func(doc) { return set("request", doc{"queryTemplate": v}) }
 	tests := []struct {
@@ -88,7 +77,6 @@ func TestLintEnvelope(t *testing.T) {
 //
 // conformance: P3-C12.8-04, P3-C12.9-03
 func TestLintContent(t *testing.T) {
-	requireLint(t)
 	t.Run("coinbase passes", func(t *testing.T) {
 		mustParse(t, readTestdata(t, "coinbase-exchange.json"), Options{})
 	})
