@@ -205,3 +205,50 @@ func TestExportCarriesNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// An imported file's snug_secrets never cross: import reads connection rows
+// only, so a pushed or copied database brings no credential with it.
+//
+// conformance: P3-C13-05, P3-C13-10
+func TestImportIgnoresTheFilesSecrets(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, src, "app", req("wx", "api.example.com"))
+	if err := src.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "from-the-other-device"}); err != nil {
+		t.Fatal(err)
+	}
+	srcDB := src.DBPath()
+	src.Close()
+	raw, err := os.ReadFile(srcDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "whole.db")
+	os.WriteFile(path, raw, 0o600)
+
+	d := newTestDaemon(t)
+	if _, err := d.Import(ctx, path); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if s, _ := d.slotSecrets(ctx, "app", "wx"); len(s) != 0 {
+		t.Fatalf("import brought %d secrets along", len(s))
+	}
+}
+
+// conformance: P3-C12.2-06
+func TestStoredRequirementRevalidatedOnRead(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	forge(t, d, "app", "wx", func(c *store.Connection) { c.RequirementJSON = `{"slot":"wx"}` })
+	if err := d.rebuildIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.Connection(ctx, "app", "wx")
+	if c.Requirement != nil || len(c.Invalid) == 0 {
+		t.Fatalf("a schema-invalid stored requirement read as valid: %+v", c)
+	}
+	if d.grants("app").rows[0].approved() {
+		t.Fatal("an approved row with an invalid stored requirement grants")
+	}
+}

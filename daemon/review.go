@@ -39,6 +39,11 @@ type Review struct {
 	Instructions []string // plain text, in order: render as a numbered list, never as HTML or links
 	ConsoleURL   string
 	ConsoleHost  string // shown in full beside ConsoleURL
+	// PairingFamily is the registry's pairing family for the row ("" when
+	// none); PairingOwed is true while the slot lacks that family's verify
+	// marker.
+	PairingFamily string
+	PairingOwed   bool
 }
 
 // FieldChange is one leaf of the requirement that differs between the
@@ -76,6 +81,12 @@ func (d *Daemon) Review(ctx context.Context, appID, slot string) (Review, error)
 			rv.ConsoleHost = u.Host
 		}
 	}
+	state, hasState, err := d.ConnectionState(ctx, appID, slot)
+	if err != nil {
+		return Review{}, err
+	}
+	family, owed := d.pairingOwed(c.Requirement, state, hasState)
+	rv.PairingFamily, rv.PairingOwed = string(family), owed
 	if c.PendingJSON != "" {
 		rv.Diff, err = diffJSON(c.RequirementJSON, c.PendingJSON)
 		if err != nil {

@@ -55,3 +55,38 @@ func TestPostureByProvenance(t *testing.T) {
 		}
 	}
 }
+
+// conformance: P3-C13-14, P3-C13-15
+func TestPairingOwedByFamilyMarker(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	hue := map[string]any{
+		"slot":             "hue",
+		"provider":         map[string]any{"name": "Philips Hue"},
+		"kind":             "api_key",
+		"fields":           []any{map[string]any{"key": "app_key", "label": "Key", "type": "secret"}},
+		"lanHost":          map[string]any{"class": "rfc1918-ipv4-literal", "label": "Bridge IP address"},
+		"declaredApiHosts": []any{"192.168.1.20"},
+	}
+	pr, err := d.ProposeUser(ctx, "app", "hue", mustJSON(t, hue))
+	if err != nil || !pr.Borrowed {
+		t.Fatalf("Hue proposal = %+v, %v", pr, err)
+	}
+	rv, _ := d.Review(ctx, "app", "hue")
+	if rv.PairingFamily != "exchange" || !rv.PairingOwed {
+		t.Fatalf("fresh Hue row: family %q owed %v; want exchange owed", rv.PairingFamily, rv.PairingOwed)
+	}
+	// Connected (a typed key), and another family's marker set: still owed.
+	one := int64(1)
+	for _, st := range []ConnState{
+		{Status: ConnConnected},
+		{Status: ConnConnected, LinkVerifiedAt: &one, ClaimVerifiedAt: &one},
+	} {
+		if _, owed := d.pairingOwed(pr.Connection.Requirement, st, true); !owed {
+			t.Fatalf("state %+v: pairing not owed; another family's marker must not vouch", st)
+		}
+	}
+	if _, owed := d.pairingOwed(pr.Connection.Requirement, ConnState{Status: ConnConnected, LANVerifiedAt: &one}, true); owed {
+		t.Fatal("the exchange marker did not settle the exchange family")
+	}
+}
