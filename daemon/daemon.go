@@ -11,6 +11,8 @@ import (
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/starter"
+	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/transports"
 )
 
 // Config configures a Daemon. Only DataDir is required; every other zero
@@ -30,6 +32,41 @@ type Config struct {
 	// Starters are the bundled starters the install channel vouches
 	// against. Nil means the shipped ones (starter.Load).
 	Starters *starter.Catalog
+
+	// Public is the public HTTPS transport of gates 5, 9 and 10. Nil means a
+	// zero transports.Public: system resolver, system roots, the default
+	// SSRF-checking dialer. Tests inject a resolver, a dialer and roots
+	// here; no field of Public turns a check off.
+	Public *transports.Public
+	// LAN is the transport to an RFC-1918 device (§12.11). Nil means a zero
+	// transports.LAN. It is used only under the desktop policy.
+	LAN *transports.LAN
+	// TransportPolicy chooses between the spec's two profiles (ruling R19):
+	// PolicyDesktop (the zero value "" means desktop) admits the LAN class of
+	// §12.11 at gates 4 and 5; PolicyBrowser is byte-identical to the
+	// browser profile and admits no LAN request. Any other value is refused
+	// by New.
+	TransportPolicy TransportPolicy
+	// LocalTransports are the registered local helper transports of gate 6a
+	// by helper id (the sidecar symbolic host <helperId>.sidecar.invalid),
+	// built in main as a literal map. Nil means no helper is registered: a
+	// request to a sidecar host is refused, never sent to the network.
+	LocalTransports map[string]LocalTransport
+	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
+	// means none: every OAuth-kind request ends NET_AUTH_FAILED.
+	Tokens TokenSource
+	// ConfirmTimeout bounds how long a parked confirm waits for the user
+	// before it is denied. Zero means DefaultConfirmTimeout (2 minutes).
+	ConfirmTimeout time.Duration
+	// RequestTimeout bounds each network phase of one request: the lookup
+	// of gate 5, and the fetch and read of gates 9 and 10 (the confirm wait
+	// is bounded by ConfirmTimeout instead). Zero means
+	// DefaultRequestTimeout (30 seconds).
+	RequestTimeout time.Duration
+	// StandingTargets names, per requirement, the trigger classes a standing
+	// approval may be armed for and where each reads its target from (§17).
+	// Nil means no requirement has any: nothing can be armed.
+	StandingTargets func(*requirement.Requirement) []StandingTarget
 }
 
 // Daemon is snugd's core. Its methods are safe for concurrent use.
@@ -48,6 +85,15 @@ type Daemon struct {
 	// writeMu serializes the writers' read-check-write against the index
 	// publication, so an index is never published out of commit order.
 	writeMu sync.Mutex
+
+	// The executor (fetch.go).
+	exec     executor
+	confirms *confirmBroker
+	standing *standingGate
+	journal  *journalBatcher
+	// readSecrets is the executor's one read of credential values: d's
+	// slotSecrets, replaced only by tests that count the reads.
+	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -83,13 +129,22 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters}
+	exec, err := newExecutor(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), exec: exec, registry: reg, starters: starters}
+	d.readSecrets = d.slotSecrets
+	d.confirms = newConfirmBroker(exec.confirmTimeout, d.hints, now)
+	d.standing = newStandingGate(now, cfg.StandingTargets)
 	if err := d.rebuildIndex(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
+	d.journal = newJournalBatcher(st, log.With("component", "journal"))
 	if err := d.reconsentPins(ctx); err != nil {
-		st.Close()
+		d.Close()
 		return nil, err
 	}
 	return d, nil
@@ -101,8 +156,14 @@ func (d *Daemon) DataDir() string { return d.store.Dir() }
 // DBPath reports the path of snugd.db.
 func (d *Daemon) DBPath() string { return d.store.DBPath() }
 
-// Close closes the store. The Daemon must not be used afterwards.
+// Close denies every parked confirm, flushes the journal, closes idle
+// upstream connections and the store. The Daemon must not be used
+// afterwards.
 func (d *Daemon) Close() error {
+	d.confirms.close()
+	d.journal.close()
+	d.exec.public.CloseIdleConnections()
+	d.exec.lan.CloseIdleConnections()
 	d.hints.close()
 	return d.store.Close()
 }

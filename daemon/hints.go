@@ -95,7 +95,12 @@ func (d *Daemon) Hints(ctx context.Context) <-chan Hint {
 	return ch
 }
 
-// connectionChanged runs after every committed connection write.
+// connectionChanged runs after every committed connection write. It clears
+// the app's "allow for this session" memory (ruling R10) and disarms a
+// standing approval armed on the slot (its frozen scope described the row
+// as it was), then rings the doorbell.
 func (d *Daemon) connectionChanged(appID, slot string) {
+	d.confirms.forgetApp(appID)
+	d.standing.disarmSlot(appID, slot)
 	d.hints.publish(Hint{Type: HintConnectionChanged, AppID: appID, Slot: slot})
 }

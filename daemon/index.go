@@ -39,6 +39,32 @@ type grantRow struct {
 	// templates are req's compiled header and query templates (nil when req
 	// has none or is nil).
 	templates *template.Set
+	// injects reports whether templates has any header or query template:
+	// only then does gate 8 read the credential slice.
+	injects bool
+}
+
+// claimsHost reports whether the row's requirement asks for host.
+func (g *grantRow) claimsHost(host string) bool {
+	for _, h := range g.claims {
+		if h == host {
+			return true
+		}
+	}
+	return false
+}
+
+// row returns the row in slot, or nil (also for a nil receiver).
+func (a *appGrants) row(slot string) *grantRow {
+	if a == nil {
+		return nil
+	}
+	for i := range a.rows {
+		if a.rows[i].slot == slot {
+			return &a.rows[i]
+		}
+	}
+	return nil
 }
 
 // approved reports whether the row is a usable grant.
@@ -63,6 +89,7 @@ func buildAppGrants(rows []store.Connection) *appGrants {
 			set, findings := template.Compile(r.FieldKeys(), r.Request.Templates())
 			if len(findings) == 0 {
 				g.req, g.templates = r, set
+				g.injects = len(set.HeaderNames())+len(set.QueryNames()) > 0
 				g.claims = requirement.DeriveAllowedHosts(r)
 			}
 		}

@@ -53,11 +53,12 @@ const (
 	DirectiveInvalid      Code = "DIRECTIVE_INVALID"
 	StarterNotVouched     Code = "STARTER_NOT_VOUCHED"
 	ImportInvalid         Code = "IMPORT_INVALID"
+	StandingArmed         Code = "STANDING_ARMED"
 )
 
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 40
+const numCodes = 41
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -117,5 +118,6 @@ func table() [numCodes]Entry {
 		{Code: DirectiveInvalid, Meaning: "the connection_requirement directive is malformed"},
 		{Code: StarterNotVouched, Meaning: "the install source or the installed HTML does not match a bundled starter"},
 		{Code: ImportInvalid, Meaning: "the file is not an importable user DB"},
+		{Code: StandingArmed, Meaning: "a standing approval is already armed; v1 allows one armed target per daemon"},
 	}
 }

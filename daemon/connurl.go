@@ -1,0 +1,122 @@
+package daemon
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/snug/snugd/daemon/requirement"
+)
+
+// Connection-relative addressing (spec §15, ruling R7): an app addresses
+// its OWN declared connection by slot,
+//
+//	snug-connection://<slot><pathAndQuery>
+//
+// and the executor rebuilds the URL against the connection's one ceiling
+// host after gate 1 (resolveConnection). The resolved host is disclosed to
+// the user (the confirm names it) and never to the app: the net-response
+// echoes the snug-connection:// URL, refusal messages are fixed sentences,
+// and error-path text is scrubbed of the resolved host (scrubResolved).
+
+// connectionScheme is the scheme, matched case-insensitively.
+const connectionScheme = "snug-connection:"
+
+// connURLKind is the three-way result of parseConnectionURL.
+type connURLKind int
+
+const (
+	// notConnectionURL: fall through to the literal-URL path untouched.
+	notConnectionURL connURLKind = iota
+	// connectionURLMalformed: refuse loudly, never guess.
+	connectionURLMalformed
+	// connectionURLOK: slot and pathAndQuery are set.
+	connectionURLOK
+)
+
+// connectionURL is a parsed connection URL.
+type connectionURL struct {
+	slot         string
+	pathAndQuery string
+}
+
+// parseConnectionURL applies §15's grammar: the scheme matches
+// case-insensitively and everything after it exactly; "//" is required; a
+// path is required; the slot matches requirement.ValidSlot (the slot rule,
+// imported and never restated); pathAndQuery does not begin with "//" and
+// holds no '\' and no '#', and parses as a path with an optional query.
+func parseConnectionURL(s string) (connectionURL, connURLKind) {
+	if len(s) < len(connectionScheme) || !strings.EqualFold(s[:len(connectionScheme)], connectionScheme) {
+		return connectionURL{}, notConnectionURL
+	}
+	rest, ok := strings.CutPrefix(s[len(connectionScheme):], "//")
+	if !ok {
+		return connectionURL{}, connectionURLMalformed
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return connectionURL{}, connectionURLMalformed // no path: apps address resources, not devices
+	}
+	slot, pq := rest[:i], rest[i:]
+	if !requirement.ValidSlot(slot) ||
+		strings.HasPrefix(pq, "//") || strings.ContainsAny(pq, `\#`) {
+		return connectionURL{}, connectionURLMalformed
+	}
+	for i := 0; i < len(pq); i++ {
+		if c := pq[i]; c <= ' ' || c == 0x7f {
+			return connectionURL{}, connectionURLMalformed
+		}
+	}
+	ref, err := url.Parse(pq)
+	if err != nil || ref.Scheme != "" || ref.Host != "" || ref.Opaque != "" || ref.User != nil {
+		return connectionURL{}, connectionURLMalformed
+	}
+	return connectionURL{slot: slot, pathAndQuery: pq}, connectionURLOK
+}
+
+// connTarget is a resolved connection URL: the slot the app named and the
+// ceiling host it resolved to (which the app never sees).
+type connTarget struct {
+	slot string
+	host string
+}
+
+// resolvedMark replaces the resolved host in error-path text.
+const resolvedMark = "[connection host]"
+
+// scrubResolved removes the resolved host, in every spelling a message
+// could carry, from s.
+func (c *connTarget) scrubResolved(s string) string {
+	if c == nil || c.host == "" {
+		return s
+	}
+	lower, host := asciiLower(s), asciiLower(c.host) // byte lengths kept
+	if !strings.Contains(lower, host) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(lower, host)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(resolvedMark)
+		s, lower = s[i+len(host):], lower[i+len(host):]
+	}
+}
+
+// symbolic is the form the journal and the facts record for the
+// connection: never the resolved host.
+func (c *connTarget) symbolic() string { return "snug-connection://" + c.slot }
+
+// asciiLower lowercases ASCII letters only, so byte offsets are kept.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

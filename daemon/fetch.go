@@ -1,0 +1,385 @@
+package daemon
+
+// The connected-fetch executor (spec §14). This is the one seat that both
+// reads credential values and calls the network (P3-X14-01): nothing else
+// in snugd calls readSecrets and a transport for the same request.
+//
+// # The pipeline
+//
+// Every request, the app's and the chat lane's alike, and the wizard's
+// probe, runs the ordered gate list in gates(): shape → resolution (§15) →
+// binding → grant → ceiling → SSRF → confirm → local transports (6a) →
+// strip → inject → fetch → read. Each gate either ends the request with its
+// registry code or passes it on; gates() is the only place the order is
+// written. There is no strictness knob: Config can choose the transport
+// policy between the spec's two profiles (ruling R19) and nothing else
+// that a gate reads.
+//
+// Decisions that do not need the network or a credential come first: the
+// grant and ceiling are read from the in-memory index (one atomic load, no
+// SQL); gate 5 resolves the host once and every later dial goes to those
+// checked addresses only; the confirm of gate 6 is decided before the one
+// credential read (readSecrets) at gate 6a or 8. A refused request never
+// reads a credential.
+//
+// # What the app sees
+//
+// The net-response's url is the URL the app sent (for a connection URL the
+// snug-connection:// form, §15), never the credentialed or resolved one.
+// Refusal messages are fixed sentences that name no host or value, and an
+// error message of a connection-URL request is scrubbed of the resolved
+// host as a second line. Response bodies and whitelisted header values are
+// scrubbed of every value the request injected (field values, rendered
+// template values, the helper token, the OAuth bearer), raw and in its
+// percent-encoded spellings (§14.1: exact substrings, a second line behind
+// the ceiling, nothing more). A result bound for a model (DeliveryLLM) has
+// every RFC-1918 IPv4 literal scrubbed as well (§14.2).
+//
+// An upstream error status is a response, not an executor verdict: the app
+// gets the status and the scrubbed body. NetResult.ProviderError carries,
+// beside it, a ≤160-character extract for a host that shows the error to a
+// human (§14.3); it is never put into the frame.
+//
+// # Files
+//
+// fetch.go (this file): Net, TestConnection and the gate list;
+// fetch_gates.go: the gates; connurl.go: §15; confirm.go: the confirm
+// broker and the session memory (R10); standing.go: standing approvals
+// (§17, R20); scrub.go and providererr.go: gate 10's scrub, §14.2 and
+// §14.3; journal.go: the journal; facts.go: the chat lane's facts (§16).
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/transports"
+)
+
+// Defaults for the zero values of Config's executor fields.
+const (
+	DefaultConfirmTimeout = 2 * time.Minute
+	DefaultRequestTimeout = 30 * time.Second
+)
+
+// TransportPolicy chooses between the spec's two transport profiles
+// (ruling R19). It can only ever choose between these two; no other gate
+// is configurable.
+type TransportPolicy string
+
+const (
+	// PolicyDesktop admits the LAN class of §12.11: http or https to an
+	// RFC-1918 literal already in the ceiling of a lanHost row, sent by the
+	// LAN transport with the row's certificate pin. The zero value means
+	// desktop (snugd runs on the user's machine).
+	PolicyDesktop TransportPolicy = "desktop"
+	// PolicyBrowser is byte-identical to the spec's browser profile: no LAN
+	// admission at gate 4, no LAN stand-down at gate 5.
+	PolicyBrowser TransportPolicy = "browser"
+)
+
+// Delivery says where a result goes: to the app (the executor's ordinary
+// scrub) or to a model (§14.2: every RFC-1918 literal scrubbed too).
+type Delivery string
+
+const (
+	DeliveryApp Delivery = "app"
+	DeliveryLLM Delivery = "llm"
+)
+
+// llm reports whether the harder scrub applies. Anything but DeliveryApp,
+// the zero value included, is treated as model-bound: fail closed.
+func (d Delivery) llm() bool { return d != DeliveryApp }
+
+// NetCall is one request for the executor: the snug:net-request frame
+// exactly as the app posted it, the host-assigned identity of the app that
+// sent it (never read from the frame: R4, §14 gate 2), and where the answer
+// goes.
+type NetCall struct {
+	AppID    string
+	Frame    []byte
+	Delivery Delivery
+}
+
+// NetResult is the executor's answer.
+type NetResult struct {
+	// Frame is the encoded snug:net-response, ready to write as it is; nil
+	// when Answer is false.
+	Frame []byte
+	// Answer is false when gate 1 recovered no requestId: the frame is
+	// never answered (Part I R1).
+	Answer bool
+	// Code is the registry code of an error answer, "" for a response
+	// (whatever its upstream status).
+	Code errcode.Code
+	// Status is the upstream status of a response, 0 otherwise.
+	Status int
+	// ProviderError is, for an upstream status of 400 or more, a scrubbed
+	// extract of the provider's error of at most 160 characters (§14.3) for
+	// a host that shows it to a human. It is never in Frame.
+	ProviderError string
+}
+
+// LocalTransport is a local helper transport of gate 6a (Part V, DESIGN.md):
+// the linked-device issue implements it over the helper protocol. Do sends
+// one request to the helper and returns its answer; the token is the helper
+// token from the slot's credential slice. It must honour ctx and should
+// return its body whole; the executor caps it at 1 MiB all the same.
+type LocalTransport interface {
+	Do(ctx context.Context, req LocalRequest) (LocalResponse, error)
+}
+
+// LocalRequest is a request departing to a helper at gate 6a. Header has
+// gate 7's strip applied and the rendered header templates (if any) set.
+type LocalRequest struct {
+	AppID        string
+	Slot         string
+	Method       string
+	PathAndQuery string
+	Header       http.Header
+	Body         string
+	Token        string // the helper token: a credential value
+}
+
+// LocalResponse is a helper's answer. It gets gate 10 like any other.
+type LocalResponse struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// TokenSource supplies the access token of an OAuth-kind connection at
+// gate 8; the OAuth issue implements it (refreshing inside its own
+// ceiling-checked seat). An error ends the request NET_AUTH_FAILED with a
+// fixed message; its text is only logged.
+type TokenSource interface {
+	AccessToken(ctx context.Context, appID, slot string) (string, error)
+}
+
+// executor holds the executor's configuration, fixed at New.
+type executor struct {
+	public          *transports.Public
+	lan             *transports.LAN
+	desktop         bool
+	local           map[string]LocalTransport
+	tokens          TokenSource
+	confirmTimeout  time.Duration
+	requestTimeout  time.Duration
+	standingTargets func(*requirement.Requirement) []StandingTarget
+}
+
+func newExecutor(cfg Config) (executor, error) {
+	e := executor{
+		public:          cfg.Public,
+		lan:             cfg.LAN,
+		local:           cfg.LocalTransports,
+		tokens:          cfg.Tokens,
+		confirmTimeout:  cfg.ConfirmTimeout,
+		requestTimeout:  cfg.RequestTimeout,
+		standingTargets: cfg.StandingTargets,
+	}
+	switch cfg.TransportPolicy {
+	case "", PolicyDesktop:
+		e.desktop = true
+	case PolicyBrowser:
+	default:
+		return executor{}, fmt.Errorf("daemon: transport policy %q is neither desktop nor browser", cfg.TransportPolicy)
+	}
+	if e.public == nil {
+		e.public = &transports.Public{}
+	}
+	if e.lan == nil {
+		e.lan = &transports.LAN{}
+	}
+	if e.confirmTimeout <= 0 {
+		e.confirmTimeout = DefaultConfirmTimeout
+	}
+	if e.requestTimeout <= 0 {
+		e.requestTimeout = DefaultRequestTimeout
+	}
+	return e, nil
+}
+
+// TransportPolicy reports the policy in force (for ctl status).
+func (d *Daemon) TransportPolicy() TransportPolicy {
+	if d.exec.desktop {
+		return PolicyDesktop
+	}
+	return PolicyBrowser
+}
+
+// A gate is one step of the pipeline. It returns nil to pass the request
+// on, or the *errcode.Error that ends it.
+type gate struct {
+	name string
+	run  func(ctx context.Context, f *fetch) *errcode.Error
+}
+
+// gates lists, in order, every check a connected fetch must pass (§14's
+// table). Each gate is a small method with its own table test; this is the
+// only place the order is written down.
+func (d *Daemon) gates() []gate {
+	return []gate{
+		{"shape", d.checkShape},             // 1: NET_INVALID_REQUEST
+		{"resolution", d.resolveConnection}, // §15: NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
+		{"binding", d.bindApp},              // 2: NET_INVALID_REQUEST (no host-assigned identity)
+		{"grant", d.checkGrant},             // 3: NET_NOT_APPROVED, NET_IMPORTED_UNAPPROVED, NET_AMBIGUOUS_CONNECTION, NET_HOST_BLOCKED
+		{"ceiling", d.checkCeiling},         // 4: NET_SCHEME_BLOCKED, NET_HOST_BLOCKED
+		{"ssrf", d.checkSSRF},               // 5: NET_SSRF_BLOCKED, NET_FETCH_FAILED
+		{"confirm", d.confirm},              // 6: NET_CONFIRM_DENIED; decided before any credential is read
+		{"local", d.sendLocal},              // 6a: NET_FETCH_FAILED; departs to a helper after gate 6
+		{"strip", d.strip},                  // 7: never refuses
+		{"inject", d.inject},                // 8: NET_AUTH_FAILED, NET_FETCH_FAILED, NET_HOST_BLOCKED
+		{"fetch", d.fetchUpstream},          // 9: NET_REDIRECT_BLOCKED, NET_SSRF_BLOCKED, NET_SIZE_EXCEEDED, NET_FETCH_FAILED
+		{"read", d.readResponse},            // 10: NET_SIZE_EXCEEDED, NET_FETCH_FAILED
+	}
+}
+
+// Net runs one snug:net-request through the executor and returns the
+// answer. It blocks while a confirm is parked; cancelling ctx (the caller
+// went away) cancels the request and denies its own parked confirm. Net is
+// safe for concurrent use.
+func (d *Daemon) Net(ctx context.Context, call NetCall) NetResult {
+	f := &fetch{call: call, start: d.now(), index: d.index.Load()}
+	return d.run(ctx, f, d.gates())
+}
+
+// TestConnection runs the requirement's testRequest (always GET) of
+// (appID, slot) through the same pipeline, on the wizard's probe path: the
+// confirm seat gets no slot and no body, so no standing approval and no
+// session memory ever answers it. The probe addresses the row's first
+// declared API host (for a LAN row its collected literal, over https with
+// the row's pin) with the testRequest's pathAndQuery, composed as a URL.
+// Errors: BAD_REQUEST for an invalid app id or slot, CONNECTION_NOT_FOUND
+// for no row, NOT_FOUND when the requirement has no testRequest; every
+// executor verdict is in the NetResult.
+func (d *Daemon) TestConnection(ctx context.Context, appID, slot string) (NetResult, error) {
+	if err := checkAppID(appID); err != nil {
+		return NetResult{}, err
+	}
+	if err := checkSlot(slot); err != nil {
+		return NetResult{}, err
+	}
+	idx := d.index.Load()
+	row := idx.apps[appID].row(slot)
+	if row == nil {
+		return NetResult{}, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+	}
+	if row.req == nil || row.req.TestRequest == nil || len(row.req.DeclaredAPIHosts) == 0 {
+		return NetResult{}, errcode.New(errcode.NotFound, "the requirement has no test request")
+	}
+	u, err := composeURL(probeScheme(row.req), row.req.DeclaredAPIHosts[0], row.req.TestRequest.PathAndQuery)
+	if err != nil {
+		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not compose")
+	}
+	frame, err := wire.Encode(wire.NetRequest{
+		RequestID:  "probe-" + randomID(8),
+		InstanceID: "snugd-probe",
+		URL:        u.String(),
+		Method:     http.MethodGet,
+	})
+	if err != nil {
+		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not form a valid request")
+	}
+	f := &fetch{call: NetCall{AppID: appID, Frame: frame, Delivery: DeliveryApp}, probe: true, start: d.now(), index: idx}
+	return d.run(ctx, f, d.gates()), nil
+}
+
+// probeScheme is the scheme a probe uses: https, the LAN row's too (the
+// LAN transport's pinned TLS, §12.11).
+func probeScheme(*requirement.Requirement) string { return "https" }
+
+// run passes f through gates in order, then answers and journals it.
+func (d *Daemon) run(ctx context.Context, f *fetch, gates []gate) NetResult {
+	for _, g := range gates {
+		if err := g.run(ctx, f); err != nil {
+			f.failedGate, f.err = g.name, err
+			break
+		}
+	}
+	res := d.answer(f)
+	d.record(f, res)
+	return res
+}
+
+// answer encodes f's outcome as a net-response.
+func (d *Daemon) answer(f *fetch) NetResult {
+	if f.err != nil {
+		var frame wire.Frame
+		if f.parseErr != nil {
+			a, ok := f.parseErr.Answer()
+			if !ok {
+				return NetResult{Code: f.err.Code}
+			}
+			frame = a
+		} else {
+			msg := f.err.Msg
+			if f.conn != nil {
+				msg = f.conn.scrubResolved(msg) // §15: error-path text is host-clean
+			}
+			frame = wire.NetErrorResponse(f.req.RequestID, f.req.URL, errcode.New(f.err.Code, msg))
+		}
+		b, err := wire.Encode(frame)
+		if err != nil {
+			d.log.Error("encode net error answer", "code", string(f.err.Code), "err", err)
+			return NetResult{Code: f.err.Code}
+		}
+		return NetResult{Frame: b, Answer: true, Code: f.err.Code}
+	}
+	resp := f.out
+	b, err := wire.Encode(resp)
+	if err != nil {
+		d.log.Error("encode net answer", "err", err)
+		b, _ = wire.Encode(wire.NetErrorResponse(f.req.RequestID, f.req.URL, errcode.New(errcode.HostError, "the answer could not be encoded")))
+		return NetResult{Frame: b, Answer: b != nil, Code: errcode.HostError}
+	}
+	if code := encodedCode(b, resp); code != "" {
+		// Encode turned an oversized frame into NET_SIZE_EXCEEDED (R6).
+		f.failedGate, f.err = "read", errcode.New(code, "the response exceeds the net frame size class")
+		return NetResult{Frame: b, Answer: true, Code: code}
+	}
+	return NetResult{Frame: b, Answer: true, Status: resp.Status, ProviderError: f.providerError}
+}
+
+// encodedCode reports NET_SIZE_EXCEEDED when Encode replaced the response
+// resp with its size-class error (the only replacement it makes), "" when
+// b is resp. The frame's head (type, v, requestId ≤ 128 characters, ok)
+// fits in its first 400 bytes; a requestId cannot spell "ok":false there,
+// because JSON escapes its quotes.
+func encodedCode(b []byte, resp wire.NetResponse) errcode.Code {
+	if resp.Error != nil || !bytes.Contains(b[:min(len(b), 400)], []byte(`"ok":false`)) {
+		return ""
+	}
+	return errcode.NetSizeExceeded
+}
+
+// randomID returns n random bytes in hex: IDs nobody can guess.
+func randomID(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// composeURL builds scheme://host<pathAndQuery> by URL composition, never
+// string concatenation: pathAndQuery is parsed as a reference that must
+// hold only a path and a query, so "/@evil.com" stays a path on host.
+func composeURL(scheme, host, pathAndQuery string) (*url.URL, error) {
+	ref, err := url.Parse(pathAndQuery)
+	if err != nil {
+		return nil, err
+	}
+	if ref.Scheme != "" || ref.Host != "" || ref.User != nil || ref.Opaque != "" || ref.Fragment != "" ||
+		len(ref.Path) == 0 || ref.Path[0] != '/' {
+		return nil, errors.New("not a path and query")
+	}
+	return &url.URL{Scheme: scheme, Host: host, Path: ref.Path, RawPath: ref.RawPath, RawQuery: ref.RawQuery}, nil
+}

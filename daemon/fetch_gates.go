@@ -1,0 +1,641 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/template"
+	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/transports"
+)
+
+// fetch is one request's state as it moves through the gates. Each field
+// is written by one gate and read by later ones.
+type fetch struct {
+	call  NetCall
+	probe bool // the wizard's probe path (TestConnection)
+	start time.Time
+	index *grantIndex // one snapshot serves every gate
+
+	req      wire.NetRequest     // gate 1
+	parseErr *wire.ParseError    // gate 1, when it refused
+	conn     *connTarget         // resolution: set for a connection URL
+	target   *url.URL            // gate 1 / resolution: the URL to send, before query credentials
+	app      *appGrants          // gate 2: the acting app's rows only
+	host     string              // gate 3: target's host, normalized ("" when it does not normalize)
+	grant    *grantRow           // gate 3
+	lan      bool                // gate 4: the LAN admission (desktop policy)
+	helper   LocalTransport      // gate 5: the registered helper of a sidecar host
+	helperID string              // gate 5
+	resolved transports.Resolved // gate 5: the checked addresses Do may dial
+	approval string              // gate 6: "", "user", "session" or "standing"
+	header   http.Header         // gate 7 (or 6a)
+	sendURL  *url.URL            // gate 8: target with query credentials placed
+	pin      string              // gate 8: the LAN row's certificate pin
+	departed bool                // gate 6a: the request went to a helper
+	scrub    scrubber            // gates 6a and 8: every value injected
+	resp     *upstream           // gate 9 (or 6a)
+
+	out           wire.NetResponse // gate 10
+	providerError string           // gate 10
+
+	failedGate string
+	err        *errcode.Error
+}
+
+// upstream is what a transport or helper answered.
+type upstream struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// refuse builds a gate's refusal. Messages are fixed sentences: they name
+// no host, address, header or value (§15: host-clean).
+func refuse(code errcode.Code, msg string) *errcode.Error { return errcode.New(code, msg) }
+
+// Gate 1: shape. ParseNetRequest is the hand-written, fail-closed parser of
+// Part I §3 and ruling R3 (body on GET/HEAD, body cap, STRIP headers,
+// strict keys, URL shape).
+func (d *Daemon) checkShape(_ context.Context, f *fetch) *errcode.Error {
+	r, err := wire.ParseNetRequest(f.call.Frame)
+	if err != nil {
+		if pe, ok := errors.AsType[*wire.ParseError](err); ok {
+			f.parseErr = pe
+			return refuse(pe.Code, pe.Message)
+		}
+		return refuse(errcode.NetInvalidRequest, "the net-request is malformed")
+	}
+	f.req = r
+	return nil
+}
+
+// Resolution (§15, ruling R7): a connection URL selects the acting app's
+// own slot and is rebuilt against its one ceiling host. Translation only:
+// the rebuilt URL still runs gates 2–10. Any other URL is parsed as it is.
+func (d *Daemon) resolveConnection(_ context.Context, f *fetch) *errcode.Error {
+	cu, kind := parseConnectionURL(f.req.URL)
+	switch kind {
+	case notConnectionURL:
+		u, err := url.Parse(f.req.URL)
+		if err != nil {
+			return refuse(errcode.NetInvalidRequest, "the url does not parse")
+		}
+		u.Fragment, u.RawFragment = "", "" // never sent
+		f.target = u
+		return nil
+	case connectionURLMalformed:
+		return refuse(errcode.NetInvalidRequest, "the connection URL is malformed")
+	}
+	row := f.index.apps[f.call.AppID].row(cu.slot)
+	switch {
+	case row == nil:
+		// Another app's slot name is an unknown slot here (P3-U15-01).
+		return refuse(errcode.NetInvalidRequest, "the app has no connection in that slot")
+	case row.approved():
+	case row.imported:
+		return refuse(errcode.NetImportedUnapproved, "the connection was imported and needs approval on this device")
+	default:
+		return refuse(errcode.NetNotApproved, "the connection is not approved")
+	}
+	if len(row.ceiling) != 1 {
+		// Ruling R7: an empty ceiling too; a symbolic address has one meaning.
+		return refuse(errcode.NetAmbiguousConnection, "the connection does not name exactly one host")
+	}
+	host := row.ceiling[0]
+	u, err := composeURL("https", host, cu.pathAndQuery) // a LAN row too: its transport's pinned TLS
+	if err != nil {
+		return refuse(errcode.NetInvalidRequest, "the connection URL is malformed")
+	}
+	f.target, f.conn = u, &connTarget{slot: cu.slot, host: host}
+	return nil
+}
+
+// Gate 2: binding. The acting app is the host-assigned call.AppID and
+// nothing in the frame (there is no identity seat, R3); the request sees
+// that app's rows only.
+func (d *Daemon) bindApp(_ context.Context, f *fetch) *errcode.Error {
+	if checkAppID(f.call.AppID) != nil {
+		return refuse(errcode.NetInvalidRequest, "the request has no host-assigned app identity")
+	}
+	f.app = f.index.apps[f.call.AppID]
+	return nil
+}
+
+// Gate 3: grant (ruling R6). The decision order, on the acting app's rows:
+//
+//  1. approved rows whose frozen ceiling holds the host: exactly one is the
+//     grant; two or more refuse NET_AMBIGUOUS_CONNECTION (never a
+//     tiebreak);
+//  2. no approved row holds it, but unapproved rows' requirements claim it:
+//     NET_IMPORTED_UNAPPROVED when every such row is imported, else
+//     NET_NOT_APPROVED;
+//  3. nobody claims it and the app has an approved row: NET_HOST_BLOCKED;
+//  4. otherwise (no approved row at all): NET_NOT_APPROVED.
+//
+// A host that does not normalize (an IP literal other than an RFC-1918
+// dotted quad, a numeric spelling, a trailing dot) is claimed by nobody.
+// The pending requirement of a staged change is never read (§12.3).
+func (d *Daemon) checkGrant(_ context.Context, f *fetch) *errcode.Error {
+	host, ok := requestHost(f.target)
+	if ok {
+		f.host = host
+	}
+	var rows []grantRow
+	if f.app != nil {
+		rows = f.app.rows
+	}
+	anyApproved, claimants := false, 0
+	for i := range rows {
+		g := &rows[i]
+		if !g.approved() {
+			continue
+		}
+		anyApproved = true
+		if ok && g.inCeiling(host) {
+			claimants++
+			f.grant = g
+		}
+	}
+	switch {
+	case claimants == 1:
+		return nil
+	case claimants > 1:
+		f.grant = nil
+		return refuse(errcode.NetAmbiguousConnection, "two approved connections claim the host")
+	}
+	if ok {
+		claimed, allImported := false, true
+		for i := range rows {
+			g := &rows[i]
+			if !g.approved() && g.claimsHost(host) {
+				claimed = true
+				allImported = allImported && g.imported
+			}
+		}
+		if claimed && allImported {
+			return refuse(errcode.NetImportedUnapproved, "the connection was imported and needs approval on this device")
+		}
+		if claimed {
+			return refuse(errcode.NetNotApproved, "the connection for this host is not approved")
+		}
+	}
+	if anyApproved {
+		return refuse(errcode.NetHostBlocked, "no approved connection of the app covers the host")
+	}
+	return refuse(errcode.NetNotApproved, "the app has no approved connection")
+}
+
+// requestHost returns the host of u in ceiling form: an RFC-1918 dotted
+// quad as it stands, any other host through requirement.NormalizeHost
+// (IDNA, lowercase). ok is false when the host normalizes to nothing a
+// ceiling can hold.
+func requestHost(u *url.URL) (string, bool) {
+	h := u.Hostname()
+	if requirement.IsRFC1918Literal(h) {
+		return h, true
+	}
+	n, err := requirement.NormalizeHost(h)
+	return n, err == nil
+}
+
+// Gate 4: ceiling. https only, and exact membership of the normalized host
+// in the grant's frozen ceiling (no suffix, no wildcard). The one
+// admission: http or https to an RFC-1918 literal in the ceiling of a row
+// that declares lanHost, under the desktop policy (§12.11, ruling R19).
+// The request is sent to the normalized host (punycode), the form the
+// ceiling and the TLS check use.
+func (d *Daemon) checkCeiling(_ context.Context, f *fetch) *errcode.Error {
+	g := f.grant
+	lan := d.exec.desktop && g.req.LANHost != nil && requirement.IsRFC1918Literal(f.host)
+	switch f.target.Scheme {
+	case "https":
+	case "http":
+		if !lan {
+			return refuse(errcode.NetSchemeBlocked, "only https is admitted")
+		}
+	default:
+		return refuse(errcode.NetSchemeBlocked, "only https is admitted")
+	}
+	if !g.inCeiling(f.host) {
+		return refuse(errcode.NetHostBlocked, "no approved connection of the app covers the host")
+	}
+	f.lan = lan
+	if port := f.target.Port(); port != "" {
+		f.target.Host = net.JoinHostPort(f.host, port)
+	} else {
+		f.target.Host = f.host
+	}
+	return nil
+}
+
+// sidecarZone is the suffix of the sidecar symbolic hosts (DESIGN.md):
+// <helperId>.sidecar.invalid. ".invalid" never resolves (RFC 2606).
+const sidecarZone = ".sidecar.invalid"
+
+// Gate 5: SSRF. The public transport resolves the host once and checks
+// every answer (ruling R8); Do later dials only those addresses. Exactly
+// two classes stand this gate down, and only this gate: the LAN class
+// admitted at gate 4, and the sidecar symbolic host of a registered helper
+// on a linked_device row. A name under .invalid is never looked up in DNS:
+// one that names no registered helper refuses as a DNS miss would
+// (NET_FETCH_FAILED), so a missing helper never falls back to the network.
+func (d *Daemon) checkSSRF(ctx context.Context, f *fetch) *errcode.Error {
+	if f.lan {
+		return nil // stand-down 1: the LAN class (desktop policy)
+	}
+	if strings.HasSuffix(f.host, ".invalid") {
+		id, ok := strings.CutSuffix(f.host, sidecarZone)
+		if ok && id != "" && !strings.Contains(id, ".") && f.grant.req.Kind == requirement.KindLinkedDevice {
+			if lt, ok := d.exec.local[id]; ok && lt != nil {
+				f.helper, f.helperID = lt, id
+				return nil // stand-down 2: the sidecar symbolic host
+			}
+		}
+		return refuse(errcode.NetFetchFailed, "no local helper serves the connection")
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
+	defer cancel()
+	r, err := d.exec.public.Resolve(ctx, f.host)
+	if err != nil {
+		return transportError(err)
+	}
+	f.resolved = r
+	return nil
+}
+
+// mutating reports whether method needs the user's confirmation (gate 6).
+func mutating(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// Gate 6: confirm. A mutating request needs the user's answer before any
+// credential is read. The standing gate (§17) is consulted first and wraps
+// the session memory (ruling R10); neither is consulted on the probe path,
+// whose confirm seat carries no slot and no body.
+func (d *Daemon) confirm(ctx context.Context, f *fetch) *errcode.Error {
+	if !mutating(f.req.Method) {
+		return nil
+	}
+	seat := Confirm{
+		AppID:    f.call.AppID,
+		Host:     f.host,
+		Method:   f.req.Method,
+		URL:      f.target.String(), // the resolved host, no query credential yet
+		Slot:     f.grant.slot,
+		Body:     f.req.Body,
+		Delivery: f.call.Delivery,
+	}
+	if f.probe {
+		seat.Slot, seat.Body, seat.Probe = "", "", true
+	}
+	if !seat.Probe {
+		switch d.standing.decide(ctx, d, f, seat) {
+		case standingApprove:
+			f.approval = "standing"
+			return nil
+		case standingRefuse:
+			return refuse(errcode.NetConfirmDenied, "the request's target sources disagree")
+		}
+		if d.confirms.sessionAllows(seat.AppID, seat.Host, seat.Method) {
+			f.approval = "session"
+			return nil
+		}
+	}
+	if !d.confirms.ask(ctx, seat) {
+		return refuse(errcode.NetConfirmDenied, "the user did not confirm the request")
+	}
+	f.approval = "user"
+	return nil
+}
+
+// Gate 6a: local transports. A request to a registered helper departs here,
+// after gate 6, never before. It gets gate 7's strip, the helper token from
+// the slot's credential slice and any rendered header template; its answer
+// still gets gates 9 (no redirect) and 10 (cap, scrub, whitelist). A
+// helper that fails refuses; nothing falls back to the network.
+func (d *Daemon) sendLocal(ctx context.Context, f *fetch) *errcode.Error {
+	if f.helper == nil {
+		return nil
+	}
+	f.header = appHeader(f.req.Headers)
+	stripRequestHeaders(f.header) // gate 7's obligation on this path
+	values, err := d.credentials(ctx, f)
+	if err != nil {
+		return err
+	}
+	req := f.grant.req
+	token := ""
+	if len(req.Fields) > 0 {
+		token = values[req.Fields[0].Key]
+	}
+	if token == "" {
+		return refuse(errcode.NetAuthFailed, "the connection has no helper token")
+	}
+	if err := d.render(f, values); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
+	defer cancel()
+	resp, rerr := f.helper.Do(ctx, LocalRequest{
+		AppID:        f.call.AppID,
+		Slot:         f.grant.slot,
+		Method:       f.req.Method,
+		PathAndQuery: f.sendURL.RequestURI(),
+		Header:       f.header,
+		Body:         f.req.Body,
+		Token:        token,
+	})
+	if rerr != nil {
+		d.log.Warn("local helper failed", "helper", f.helperID, "err", rerr)
+		return refuse(errcode.NetFetchFailed, "the local helper did not answer")
+	}
+	if len(resp.Body) > wire.MaxNetResponseBody {
+		return refuse(errcode.NetSizeExceeded, "the response body exceeds 1048576 bytes")
+	}
+	f.resp = &upstream{status: resp.Status, header: resp.Header, body: resp.Body}
+	f.departed = true
+	return nil
+}
+
+// Gate 7: strip. The app's headers, minus every credential-shaped header
+// (the C1 belt to gate 1's braces), Accept-Encoding (a compressed body
+// would blind gate 10's scrub) and the hop-by-hop and transport-owned
+// headers.
+func (d *Daemon) strip(_ context.Context, f *fetch) *errcode.Error {
+	if f.departed {
+		return nil
+	}
+	f.header = appHeader(f.req.Headers)
+	stripRequestHeaders(f.header)
+	return nil
+}
+
+// appHeader copies the app's headers into an http.Header, names as sent.
+func appHeader(h map[string]string) http.Header {
+	out := make(http.Header, len(h)+4)
+	for name, v := range h {
+		out[name] = []string{v}
+	}
+	return out
+}
+
+// setInjected sets an injected header, first deleting every app header
+// that names the same header in any spelling (case, '_' for '-'), so an
+// app can never send a second value beside the injected one.
+func setInjected(h http.Header, name, value string) {
+	want := headerCanon(name)
+	for k := range h {
+		if headerCanon(k) == want {
+			delete(h, k)
+		}
+	}
+	h.Set(name, value)
+}
+
+// headerCanon lowercases name and maps '_' to '-' (ruling R3's folding).
+func headerCanon(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
+}
+
+// stripRequestHeaders deletes from h every header an app may not send
+// upstream. Names are compared after lowercasing and mapping '_' to '-'
+// (ruling R3), so non-canonical spellings that slipped past gate 1 go too.
+func stripRequestHeaders(h http.Header) {
+	for name := range h {
+		if wire.CredentialHeader(name) || unsendable(name) {
+			delete(h, name)
+		}
+	}
+}
+
+// unsendable reports whether name is Accept-Encoding, hop-by-hop or owned
+// by the transport.
+func unsendable(name string) bool {
+	c := headerCanon(name)
+	switch c {
+	case "accept-encoding", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
+		"upgrade", "host", "content-length", "expect":
+		return true
+	}
+	return strings.HasPrefix(c, "proxy-")
+}
+
+// Gate 8: injection, per kind. Template-bearing kinds render their header
+// and query templates; the OAuth kinds take the bearer from the
+// TokenSource; none injects nothing and reads no credential. Query
+// credentials are placed only now, after the ceiling decision, and the
+// final URL is re-checked against the ceiling.
+func (d *Daemon) inject(ctx context.Context, f *fetch) *errcode.Error {
+	if f.departed {
+		return nil
+	}
+	g := f.grant
+	var values map[string]string
+	if g.injects || (f.lan && f.target.Scheme == "https") {
+		var err *errcode.Error
+		if values, err = d.credentials(ctx, f); err != nil {
+			return err
+		}
+	}
+	if g.req.Kind.IsOAuth() {
+		if d.exec.tokens == nil {
+			return refuse(errcode.NetAuthFailed, "the connection has no token source")
+		}
+		tok, err := d.exec.tokens.AccessToken(ctx, f.call.AppID, g.slot)
+		if err != nil || tok == "" || strings.ContainsAny(tok, "\r\n\x00") {
+			d.log.Warn("access token unavailable", "app", f.call.AppID, "slot", g.slot, "err", err)
+			return refuse(errcode.NetAuthFailed, "the connection could not obtain an access token")
+		}
+		f.scrub.add(tok)
+		setInjected(f.header, "Authorization", "Bearer "+tok)
+	}
+	return d.render(f, values)
+}
+
+// credentials performs the executor's one credential read: the slot's
+// slice, field values and the _connection state (for the LAN pin). Every
+// value read joins the scrub set.
+func (d *Daemon) credentials(ctx context.Context, f *fetch) (map[string]string, *errcode.Error) {
+	slice, err := d.readSecrets(ctx, f.call.AppID, f.grant.slot)
+	if err != nil {
+		d.log.Error("read credentials", "app", f.call.AppID, "slot", f.grant.slot, "err", err)
+		return nil, refuse(errcode.NetFetchFailed, "the connection's credentials could not be read")
+	}
+	values := make(map[string]string, len(slice))
+	for name, v := range slice {
+		if name == store.ConnectionStateField {
+			if st, err := unmarshalConnState(v); err == nil && st.LANPin != nil {
+				f.pin = st.LANPin.Fingerprint
+			}
+			continue
+		}
+		if strings.HasPrefix(name, "_") {
+			continue // reserved names are state, never field values
+		}
+		values[name] = string(v)
+		f.scrub.add(string(v))
+	}
+	return values, nil
+}
+
+// render runs the row's templates over f's request (gate 8, and the helper
+// path of 6a), sets the rendered headers and places the query credentials
+// onto sendURL, re-checked against the ceiling.
+func (d *Daemon) render(f *fetch, values map[string]string) *errcode.Error {
+	f.sendURL = f.target
+	if !f.grant.injects {
+		return nil
+	}
+	out, err := f.grant.templates.Render(values, template.Request{
+		Method:       f.req.Method,
+		URL:          f.target.String(),
+		PathAndQuery: f.target.RequestURI(),
+		Body:         f.req.Body,
+	}, template.Env{Now: d.now})
+	if err != nil {
+		// The error names seats and field keys, never a value.
+		d.log.Warn("render credential template", "app", f.call.AppID, "slot", f.grant.slot, "err", err)
+		if errors.Is(err, template.ErrMissingValue) {
+			return refuse(errcode.NetAuthFailed, "the connection is missing a credential value")
+		}
+		return refuse(errcode.NetAuthFailed, "the connection's credential template could not be rendered")
+	}
+	f.scrub.add(out.Secrets...)
+	for _, p := range out.Headers {
+		setInjected(f.header, p.Name, p.Value)
+	}
+	if len(out.Query) == 0 {
+		return nil
+	}
+	placed, err := template.PlaceQuery(f.target.String(), out.Query)
+	if err != nil {
+		return refuse(errcode.NetFetchFailed, "the credential query could not be placed")
+	}
+	u, err := url.Parse(placed)
+	if err != nil || u.Scheme != f.target.Scheme || u.Host != f.target.Host || u.User != nil {
+		return refuse(errcode.NetHostBlocked, "the credentialed url leaves the ceiling")
+	}
+	if h, ok := requestHost(u); !ok || h != f.host || !f.grant.inCeiling(h) {
+		return refuse(errcode.NetHostBlocked, "the credentialed url leaves the ceiling")
+	}
+	f.sendURL = u
+	return nil
+}
+
+// Gate 9: fetch. Redirects are never followed on any transport: a 3xx,
+// 304 included, is NET_REDIRECT_BLOCKED (ruling R9). The public transport
+// dials only gate 5's checked addresses; the LAN transport dials the
+// literal with the row's pin.
+func (d *Daemon) fetchUpstream(ctx context.Context, f *fetch) *errcode.Error {
+	if !f.departed {
+		ctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
+		defer cancel()
+		var body io.Reader
+		if f.req.HasBody || f.req.Body != "" {
+			body = strings.NewReader(f.req.Body)
+		}
+		req, err := http.NewRequestWithContext(ctx, f.req.Method, f.sendURL.String(), body)
+		if err != nil {
+			return refuse(errcode.NetInvalidRequest, "the request could not be built")
+		}
+		req.Header = f.header
+		var resp *transports.Response
+		if f.lan {
+			resp, err = d.exec.lan.Do(ctx, req, f.pin, wire.MaxNetResponseBody)
+		} else {
+			resp, err = d.exec.public.Do(ctx, req, f.resolved, wire.MaxNetResponseBody)
+		}
+		if err != nil {
+			return transportError(err)
+		}
+		f.resp = &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}
+	}
+	if f.resp.status >= 300 && f.resp.status <= 399 {
+		return refuse(errcode.NetRedirectBlocked, "the upstream answered with a redirect, which is never followed")
+	}
+	return nil
+}
+
+// transportError maps the transports' vocabulary to registry codes
+// (transports/errors.go). The cause is never shown.
+func transportError(err error) *errcode.Error {
+	var blocked *transports.BlockedError
+	switch {
+	case errors.As(err, &blocked):
+		return refuse(errcode.NetSSRFBlocked, "the destination address is refused")
+	case errors.Is(err, transports.ErrBodyTooLarge):
+		return refuse(errcode.NetSizeExceeded, "the response body exceeds 1048576 bytes")
+	case errors.Is(err, transports.ErrNoAddress):
+		return refuse(errcode.NetFetchFailed, "the host has no address")
+	case errors.Is(err, transports.ErrPinRequired), errors.Is(err, transports.ErrPinMismatch):
+		return refuse(errcode.NetFetchFailed, "the device's certificate is not the paired one")
+	}
+	return refuse(errcode.NetFetchFailed, "the upstream could not be reached")
+}
+
+// Gate 10: read. The body arrived capped at 1 MiB while reading (the
+// transports, ruling R5). Every injected value is scrubbed from the body
+// and from the whitelisted header values, raw and percent-encoded; a
+// model-bound result loses every RFC-1918 literal too (§14.2); the headers
+// are whitelist-filtered and content-length recomputed (R21). An upstream
+// status outside 100–599 is NET_FETCH_FAILED.
+func (d *Daemon) readResponse(_ context.Context, f *fetch) *errcode.Error {
+	r := f.resp
+	if len(r.body) > wire.MaxNetResponseBody {
+		return refuse(errcode.NetSizeExceeded, "the response body exceeds 1048576 bytes")
+	}
+	if r.status < 100 || r.status > 599 {
+		return refuse(errcode.NetFetchFailed, "the upstream answered with an invalid status")
+	}
+	llm := f.call.Delivery.llm()
+	clean := func(s string) string {
+		s = f.scrub.apply(s)
+		if llm {
+			s = ScrubPrivateIPv4(s)
+		}
+		return s
+	}
+	body := clean(strings.ToValidUTF8(string(r.body), "\uFFFD"))
+	header := make(map[string][]string, len(r.header))
+	for name, vs := range r.header {
+		if !wire.AllowedResponseHeader(name) {
+			continue
+		}
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = clean(v)
+		}
+		header[name] = out
+	}
+	if r.status >= 400 {
+		pe := ProviderErrorText(string(r.body), f.scrub.candidates())
+		if llm {
+			pe = ScrubPrivateIPv4(pe)
+		}
+		if f.conn != nil {
+			pe = f.conn.scrubResolved(pe)
+		}
+		f.providerError = pe
+	}
+	resp, err := wire.NewNetResponse(f.req.RequestID, f.req.URL, r.status, header, body)
+	if err != nil {
+		code, _ := errcode.CodeOf(err)
+		return refuse(code, "the upstream answer cannot be delivered")
+	}
+	f.out = resp
+	return nil
+}

@@ -1,0 +1,428 @@
+package daemon
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/transports"
+)
+
+// The executor's tests reach real TLS servers on loopback through an
+// injected resolver (answering documentation-range addresses, which the
+// SSRF guard admits by ruling R8) and an injected dialer that connects
+// those addresses to the loopback listener. No setting a deployment could
+// flip is involved: Public's Resolver, Dial and RootCAs are test seams.
+
+// docAddr is the "public" address every upstream host resolves to.
+const docAddr = "198.51.100.7"
+
+// apiHost is the upstream host; httptest's certificate is valid for
+// *.example.com.
+const apiHost = "api.example.com"
+
+// scriptResolver answers per host from a script: the i-th lookup of a host
+// gets answers[host][i] (the last one repeats); hosts not in the script get
+// docAddr. It records every name asked.
+type scriptResolver struct {
+	mu      sync.Mutex
+	answers map[string][][]netip.Addr
+	asked   []string
+}
+
+func (r *scriptResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := strings.TrimSuffix(host, ".")
+	n := 0
+	for _, a := range r.asked {
+		if a == name {
+			n++
+		}
+	}
+	r.asked = append(r.asked, name)
+	script, ok := r.answers[name]
+	if !ok {
+		return []netip.Addr{netip.MustParseAddr(docAddr)}, nil
+	}
+	if len(script) == 0 {
+		return nil, nil
+	}
+	return slices.Clone(script[min(n, len(script)-1)]), nil
+}
+
+func (r *scriptResolver) script(host string, answers ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.answers == nil {
+		r.answers = map[string][][]netip.Addr{}
+	}
+	var set []netip.Addr
+	for _, a := range answers {
+		if a == "|" {
+			r.answers[host] = append(r.answers[host], set)
+			set = nil
+			continue
+		}
+		set = append(set, netip.MustParseAddr(a))
+	}
+	r.answers[host] = append(r.answers[host], set)
+}
+
+func (r *scriptResolver) lookups() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.asked)
+}
+
+// recordingDialer connects every address to a loopback listener (toHTTP
+// for port 80 when set, else to) and records the addresses it was asked
+// to dial.
+type recordingDialer struct {
+	to     string
+	toHTTP string
+	mu     sync.Mutex
+	dials  []string
+}
+
+func (d *recordingDialer) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	d.dials = append(d.dials, address)
+	d.mu.Unlock()
+	to := d.to
+	if strings.HasSuffix(address, ":80") && d.toHTTP != "" {
+		to = d.toHTTP
+	}
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", to)
+}
+
+func (d *recordingDialer) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.dials)
+}
+
+func (d *recordingDialer) log() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.dials)
+}
+
+// seenRequest is what an upstream received.
+type seenRequest struct {
+	Method   string
+	Host     string
+	URI      string
+	Header   http.Header
+	Body     string
+	TLS      bool
+	Received time.Time
+}
+
+// upstream is a TLS test server with a request log.
+type testUpstream struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	seen    []seenRequest
+	handler atomic.Pointer[http.HandlerFunc]
+}
+
+func (u *testUpstream) handle(h http.HandlerFunc) { u.handler.Store(&h) }
+
+func (u *testUpstream) requests() []seenRequest {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.seen)
+}
+
+func (u *testUpstream) last(t *testing.T) seenRequest {
+	t.Helper()
+	rs := u.requests()
+	if len(rs) == 0 {
+		t.Fatal("upstream saw no request")
+	}
+	return rs[len(rs)-1]
+}
+
+func newTestUpstream(t testing.TB) *testUpstream {
+	u := &testUpstream{}
+	u.handle(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"ok":true}`)
+	})
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		u.mu.Lock()
+		u.seen = append(u.seen, seenRequest{Method: r.Method, Host: r.Host, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(b), TLS: r.TLS != nil, Received: time.Now()})
+		u.mu.Unlock()
+		(*u.handler.Load())(w, r)
+	}))
+	u.srv.StartTLS()
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+// rig is one executor under test: a daemon, its upstream, resolver and
+// dialers, and a spy on the credential reads.
+type rig struct {
+	d        *Daemon
+	up       *testUpstream
+	resolver *scriptResolver
+	dialer   *recordingDialer
+	lanDial  *recordingDialer
+	lanUp    *testUpstream
+	lanHTTP  *httptest.Server
+	reads    atomic.Int64
+	logs     *syncBuffer
+}
+
+// syncBuffer collects log output for "never in the logs" checks.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newRig(t testing.TB, opts ...func(*Config)) *rig {
+	t.Helper()
+	r := &rig{up: newTestUpstream(t), resolver: &scriptResolver{}, logs: &syncBuffer{}}
+	r.dialer = &recordingDialer{to: r.up.srv.Listener.Addr().String()}
+	r.lanUp = newTestUpstream(t)
+	r.lanHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"lan":"http"}`)
+	}))
+	t.Cleanup(r.lanHTTP.Close)
+	r.lanDial = &recordingDialer{to: r.lanUp.srv.Listener.Addr().String(), toHTTP: r.lanHTTP.Listener.Addr().String()}
+	roots := x509.NewCertPool()
+	roots.AddCert(r.up.srv.Certificate())
+	cfg := Config{
+		DataDir: t.TempDir() + "/data",
+		Logger:  slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:     func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) },
+		Public:  &transports.Public{Resolver: r.resolver, Dial: r.dialer.Dial, RootCAs: roots},
+		LAN:     &transports.LAN{Dial: r.lanDial.Dial},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	inner := d.readSecrets
+	d.readSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
+		r.reads.Add(1)
+		return inner(ctx, appID, slot)
+	}
+	r.d = d
+	return r
+}
+
+// lanPin is the certificate pin of the LAN test device.
+func (r *rig) lanPin() string { return transports.Fingerprint(r.lanUp.srv.Certificate().Raw) }
+
+// connect declares, approves and (when values is not nil) stores
+// credentials for one connection.
+func (r *rig) connect(t testing.TB, app string, v map[string]any, values map[string]string) {
+	t.Helper()
+	a, err := admit(mustJSONTB(t, v), ProvenanceUser, nil)
+	if err != nil {
+		t.Fatalf("admit: %v", err)
+	}
+	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
+		t.Fatalf("putDeclared: %v", err)
+	}
+	if _, err := r.d.Approve(context.Background(), app, a.req.Slot); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+	if values != nil {
+		if err := r.d.SetCredentials(context.Background(), app, a.req.Slot, values); err != nil {
+			t.Fatalf("SetCredentials: %v", err)
+		}
+	}
+}
+
+// declare only declares a connection.
+func (r *rig) declare(t testing.TB, app string, v map[string]any) {
+	t.Helper()
+	a, err := admit(mustJSONTB(t, v), ProvenanceUser, nil)
+	if err != nil {
+		t.Fatalf("admit: %v", err)
+	}
+	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
+		t.Fatalf("putDeclared: %v", err)
+	}
+}
+
+// setPin stores a LAN pin in the slot's connection state.
+func (r *rig) setPin(t testing.TB, app, slot, pin string) {
+	t.Helper()
+	err := r.d.store.Update(context.Background(), func(tx *store.Tx) error {
+		st, _, err := readConnState(tx, app, slot)
+		if err != nil {
+			return err
+		}
+		if st.Status == "" {
+			st.Status = ConnConnected
+		}
+		st.LANPin = &LANPin{Fingerprint: pin}
+		return writeConnState(tx, app, slot, st)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustJSONTB(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// frame builds a snug:net-request frame; extra keys are merged in (nil
+// values delete).
+func frame(method, rawURL string, extra map[string]any) []byte {
+	m := map[string]any{"type": "snug:net-request", "v": 1, "requestId": "r1", "instanceId": "i1", "url": rawURL, "method": method}
+	for k, v := range extra {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// net runs one request for app.
+func (r *rig) net(t testing.TB, app string, f []byte) (NetResult, wire.NetResponse) {
+	t.Helper()
+	return r.netCtx(t, context.Background(), app, f, DeliveryApp)
+}
+
+func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, del Delivery) (NetResult, wire.NetResponse) {
+	t.Helper()
+	res := r.d.Net(ctx, NetCall{AppID: app, Frame: f, Delivery: del})
+	if !res.Answer {
+		return res, wire.NetResponse{}
+	}
+	resp, err := wire.ParseNetResponse(res.Frame)
+	if err != nil {
+		t.Fatalf("ParseNetResponse(%s) = %v", res.Frame, err)
+	}
+	if resp.Error != nil && res.Code != resp.Error.Code {
+		t.Fatalf("NetResult.Code = %q, frame says %q", res.Code, resp.Error.Code)
+	}
+	return res, resp
+}
+
+// autoDecide decides every confirm that comes up, until the test ends.
+// It returns a channel of the confirms it saw.
+func (r *rig) autoDecide(t testing.TB, allow bool, remember Remember) <-chan Confirm {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hints := r.d.Hints(ctx)
+	seen := make(chan Confirm, 64)
+	go func() {
+		for h := range hints {
+			if h.Type != HintConfirmPending {
+				continue
+			}
+			if c, ok := r.d.ConfirmByID(h.ID); ok {
+				select {
+				case seen <- c:
+				default:
+				}
+			}
+			r.d.DecideConfirm(h.ID, allow, remember)
+		}
+	}()
+	return seen
+}
+
+// waitConfirms waits until n confirms are pending.
+func waitConfirms(t testing.TB, d *Daemon, n int) []Confirm {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cs := d.Confirms(); len(cs) >= n {
+			return cs
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("waited for %d pending confirms, have %d", n, len(d.Confirms()))
+	return nil
+}
+
+// apiKeyReq is an api_key requirement with a header and a query template.
+func apiKeyReq(slot string, hosts ...string) map[string]any {
+	return map[string]any{
+		"slot":     slot,
+		"provider": map[string]any{"name": "Example"},
+		"kind":     "api_key",
+		"fields":   []any{map[string]any{"key": "api_key", "label": "API key", "type": "secret"}},
+		"request": map[string]any{
+			"headerTemplate": map[string]any{"X-Key": "{{api_key}}"},
+			"queryTemplate":  map[string]any{"appid": "{{api_key}}"},
+		},
+		"declaredApiHosts": toAny(hosts),
+	}
+}
+
+// lanReq is a post-collection LAN requirement on addr.
+func lanReq(slot, addr string) map[string]any {
+	return map[string]any{
+		"slot":             slot,
+		"provider":         map[string]any{"name": "Hue Bridge"},
+		"kind":             "api_key",
+		"fields":           []any{map[string]any{"key": "username", "label": "Bridge user", "type": "secret"}},
+		"request":          map[string]any{"headerTemplate": map[string]any{"hue-application-key": "{{username}}"}},
+		"lanHost":          map[string]any{"class": "rfc1918-ipv4-literal", "label": "Bridge IP address"},
+		"declaredApiHosts": []any{addr},
+	}
+}
+
+// noneReq is a keyless requirement.
+func noneReq(slot string, hosts ...string) map[string]any {
+	return map[string]any{
+		"slot":             slot,
+		"provider":         map[string]any{"name": "Open Data"},
+		"kind":             "none",
+		"declaredApiHosts": toAny(hosts),
+	}
+}
+
+// secretKey is a credential value tests look for everywhere.
+const secretKey = "sk_test_51Hx/Secret+Key=Value&x"

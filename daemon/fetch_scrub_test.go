@@ -1,0 +1,320 @@
+package daemon
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/wire"
+)
+
+// TestScrub: a provider that echoes the credential raw, percent-encoded
+// (both spellings, either hex case) and in a Link header gets every echo
+// scrubbed; a base64 re-encoding is not (the scrub's documented limit,
+// §14.1); headers outside the whitelist never cross; content-length
+// matches the delivered body.
+//
+// conformance: P3-X14-40, P3-X14-41, P3-X14-42, P3-X14.1-01, P1-SEC-01, P3-C12-09
+func TestScrub(t *testing.T) {
+	r := newRig(t)
+	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	b64 := base64.StdEncoding.EncodeToString([]byte(secretKey))
+	r.up.handle(func(w http.ResponseWriter, req *http.Request) {
+		body := strings.Join([]string{
+			"raw=" + secretKey,
+			"query=" + url.QueryEscape(secretKey),
+			"path=" + url.PathEscape(secretKey),
+			"lower=" + lowerHex(url.QueryEscape(secretKey)),
+			"uri=" + req.RequestURI,
+			"b64=" + b64,
+		}, "\n")
+		w.Header().Set("Link", `<https://api.example.com/next?appid=`+url.QueryEscape(secretKey)+`>; rel="next"`)
+		w.Header().Set("X-Debug", "key="+secretKey)
+		w.Header().Set("Set-Cookie", "s=1")
+		w.Header().Set("X-RateLimit-Remaining", "9 "+secretKey)
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		io.WriteString(w, body)
+	})
+	res, resp := r.net(t, "app1", frame("GET", "https://api.example.com/v1?x=1", nil))
+	if res.Code != "" {
+		t.Fatalf("Net = %q", res.Code)
+	}
+	for _, spelling := range []string{secretKey, url.QueryEscape(secretKey), url.PathEscape(secretKey), lowerHex(url.QueryEscape(secretKey)), "Secret"} {
+		if strings.Contains(string(res.Frame), spelling) {
+			t.Errorf("frame carries %q: %s", spelling, res.Frame)
+		}
+	}
+	if !strings.Contains(resp.Body, "b64="+b64) {
+		t.Errorf("body lost the base64 spelling; the scrub is exact-substring only: %q", resp.Body)
+	}
+	if strings.Count(resp.Body, ScrubMark) < 5 {
+		t.Errorf("body = %q, want five scrubbed echoes", resp.Body)
+	}
+	if _, ok := resp.Headers["x-debug"]; ok {
+		t.Errorf("x-debug crossed: %v", resp.Headers)
+	}
+	if _, ok := resp.Headers["set-cookie"]; ok {
+		t.Errorf("set-cookie crossed: %v", resp.Headers)
+	}
+	if !strings.Contains(resp.Headers["link"], ScrubMark) || !strings.Contains(resp.Headers["x-ratelimit-remaining"], ScrubMark) {
+		t.Errorf("whitelisted headers not scrubbed: %v", resp.Headers)
+	}
+	if got := resp.Headers["content-length"]; got != strconv.Itoa(len(resp.Body)) {
+		t.Errorf("content-length = %q, want %d", got, len(resp.Body))
+	}
+}
+
+// conformance: P3-X14.2-01, P3-L16-13, P3-L16-04, P1-SEC-02, P3-C12.9-07
+func TestLLMDelivery(t *testing.T) {
+	r := newRig(t)
+	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	r.up.handle(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Link", "<http://192.168.1.20/x>")
+		io.WriteString(w, `{"bridge":"192.168.1.20","nas":"10.1.2.3","other":"172.20.0.9","public":"198.51.100.7","key":"`+secretKey+`","uri":"`+req.RequestURI+`"}`)
+	})
+	f := frame("GET", "https://api.example.com/v1", nil)
+	_, app := r.netCtx(t, context.Background(), "app1", f, DeliveryApp)
+	_, llm := r.netCtx(t, context.Background(), "app1", f, DeliveryLLM)
+	for _, lit := range []string{"192.168.1.20", "10.1.2.3", "172.20.0.9"} {
+		if !strings.Contains(app.Body, lit) {
+			t.Errorf("app-bound body lost %s: %s", lit, app.Body)
+		}
+		if strings.Contains(llm.Body, lit) || strings.Contains(llm.Headers["link"], lit) {
+			t.Errorf("model-bound answer keeps %s: %s %v", lit, llm.Body, llm.Headers)
+		}
+	}
+	if !strings.Contains(llm.Body, "198.51.100.7") {
+		t.Errorf("model-bound body lost a public address: %s", llm.Body)
+	}
+	for _, body := range []string{app.Body, llm.Body} {
+		if strings.Contains(body, "Secret") {
+			t.Errorf("body carries the credential or the credentialed url: %s", body)
+		}
+	}
+}
+
+// conformance: P3-X14.3-01, P3-X14.3-02, P3-X14.3-03, P3-X14.3-05, P3-X14.3-06
+func TestProviderErrorInNet(t *testing.T) {
+	html := "<html><head><style>body{}</style></head><body><h1>Bad</h1>" + strings.Repeat("<p>oops "+secretKey+"</p>", 200) + "</body></html>"
+	escaped := ""
+	for _, c := range secretKey {
+		escaped += `\u` + strconv.FormatInt(int64(0x10000+c), 16)[1:]
+	}
+	cases := []struct {
+		name, body string
+		want       string
+	}{
+		{"html page", html, "Bad oops " + ScrubMark},
+		{"json error.message", `{"error":{"message":"bad key ` + secretKey + `","code":401}}`, "bad key " + ScrubMark},
+		{"escaped secret", `{"message":"bad key ` + escaped + `"}`, "bad key " + ScrubMark},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+			r.up.handle(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, tc.body)
+			})
+			res, resp := r.net(t, "app1", frame("GET", "https://api.example.com/", nil))
+			if res.Code != "" || resp.Status != 401 {
+				t.Fatalf("Net = %q/%d, want a 401 response", res.Code, resp.Status)
+			}
+			pe := res.ProviderError
+			if len([]rune(pe)) > MaxProviderErrorChars || strings.ContainsAny(pe, "<>") || strings.Contains(pe, "Secret") {
+				t.Fatalf("ProviderError = %q: want ≤160 chars, no tags, no secret", pe)
+			}
+			if !strings.HasPrefix(pe, tc.want) {
+				t.Errorf("ProviderError = %q, want prefix %q", pe, tc.want)
+			}
+			if strings.Contains(string(res.Frame), pe) && pe != "" && tc.name != "json error.message" {
+				t.Errorf("the extract was put into the frame")
+			}
+		})
+	}
+}
+
+// TestCoinbaseHMAC: an upstream recomputes the signature from the
+// timestamp, method, path and body it actually received.
+//
+// conformance: P3-C12.8.1-03, P3-C12.8.1-05, P3-X14-35
+func TestCoinbaseHMAC(t *testing.T) {
+	secret := base64.StdEncoding.EncodeToString([]byte("coinbase-hmac-secret-32-bytes!!!"))
+	cb := map[string]any{
+		"slot":     "coinbase",
+		"provider": map[string]any{"name": "Coinbase Exchange"},
+		"kind":     "api_key",
+		"fields": []any{
+			map[string]any{"key": "api_key", "label": "Key", "type": "secret"},
+			map[string]any{"key": "api_secret", "label": "Secret", "type": "secret"},
+			map[string]any{"key": "passphrase", "label": "Passphrase", "type": "password"},
+		},
+		"request": map[string]any{"headerTemplate": map[string]any{
+			"CB-ACCESS-KEY":        "{{api_key}}",
+			"CB-ACCESS-PASSPHRASE": "{{passphrase}}",
+			"CB-ACCESS-TIMESTAMP":  "{{request.timestamp}}",
+			"CB-ACCESS-SIGN":       "{{hmac_sha256_b64(api_secret, request.timestamp, request.method, request.pathAndQuery, request.body)}}",
+		}},
+		"declaredApiHosts": []any{"exchange.example.com"},
+	}
+	r := newRig(t)
+	r.connect(t, "app1", cb, map[string]string{"api_key": "cbkey", "api_secret": secret, "passphrase": "pass phrase"})
+	r.autoDecide(t, true, RememberOnce)
+	body := `{"size":"0.01","side":"buy"}`
+	res, _ := r.net(t, "app1", frame("POST", "https://exchange.example.com/orders?client=1", map[string]any{
+		"body": body, "headers": map[string]any{"CB-ACCESS-TIMESTAMP": "1", "cb_access_sign": "forged", "Content-Type": "application/json"}}))
+	if res.Code != "" {
+		t.Fatalf("Net = %q", res.Code)
+	}
+	got := r.up.last(t)
+	ts := got.Header.Get("CB-ACCESS-TIMESTAMP")
+	if ts == "1" || ts == "" {
+		t.Fatalf("timestamp = %q: want the render pass's, never the app's", ts)
+	}
+	key, _ := base64.StdEncoding.DecodeString(secret)
+	m := hmac.New(sha256.New, key)
+	io.WriteString(m, ts+got.Method+got.URI+got.Body)
+	want := base64.StdEncoding.EncodeToString(m.Sum(nil))
+	if sign := got.Header.Get("CB-ACCESS-SIGN"); sign != want {
+		t.Errorf("CB-ACCESS-SIGN = %q, recomputed from what was received = %q", sign, want)
+	}
+	if vs := got.Header.Values("CB-ACCESS-SIGN"); len(vs) != 1 || got.Header.Get("Cb_Access_Sign") != "" {
+		t.Errorf("an app header shadows the injected signature: %v", got.Header)
+	}
+	if got.Body != body || got.Header.Get("CB-ACCESS-PASSPHRASE") != "pass phrase" {
+		t.Errorf("upstream got body %q, passphrase %q", got.Body, got.Header.Get("CB-ACCESS-PASSPHRASE"))
+	}
+}
+
+// TestStripBelt bypasses gate 1 (whose parser refuses these headers) and
+// proves gate 7 still strips every credential-shaped, hop-by-hop and
+// encoding header before anything is sent.
+//
+// conformance: P3-X14-34, P1-SEC-04
+func TestStripBelt(t *testing.T) {
+	r := newRig(t)
+	r.connect(t, "app1", noneReq("open", apiHost), nil)
+	headers := map[string]string{
+		"Authorization": "Bearer app", "cookie": "a=b", "X_Api_Key": "k", "SET-COOKIE": "c", "Proxy-Authorization": "p",
+		"Accept-Encoding": "gzip", "Connection": "close", "Te": "trailers", "Proxy-Foo": "x", "Upgrade": "h2c",
+		"X-Keep": "yes",
+	}
+	f := &fetch{call: NetCall{AppID: "app1", Delivery: DeliveryApp}, start: r.d.now(), index: r.d.index.Load(),
+		req: wire.NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "GET", Headers: headers}}
+	res := r.d.run(context.Background(), f, r.d.gates()[1:]) // every gate but the shape gate
+	if res.Code != "" {
+		t.Fatalf("Net = %q", res.Code)
+	}
+	got := r.up.last(t).Header
+	for name := range headers {
+		if name == "X-Keep" {
+			continue
+		}
+		if v := got.Get(name); v != "" {
+			t.Errorf("upstream got %s: %q", name, v)
+		}
+	}
+	if got.Get("X-Api-Key") != "" || got.Get("X-Keep") != "yes" {
+		t.Errorf("upstream headers = %v", got)
+	}
+}
+
+type fakeTokens struct {
+	tok string
+	err error
+}
+
+func (f fakeTokens) AccessToken(ctx context.Context, appID, slot string) (string, error) {
+	return f.tok, f.err
+}
+
+// conformance: P3-X14-35
+func TestOAuthBearer(t *testing.T) {
+	oauth := map[string]any{
+		"slot": "gh", "provider": map[string]any{"name": "Example OAuth"}, "kind": "oauth2_auth_code",
+		"fields":           []any{map[string]any{"key": "client_id", "label": "Client", "type": "text"}},
+		"endpoints":        map[string]any{"authorize": "https://auth.example.com/authorize", "token": "https://auth.example.com/token"},
+		"declaredApiHosts": []any{apiHost},
+	}
+	cases := []struct {
+		name   string
+		tokens TokenSource
+		want   errcode.Code
+	}{
+		{"no token source", nil, errcode.NetAuthFailed},
+		{"refresh failed", fakeTokens{err: errors.New("refresh token rejected: " + secretKey)}, errcode.NetAuthFailed},
+		{"token", fakeTokens{tok: "gho_token_value"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, func(c *Config) { c.Tokens = tc.tokens })
+			r.connect(t, "app1", oauth, nil)
+			r.up.handle(func(w http.ResponseWriter, req *http.Request) {
+				io.WriteString(w, "echo "+req.Header.Get("Authorization"))
+			})
+			res, resp := r.net(t, "app1", frame("GET", "https://api.example.com/user", nil))
+			if res.Code != tc.want {
+				t.Fatalf("Net = %q, want %q", res.Code, tc.want)
+			}
+			if tc.want != "" {
+				if strings.Contains(string(res.Frame), "Secret") || len(r.up.requests()) != 0 {
+					t.Errorf("refusal leaks or sent: %s", res.Frame)
+				}
+				return
+			}
+			if got := r.up.last(t).Header.Get("Authorization"); got != "Bearer gho_token_value" {
+				t.Errorf("upstream Authorization = %q", got)
+			}
+			if strings.Contains(resp.Body, "gho_token_value") {
+				t.Errorf("echoed token not scrubbed: %q", resp.Body)
+			}
+		})
+	}
+}
+
+// TestLANPin: a LAN request over https verifies the device against the
+// slot's pin; a different certificate fails closed with nothing sent, and
+// the refusal names no address.
+//
+// conformance: P3-C12.11-14, P3-C12.11-15, P3-X14-22
+func TestLANPin(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pin  func(r *rig) string
+		want errcode.Code
+	}{
+		{"pinned", func(r *rig) string { return r.lanPin() }, ""},
+		{"mismatch", func(*rig) string { return strings.Repeat("ab", 32) }, errcode.NetFetchFailed},
+		{"no pin", func(*rig) string { return "" }, errcode.NetFetchFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
+			if pin := tc.pin(r); pin != "" {
+				r.setPin(t, "app1", "hue", pin)
+			}
+			res, resp := r.net(t, "app1", frame("GET", "https://192.168.1.20/clip/v2/resource", nil))
+			if res.Code != tc.want {
+				t.Fatalf("Net = %q, want %q", res.Code, tc.want)
+			}
+			if tc.want == "" {
+				if got := r.lanUp.last(t).Header.Get("Hue-Application-Key"); got != secretKey {
+					t.Errorf("device got key %q", got)
+				}
+				return
+			}
+			if len(r.lanUp.requests()) != 0 || strings.Contains(resp.Error.Message, "192.168") {
+				t.Errorf("mismatch sent %d requests, message %q", len(r.lanUp.requests()), resp.Error.Message)
+			}
+		})
+	}
+}

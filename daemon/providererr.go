@@ -1,0 +1,213 @@
+package daemon
+
+import (
+	"encoding/json"
+	"html"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxProviderErrorChars bounds the provider error text shown to a human
+// (§14.3).
+const MaxProviderErrorChars = 160
+
+// providerErrorFields are the named fields of the recognized error
+// envelopes, in the order they are tried: the common REST shape
+// ({"error":{"message"}}), OAuth's error_description, plain {"message"},
+// GraphQL and JSON:API ({"errors":[{"message"}]}), RFC 9457 problem
+// details (detail, then title), and a bare string error.
+func providerErrorFields() [][]any {
+	return [][]any{
+		{"error", "message"},
+		{"error_description"},
+		{"message"},
+		{"errors", 0, "message"},
+		{"errors", 0, "detail"},
+		{"detail"},
+		{"title"},
+		{"error"},
+		{"error", "description"},
+		{"msg"},
+	}
+}
+
+// ProviderErrorText bounds a provider's error body for a human (§14.3):
+// it scrubs the body with the calling seat's candidate set (raw values;
+// their percent-encoded spellings are added here) FIRST, then extracts a
+// named field of a recognized error envelope or, failing that, a
+// best-effort head that is never markup or structure, and then scrubs its
+// own output again, because decoding JSON (\u escapes) or HTML entities
+// can reconstitute a value the first scrub removed. The result is at most
+// 160 characters of single-line text without tags; "" when nothing safe
+// remains. The executor passes gate 10's injected values; the OAuth seat
+// passes the form parameters it submitted. It is not a credential guard:
+// the value scrub is the control.
+func ProviderErrorText(body string, candidates []string) string {
+	body = strings.ToValidUTF8(body, "\uFFFD")
+	scrubbed := scrubWith(body, candidates) // scrub first
+	text := extractProviderError(scrubbed)
+	text = scrubWith(text, candidates) // re-scrub the extract
+	return clipRunes(text, MaxProviderErrorChars)
+}
+
+// extractProviderError returns the named field of a recognized envelope,
+// or the safe head of the body, as plain single-line text.
+func extractProviderError(body string) string {
+	t := strings.TrimSpace(body)
+	if t == "" {
+		return ""
+	}
+	switch t[0] {
+	case '{', '[':
+		var v any
+		if json.Unmarshal([]byte(t), &v) != nil {
+			return "" // structure we cannot read: nothing
+		}
+		for _, path := range providerErrorFields() {
+			if s, ok := lookupString(v, path); ok {
+				if s = plainText(s); s != "" {
+					return s
+				}
+			}
+		}
+		return "" // an unrecognized envelope is structure, never a head
+	case '<':
+		return plainText(htmlHead(t))
+	}
+	return plainText(t)
+}
+
+// lookupString follows path (object keys and array indexes) in v.
+func lookupString(v any, path []any) (string, bool) {
+	for _, step := range path {
+		switch k := step.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return "", false
+			}
+			v = m[k]
+		case int:
+			a, ok := v.([]any)
+			if !ok || k >= len(a) {
+				return "", false
+			}
+			v = a[k]
+		}
+	}
+	s, ok := v.(string)
+	return s, ok
+}
+
+// htmlHead returns the <title> of an HTML page when it has one, else its
+// text with scripts, styles, comments and tags removed.
+func htmlHead(s string) string {
+	lower := asciiLower(s)
+	if i := strings.Index(lower, "<title"); i >= 0 {
+		if j := strings.IndexByte(lower[i:], '>'); j >= 0 {
+			start := i + j + 1
+			if k := strings.Index(lower[start:], "</title"); k >= 0 {
+				if t := strings.TrimSpace(s[start : start+k]); t != "" {
+					return t
+				}
+			}
+		}
+	}
+	for _, tag := range []string{"script", "style"} {
+		s = dropElements(s, tag)
+	}
+	var b strings.Builder
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case strings.HasPrefix(s[i:], "<!--"):
+			end := strings.Index(s[i+4:], "-->")
+			if end < 0 {
+				return b.String()
+			}
+			i += 4 + end + 2
+		case c == '<':
+			depth++
+		case c == '>':
+			if depth > 0 {
+				depth--
+			}
+			b.WriteByte(' ')
+		case depth == 0:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// dropElements removes every <tag …>…</tag> element (case-insensitive).
+func dropElements(s, tag string) string {
+	open, closing := "<"+tag, "</"+tag
+	for {
+		lower := asciiLower(s)
+		i := strings.Index(lower, open)
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(lower[i:], closing)
+		if j < 0 {
+			return s[:i]
+		}
+		end := i + j + len(closing)
+		if k := strings.IndexByte(lower[end:], '>'); k >= 0 {
+			end += k + 1
+		}
+		s = s[:i] + " " + s[end:]
+	}
+}
+
+// plainText makes s one line of plain text: HTML entities decoded, then
+// every tag, angle bracket and control or format character removed and
+// whitespace collapsed.
+func plainText(s string) string {
+	s = html.UnescapeString(s)
+	var b strings.Builder
+	space := false
+	depth := 0
+	for _, r := range s {
+		switch {
+		case r == '<':
+			depth++
+			continue
+		case r == '>':
+			if depth > 0 {
+				depth--
+			}
+			space = true
+			continue
+		case depth > 0:
+			continue
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// clipRunes cuts s to at most n runes, marking a cut with an ellipsis.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for count < n-1 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	return s[:i] + "…"
+}

@@ -1,0 +1,196 @@
+package daemon
+
+import (
+	"cmp"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Gate 10's value scrub (§14, §14.1). It is exact-substring matching over
+// the values this request injected, in their raw spelling and the
+// percent-encoded spellings a provider is likely to echo (QueryEscape,
+// PathEscape and RFC 3986's, with upper- and lowercase hex). A provider
+// that re-encodes a credential otherwise (base64, hex, split fields)
+// defeats it by design: the frozen ceiling, who may receive the secret at
+// all, is the primary wall, and the scrub is a second line, nothing more.
+
+// ScrubMark replaces every scrubbed value.
+const ScrubMark = "[scrubbed]"
+
+// scrubber collects the values one request injected and replaces them.
+// The zero scrubber is empty and replaces nothing.
+type scrubber struct {
+	vals  []string
+	r     *strings.Replacer
+	built int // len(vals) when r was built
+}
+
+// add records values that were injected (empty ones are ignored).
+func (s *scrubber) add(vs ...string) {
+	for _, v := range vs {
+		if v != "" && !slices.Contains(s.vals, v) {
+			s.vals = append(s.vals, v)
+		}
+	}
+}
+
+// candidates returns every spelling to scrub, longest first.
+func (s *scrubber) candidates() []string { return scrubCandidates(s.vals) }
+
+// apply returns x with every candidate replaced by ScrubMark.
+func (s *scrubber) apply(x string) string {
+	if len(s.vals) == 0 || x == "" {
+		return x
+	}
+	if s.r == nil || s.built != len(s.vals) {
+		s.r, s.built = newScrubReplacer(s.candidates()), len(s.vals)
+	}
+	return s.r.Replace(x)
+}
+
+// scrubCandidates expands raw values into every spelling the scrub looks
+// for, unique and longest first: at each position of the text the
+// replacer tries them in this order, so a longer value is never left with
+// a shorter one's tail.
+func scrubCandidates(raw []string) []string {
+	out := make([]string, 0, 6*len(raw))
+	for _, v := range raw {
+		if v == "" {
+			continue
+		}
+		out = append(out, v)
+		for _, e := range []string{url.QueryEscape(v), url.PathEscape(v), escapeRFC3986(v)} {
+			if e != v {
+				out = append(out, e, lowerHex(e))
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if c := cmp.Compare(len(b), len(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return slices.Compact(out)
+}
+
+func newScrubReplacer(cands []string) *strings.Replacer {
+	pairs := make([]string, 0, 2*len(cands))
+	for _, c := range cands {
+		pairs = append(pairs, c, ScrubMark)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// scrubWith replaces every spelling of the raw values in x.
+func scrubWith(x string, raw []string) string {
+	cands := scrubCandidates(raw)
+	if len(cands) == 0 {
+		return x
+	}
+	return newScrubReplacer(cands).Replace(x)
+}
+
+// escapeRFC3986 percent-encodes every byte but RFC 3986's unreserved
+// characters, with uppercase hex: template.PlaceQuery's spelling.
+func escapeRFC3986(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&0xf])
+	}
+	return b.String()
+}
+
+// lowerHex rewrites the hex digits of every %XX escape in s in lowercase.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			for j := i + 1; j <= i+2; j++ {
+				if 'A' <= b[j] && b[j] <= 'F' {
+					b[j] += 'a' - 'A'
+				}
+			}
+		}
+	}
+	return string(b)
+}
+
+// PrivateAddressMark replaces an RFC-1918 literal in model-bound text.
+const PrivateAddressMark = "[private address]"
+
+// ScrubPrivateIPv4 replaces every dotted-decimal RFC-1918 IPv4 literal in
+// s (§14.2, §16): unconditionally, whatever the text is. It looks at every
+// run of digits and dots and replaces the whole run when any four
+// consecutive parts of it spell an address in 10/8, 172.16/12 or
+// 192.168/16, leading zeros read as decimal ("192.168.001.020" counts). It
+// over-scrubs rather than under-scrubs: "v1.10.0.0.7" loses its run too.
+func ScrubPrivateIPv4(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		if !isDigitOrDot(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isDigitOrDot(s[j]) {
+			j++
+		}
+		if holdsPrivateIPv4(s[i:j]) {
+			if b.Len() == 0 {
+				b.Grow(len(s))
+			}
+			b.WriteString(s[last:i])
+			b.WriteString(PrivateAddressMark)
+			last = j
+		}
+		i = j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func isDigitOrDot(c byte) bool { return c == '.' || '0' <= c && c <= '9' }
+
+// holdsPrivateIPv4 reports whether four consecutive dot-separated parts of
+// run are octets of an RFC-1918 address.
+func holdsPrivateIPv4(run string) bool {
+	parts := strings.Split(run, ".")
+	for i := 0; i+4 <= len(parts); i++ {
+		var o [4]int
+		ok := true
+		for k := 0; k < 4 && ok; k++ {
+			o[k], ok = octet(parts[i+k])
+		}
+		if ok && (o[0] == 10 || o[0] == 172 && o[1] >= 16 && o[1] <= 31 || o[0] == 192 && o[1] == 168) {
+			return true
+		}
+	}
+	return false
+}
+
+// octet parses a decimal part of 1–3 digits (leading zeros allowed) that
+// is at most 255.
+func octet(p string) (int, bool) {
+	if len(p) == 0 || len(p) > 3 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		n = n*10 + int(p[i]-'0')
+	}
+	return n, n <= 255
+}

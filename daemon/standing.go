@@ -1,0 +1,427 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/requirement"
+)
+
+// Standing approvals (spec §17, PROVISIONAL; ruling R20): a pre-recorded
+// answer to the confirm gate for a narrow scope frozen at arm time — one
+// (app, slot), one target, one trigger class — kept in memory only (a
+// restart disarms). It is a recorded answer, not a bypass: it is consulted
+// inside gate 6, after gates 1–5 passed, and every later gate still runs.
+//
+// The standing gate is consulted BEFORE the session memory and wraps it:
+// it never reads or writes the (app, host, method) session key, which
+// cannot tell one thread from another. For a request it returns one of
+// three verdicts:
+//
+//   - no opinion (anything outside the frozen scope, a probe, quiet hours,
+//     the rate cap reached, a target source missing): the ordinary confirm
+//     decides, exactly as if nothing were armed;
+//   - refuse: the request's two target sources disagree — refused with
+//     NET_CONFIRM_DENIED and journaled, never approved, never resolved;
+//   - approve: the send is recorded against the rate cap, then journaled
+//     synchronously as an unattended act, before the request goes on.
+//
+// Arming is an explicit user gesture on a host surface: ArmStanding is
+// reachable only through the API routes served to paired hosts (which
+// attest the gesture) and to snugd ctl. No frame and no model path arms.
+
+// StandingTarget is one trigger class a requirement offers for standing
+// approvals, and the two independent places a request names its target:
+// a path segment and a JSON body field. Config.StandingTargets supplies
+// them per requirement (the registry will, later).
+type StandingTarget struct {
+	// Trigger names the class, e.g. "reply".
+	Trigger string
+	// Method is the one mutating method the trigger sends with.
+	Method string
+	// PathPattern is the request path with exactly one segment spelled
+	// {target}, e.g. "/v1/threads/{target}/messages"; other segments match
+	// exactly (as escaped).
+	PathPattern string
+	// BodyField is a dotted path of object keys into the JSON body, e.g.
+	// "thread_id" or "message.thread"; the value is a string or a number.
+	BodyField string
+}
+
+// QuietHours is a daily window in which a standing approval answers
+// nothing (the ordinary confirm decides). Start and End are offsets from
+// midnight in Location (nil: the machine's local time); End before Start
+// wraps past midnight.
+type QuietHours struct {
+	Start, End time.Duration
+	Location   *time.Location
+}
+
+// StandingSpec is what the user armed.
+type StandingSpec struct {
+	AppID   string
+	Slot    string
+	Target  string // the one target, e.g. a thread id (1–200 bytes, no control characters)
+	Trigger string // one of the requirement's StandingTargets
+	// MaxSends in any rolling Window (1–1000 sends; 1 minute to 24 hours).
+	MaxSends int
+	Window   time.Duration
+	Quiet    *QuietHours // nil: none
+}
+
+// Standing is an armed standing approval, as disclosed wherever its
+// connection is.
+type Standing struct {
+	ID      string
+	Spec    StandingSpec
+	ArmedAt time.Time
+	// SendsInWindow counts the unattended sends inside the current window.
+	SendsInWindow int
+}
+
+type standingVerdict int
+
+const (
+	standingNoOpinion standingVerdict = iota
+	standingApprove
+	standingRefuse
+)
+
+// Bounds of a StandingSpec.
+const (
+	maxStandingTarget = 200
+	maxStandingSends  = 1000
+	minStandingWindow = time.Minute
+	maxStandingWindow = 24 * time.Hour
+)
+
+type standingGate struct {
+	now     func() time.Time
+	targets func(*requirement.Requirement) []StandingTarget
+
+	mu    sync.Mutex
+	armed *armedStanding // v1: at most one per daemon
+}
+
+type armedStanding struct {
+	id      string
+	spec    StandingSpec
+	rule    StandingTarget
+	armedAt time.Time
+	sends   []time.Time // inside the window, oldest first
+}
+
+func newStandingGate(now func() time.Time, targets func(*requirement.Requirement) []StandingTarget) *standingGate {
+	return &standingGate{now: now, targets: targets}
+}
+
+// ArmStanding arms a standing approval. The caller attests that the user
+// made the gesture (API: paired hosts and ctl only). The connection must be
+// approved and its requirement must offer spec.Trigger. Errors: BAD_REQUEST
+// for a spec out of bounds or an unknown trigger, CONNECTION_NOT_FOUND,
+// CONNECTION_NOT_APPROVED, STANDING_ARMED when one is armed already (v1:
+// one armed target per daemon; disarm it first).
+func (d *Daemon) ArmStanding(ctx context.Context, spec StandingSpec) (Standing, error) {
+	if err := checkAppID(spec.AppID); err != nil {
+		return Standing{}, err
+	}
+	if err := checkSlot(spec.Slot); err != nil {
+		return Standing{}, err
+	}
+	if err := spec.check(); err != nil {
+		return Standing{}, err
+	}
+	row := d.index.Load().apps[spec.AppID].row(spec.Slot)
+	switch {
+	case row == nil:
+		return Standing{}, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+	case !row.approved():
+		return Standing{}, errcode.New(errcode.ConnectionNotApproved, "only an approved connection can be armed")
+	}
+	g := d.standing
+	var rule *StandingTarget
+	if g.targets != nil {
+		for _, t := range g.targets(row.req) {
+			if t.Trigger == spec.Trigger && mutating(t.Method) && t.BodyField != "" && patternOK(t.PathPattern) {
+				rule = &t
+				break
+			}
+		}
+	}
+	if rule == nil {
+		return Standing{}, errcode.New(errcode.BadRequest, "the connection offers no such trigger class")
+	}
+	a := &armedStanding{id: randomID(16), spec: spec, rule: *rule, armedAt: g.now()}
+	g.mu.Lock()
+	if g.armed != nil {
+		g.mu.Unlock()
+		return Standing{}, errcode.New(errcode.StandingArmed, "a standing approval is already armed: disarm it first")
+	}
+	g.armed = a
+	g.mu.Unlock()
+	d.journalNow(ctx, store.JournalEntry{AppID: spec.AppID, Slot: spec.Slot, Method: rule.Method, Outcome: "standing-armed", Note: "trigger " + clipRunes(spec.Trigger, 64)})
+	return a.view(g.now()), nil
+}
+
+func (s StandingSpec) check() error {
+	bad := func(msg string) error { return errcode.New(errcode.BadRequest, msg) }
+	switch {
+	case s.Target == "" || len(s.Target) > maxStandingTarget || !utf8.ValidString(s.Target) || hasControl(s.Target):
+		return bad("target must be 1-200 bytes without control characters")
+	case s.Trigger == "" || len(s.Trigger) > 64:
+		return bad("trigger must be 1-64 bytes")
+	case s.MaxSends < 1 || s.MaxSends > maxStandingSends:
+		return bad("maxSends must be 1-1000")
+	case s.Window < minStandingWindow || s.Window > maxStandingWindow:
+		return bad("window must be 1 minute to 24 hours")
+	}
+	if q := s.Quiet; q != nil {
+		if q.Start < 0 || q.Start >= 24*time.Hour || q.End < 0 || q.End >= 24*time.Hour || q.Start == q.End {
+			return bad("quiet hours must be two different times of day")
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}
+
+// patternOK reports whether p is an absolute path with exactly one
+// {target} segment.
+func patternOK(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	n := 0
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "{target}" {
+			n++
+		} else if strings.ContainsAny(seg, "{}") {
+			return false
+		}
+	}
+	return n == 1
+}
+
+// Standings returns the armed standing approvals (v1: at most one).
+func (d *Daemon) Standings() []Standing {
+	g := d.standing
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.armed == nil {
+		return []Standing{}
+	}
+	return []Standing{g.armed.view(g.now())}
+}
+
+// StandingFor returns the standing approval armed on (appID, slot), for
+// disclosure wherever the connection is disclosed (§17 rule 6).
+func (d *Daemon) StandingFor(appID, slot string) (Standing, bool) {
+	g := d.standing
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if a := g.armed; a != nil && a.spec.AppID == appID && a.spec.Slot == slot {
+		return a.view(g.now()), true
+	}
+	return Standing{}, false
+}
+
+// DisarmStanding disarms standing approval id; NOT_FOUND when none has
+// that id.
+func (d *Daemon) DisarmStanding(id string) error {
+	g := d.standing
+	g.mu.Lock()
+	a := g.armed
+	if a == nil || a.id != id {
+		g.mu.Unlock()
+		return errcode.New(errcode.NotFound, "no such standing approval")
+	}
+	g.armed = nil
+	g.mu.Unlock()
+	d.journal.add(store.JournalEntry{AppID: a.spec.AppID, Slot: a.spec.Slot, Outcome: "standing-disarmed"})
+	return nil
+}
+
+// KillStanding is the kill switch: it disarms every standing approval at
+// once and reports how many were armed.
+func (d *Daemon) KillStanding() int {
+	g := d.standing
+	g.mu.Lock()
+	a := g.armed
+	g.armed = nil
+	g.mu.Unlock()
+	if a == nil {
+		return 0
+	}
+	d.journal.add(store.JournalEntry{AppID: a.spec.AppID, Slot: a.spec.Slot, Outcome: "standing-killed"})
+	return 1
+}
+
+// disarmSlot disarms a standing approval armed on (appID, slot): a write
+// to the connection changes what the frozen scope described.
+func (g *standingGate) disarmSlot(appID, slot string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if a := g.armed; a != nil && a.spec.AppID == appID && a.spec.Slot == slot {
+		g.armed = nil
+	}
+}
+
+func (a *armedStanding) view(now time.Time) Standing {
+	n := 0
+	for _, t := range a.sends {
+		if now.Sub(t) < a.spec.Window {
+			n++
+		}
+	}
+	return Standing{ID: a.id, Spec: a.spec, ArmedAt: a.armedAt, SendsInWindow: n}
+}
+
+// decide is the standing gate (see the top of this file). seat is the
+// confirm seat the ordinary confirm would show: the standing gate decides
+// on its slot and body, so a probe (no slot, no body) is never answered.
+func (g *standingGate) decide(ctx context.Context, d *Daemon, f *fetch, seat Confirm) standingVerdict {
+	if seat.Probe || seat.Slot == "" {
+		return standingNoOpinion
+	}
+	g.mu.Lock()
+	a := g.armed
+	if a == nil || a.spec.AppID != seat.AppID || a.spec.Slot != seat.Slot || a.rule.Method != seat.Method {
+		g.mu.Unlock()
+		return standingNoOpinion
+	}
+	rule, spec := a.rule, a.spec
+	g.mu.Unlock()
+
+	pathTarget, ok := pathSegmentTarget(rule.PathPattern, f.target)
+	if !ok {
+		return standingNoOpinion // another endpoint: not this trigger class
+	}
+	bodyTarget, ok := bodyFieldTarget(rule.BodyField, seat.Body)
+	if !ok {
+		return standingNoOpinion // one source alone is never trusted
+	}
+	entry := store.JournalEntry{
+		AppID: seat.AppID, Slot: seat.Slot, Host: f.journalHost(), Method: seat.Method,
+		Gate: "confirm", Unattended: true,
+	}
+	if pathTarget != bodyTarget {
+		entry.Outcome, entry.Code, entry.Note = "standing-refused", string(errcode.NetConfirmDenied), "target sources disagree"
+		d.journalNow(ctx, entry)
+		return standingRefuse
+	}
+	if pathTarget != spec.Target {
+		return standingNoOpinion // another target: widening needs disarm + re-arm
+	}
+
+	g.mu.Lock()
+	if g.armed != a { // disarmed or killed meanwhile
+		g.mu.Unlock()
+		return standingNoOpinion
+	}
+	now := g.now()
+	if spec.Quiet.contains(now) {
+		g.mu.Unlock()
+		return standingNoOpinion
+	}
+	i := 0
+	for i < len(a.sends) && now.Sub(a.sends[i]) >= spec.Window {
+		i++
+	}
+	a.sends = a.sends[i:]
+	if len(a.sends) >= spec.MaxSends {
+		g.mu.Unlock()
+		return standingNoOpinion
+	}
+	a.sends = append(a.sends, now) // recorded before the grant answers
+	g.mu.Unlock()
+
+	entry.Outcome, entry.Note = "standing-approved", "trigger "+clipRunes(spec.Trigger, 64)
+	if !d.journalNow(ctx, entry) {
+		return standingNoOpinion // an act that cannot be journaled is not taken unattended
+	}
+	return standingApprove
+}
+
+// contains reports whether t falls inside the quiet hours.
+func (q *QuietHours) contains(t time.Time) bool {
+	if q == nil {
+		return false
+	}
+	loc := q.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	t = t.In(loc)
+	tod := time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute +
+		time.Duration(t.Second())*time.Second + time.Duration(t.Nanosecond())
+	if q.Start < q.End {
+		return tod >= q.Start && tod < q.End
+	}
+	return tod >= q.Start || tod < q.End
+}
+
+// pathSegmentTarget matches u's path against pattern and returns the
+// unescaped {target} segment.
+func pathSegmentTarget(pattern string, u *url.URL) (string, bool) {
+	want := strings.Split(pattern, "/")
+	got := strings.Split(u.EscapedPath(), "/")
+	if len(want) != len(got) {
+		return "", false
+	}
+	target, ok := "", false
+	for i, w := range want {
+		if w == "{target}" {
+			t, err := url.PathUnescape(got[i])
+			if err != nil || t == "" {
+				return "", false
+			}
+			target, ok = t, true
+		} else if w != got[i] {
+			return "", false
+		}
+	}
+	return target, ok
+}
+
+// bodyFieldTarget reads the dotted field of a JSON object body as a string.
+func bodyFieldTarget(field, body string) (string, bool) {
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return "", false
+	}
+	for _, key := range strings.Split(field, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if v, ok = m[key]; !ok {
+			return "", false
+		}
+	}
+	switch t := v.(type) {
+	case string:
+		return t, t != ""
+	case json.Number:
+		if _, err := strconv.ParseFloat(t.String(), 64); err == nil {
+			return t.String(), true
+		}
+	}
+	return "", false
+}
