@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"sync"
+	"testing"
 )
 
 // fakeHelper is a LocalTransport that records requests and answers with a
@@ -35,4 +37,13 @@ func (h *fakeHelper) requests() []LocalRequest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]LocalRequest(nil), h.reqs...)
+}
+
+func mustURL(t testing.TB, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -205,3 +205,7 @@ func linkedReq(slot, host string) map[string]any {
 		"declaredApiHosts": []any{host},
 	}
 }
+
+func storeRow(app, slot, reqJSON string, imported bool) store.Connection {
+	return store.Connection{AppID: app, Slot: slot, RequirementJSON: reqJSON, Status: store.StatusDeclared, Imported: imported}
+}

@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+)
+
+// TestLocalTransport: a send to a registered helper departs after the
+// confirm, with the helper token and gate 7's strip; its answer gets the
+// cap, the scrub and the header whitelist; a missing or failing helper
+// refuses with nothing sent to the network.
+//
+// conformance: P3-X14-22, P3-X14-30, P3-X14-31, P3-X14-32, P3-X14-33
+func TestLocalTransport(t *testing.T) {
+	const token = "helper-token-0123456789abcdef0123456789abcdef"
+	setup := func(t *testing.T, h *fakeHelper, helpers map[string]LocalTransport) *rig {
+		r := newRig(t, func(c *Config) {
+			c.ConfirmTimeout = time.Hour
+			c.LocalTransports = helpers
+		})
+		r.connect(t, "app1", linkedReq("wa", "whatsapp.sidecar.invalid"), map[string]string{"helper_token": token})
+		return r
+	}
+	t.Run("send after confirm, answer scrubbed", func(t *testing.T) {
+		h := &fakeHelper{status: 200, header: http.Header{"Content-Type": {"application/json"}, "X-Helper-Debug": {token}, "Link": {"<x?t=" + token + ">"}},
+			body: `{"sent":true,"echo":"` + token + `"}`}
+		r := setup(t, h, map[string]LocalTransport{"whatsapp": h})
+		ch := r.parkedNet(context.Background(), t, "app1", frame("POST", "https://whatsapp.sidecar.invalid/v1/messages?to=1",
+			map[string]any{"body": `{"text":"hi"}`, "headers": map[string]any{"Accept-Encoding": "gzip", "X-Trace": "1"}}))
+		cs := waitConfirms(t, r.d, 1)
+		if len(h.requests()) != 0 || r.reads.Load() != 0 {
+			t.Fatal("the helper was called or the token read before the confirm")
+		}
+		if cs[0].Host != "whatsapp.sidecar.invalid" || cs[0].Slot != "wa" {
+			t.Errorf("confirm = %+v", cs[0])
+		}
+		r.d.DecideConfirm(cs[0].ID, true, RememberOnce)
+		res := <-ch
+		if res.Code != "" {
+			t.Fatalf("Net = %q", res.Code)
+		}
+		reqs := h.requests()
+		if len(reqs) != 1 || reqs[0].Token != token || reqs[0].PathAndQuery != "/v1/messages?to=1" || reqs[0].Body != `{"text":"hi"}` {
+			t.Fatalf("helper got %+v", reqs)
+		}
+		if reqs[0].Header.Get("Accept-Encoding") != "" || reqs[0].Header.Get("X-Trace") != "1" {
+			t.Errorf("helper headers = %v, want the strip applied", reqs[0].Header)
+		}
+		if strings.Contains(string(res.Frame), token) || strings.Contains(string(res.Frame), "x-helper-debug") {
+			t.Errorf("answer not scrubbed or filtered: %s", res.Frame)
+		}
+		if len(r.resolver.lookups()) != 0 || r.dialer.count() != 0 {
+			t.Errorf("the sidecar host reached DNS or the network: %v", r.resolver.lookups())
+		}
+	})
+	t.Run("denied confirm never reaches the helper", func(t *testing.T) {
+		h := &fakeHelper{status: 200}
+		r := setup(t, h, map[string]LocalTransport{"whatsapp": h})
+		r.autoDecide(t, false, RememberOnce)
+		res, _ := r.net(t, "app1", frame("POST", "https://whatsapp.sidecar.invalid/v1/messages", map[string]any{"body": "{}"}))
+		if res.Code != errcode.NetConfirmDenied || len(h.requests()) != 0 {
+			t.Fatalf("Net = %q, helper calls %d; want denied, 0", res.Code, len(h.requests()))
+		}
+	})
+	for _, tc := range []struct {
+		name    string
+		helpers func(h *fakeHelper) map[string]LocalTransport
+	}{
+		{"missing helper", func(*fakeHelper) map[string]LocalTransport { return map[string]LocalTransport{"signal": &fakeHelper{}} }},
+		{"no helpers at all", func(*fakeHelper) map[string]LocalTransport { return nil }},
+		{"helper down", func(h *fakeHelper) map[string]LocalTransport {
+			h.err = errors.New("helper exited")
+			return map[string]LocalTransport{"whatsapp": h}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &fakeHelper{}
+			r := setup(t, h, tc.helpers(h))
+			res, resp := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/v1/chats", nil))
+			if res.Code != errcode.NetFetchFailed {
+				t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
+			}
+			if len(r.resolver.lookups()) != 0 || r.dialer.count() != 0 || len(r.up.requests()) != 0 {
+				t.Errorf("fell back to the network: lookups %v, dials %d", r.resolver.lookups(), r.dialer.count())
+			}
+			if strings.Contains(resp.Error.Message, "exited") {
+				t.Errorf("message carries the cause: %q", resp.Error.Message)
+			}
+		})
+	}
+	t.Run("helper answers too much or a redirect", func(t *testing.T) {
+		big := &fakeHelper{status: 200, body: strings.Repeat("a", 1<<20+1)}
+		r := setup(t, big, map[string]LocalTransport{"whatsapp": big})
+		if res, _ := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/x", nil)); res.Code != errcode.NetSizeExceeded {
+			t.Errorf("oversized helper answer = %q", res.Code)
+		}
+		redir := &fakeHelper{status: 302, header: http.Header{"Location": {"https://evil.example.com/"}}}
+		r = setup(t, redir, map[string]LocalTransport{"whatsapp": redir})
+		if res, _ := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/x", nil)); res.Code != errcode.NetRedirectBlocked {
+			t.Errorf("helper redirect = %q", res.Code)
+		}
+	})
+}

@@ -1,0 +1,257 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/requirement"
+)
+
+func chatTargets(r *requirement.Requirement) []StandingTarget {
+	if r.Provider.Name != "Chat" {
+		return nil
+	}
+	return []StandingTarget{{Trigger: "reply", Method: "POST", PathPattern: "/v1/threads/{target}/messages", BodyField: "message.thread_id"}}
+}
+
+func chatReq() map[string]any {
+	v := apiKeyReq("chat", apiHost)
+	v["provider"] = map[string]any{"name": "Chat"}
+	return v
+}
+
+func reply(thread, bodyThread string) []byte {
+	return frame("POST", "https://api.example.com/v1/threads/"+thread+"/messages",
+		map[string]any{"body": `{"message":{"thread_id":"` + bodyThread + `","text":"on my way"}}`})
+}
+
+func newStandingRig(t *testing.T, opts ...func(*Config)) *rig {
+	r := newRig(t, append([]func(*Config){func(c *Config) {
+		c.ConfirmTimeout = time.Hour
+		c.StandingTargets = chatTargets
+	}}, opts...)...)
+	r.connect(t, "app1", chatReq(), map[string]string{"api_key": secretKey})
+	return r
+}
+
+func arm(t *testing.T, r *rig, target string, mod func(*StandingSpec)) Standing {
+	t.Helper()
+	spec := StandingSpec{AppID: "app1", Slot: "chat", Target: target, Trigger: "reply", MaxSends: 5, Window: time.Hour}
+	if mod != nil {
+		mod(&spec)
+	}
+	s, err := r.d.ArmStanding(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("ArmStanding: %v", err)
+	}
+	return s
+}
+
+// outcome runs f and reports whether the user was asked and the code;
+// every prompt is denied.
+func (r *rig) outcome(t *testing.T, f []byte) (prompted bool, code errcode.Code) {
+	t.Helper()
+	ch := r.parkedNet(context.Background(), t, "app1", f)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case res := <-ch:
+			return false, res.Code
+		default:
+		}
+		if cs := r.d.Confirms(); len(cs) > 0 {
+			r.d.DecideConfirm(cs[0].ID, false, RememberOnce)
+			return true, (<-ch).Code
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("request neither finished nor prompted")
+	return false, ""
+}
+
+// conformance: P3-S17-02, P3-S17-13, P3-S17-15
+func TestArmStanding(t *testing.T) {
+	r := newStandingRig(t)
+	r.connect(t, "app1", noneReq("plain", "b.example.com"), nil)
+	s := arm(t, r, "T1", nil)
+	if s.Spec.Slot != "chat" || s.Spec.Target != "T1" || s.Spec.Trigger != "reply" || len(s.ID) != 32 {
+		t.Errorf("Standing = %+v, want the frozen (slot, target, trigger)", s)
+	}
+	if got, ok := r.d.StandingFor("app1", "chat"); !ok || got.ID != s.ID {
+		t.Errorf("StandingFor = %v", ok)
+	}
+	if facts := r.d.Facts("app1"); !facts[0].Armed && !facts[1].Armed {
+		t.Errorf("facts do not disclose the armed state: %+v", facts)
+	}
+	for _, tc := range []struct {
+		name string
+		spec StandingSpec
+		want errcode.Code
+	}{
+		{"second target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.StandingArmed},
+		{"unknown trigger", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "post", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
+		{"no trigger classes", StandingSpec{AppID: "app1", Slot: "plain", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
+		{"unknown slot", StandingSpec{AppID: "app1", Slot: "nope", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.ConnectionNotFound},
+		{"no rate cap", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", Window: time.Hour}, errcode.BadRequest},
+		{"control in target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T\n2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
+	} {
+		if _, err := r.d.ArmStanding(context.Background(), tc.spec); !errorsIsCode(err, tc.want) {
+			t.Errorf("ArmStanding(%s) = %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	if err := r.d.DisarmStanding(s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.d.DisarmStanding(s.ID); !errorsIsCode(err, errcode.NotFound) {
+		t.Errorf("second disarm = %v, want NOT_FOUND", err)
+	}
+	s = arm(t, r, "T2", nil)
+	if err := r.d.SetCredentials(context.Background(), "app1", "chat", map[string]string{"api_key": "rotated"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.d.Standings()) != 0 {
+		t.Errorf("a write to the connection left %s armed", s.ID)
+	}
+}
+
+// conformance: P3-S17-03, P3-S17-04, P3-S17-05, P3-S17-06, P3-S17-07, P3-S17-08, P3-S17-14, P3-S17-16
+func TestStandingGate(t *testing.T) {
+	r := newStandingRig(t)
+	arm(t, r, "T1", nil)
+	before := len(r.up.requests())
+	if p, code := r.outcome(t, reply("T1", "T1")); p || code != "" {
+		t.Fatalf("in scope = prompted %v, %q; want an unattended send", p, code)
+	}
+	if len(r.up.requests()) != before+1 {
+		t.Fatal("the unattended send did not reach the upstream")
+	}
+	cases := []struct {
+		name     string
+		f        []byte
+		prompted bool
+		want     errcode.Code
+	}{
+		{"another target", reply("T2", "T2"), true, errcode.NetConfirmDenied},
+		{"sources disagree", reply("T1", "T2"), false, errcode.NetConfirmDenied},
+		{"path names the target, body names another", reply("T2", "T1"), false, errcode.NetConfirmDenied},
+		{"body field missing", frame("POST", "https://api.example.com/v1/threads/T1/messages", map[string]any{"body": `{"text":"x"}`}), true, errcode.NetConfirmDenied},
+		{"another endpoint", frame("POST", "https://api.example.com/v1/threads/T1/archive", map[string]any{"body": `{"message":{"thread_id":"T1"}}`}), true, errcode.NetConfirmDenied},
+		{"another method", frame("PUT", "https://api.example.com/v1/threads/T1/messages", map[string]any{"body": `{"message":{"thread_id":"T1"}}`}), true, errcode.NetConfirmDenied},
+		{"off-ceiling host", frame("POST", "https://evil.example.com/v1/threads/T1/messages", map[string]any{"body": `{"message":{"thread_id":"T1"}}`}), false, errcode.NetHostBlocked},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, code := r.outcome(t, tc.f)
+			if p != tc.prompted || code != tc.want {
+				t.Fatalf("outcome = prompted %v, %q; want %v, %q", p, code, tc.prompted, tc.want)
+			}
+		})
+	}
+	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", UnattendedOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approved, refused int
+	for _, e := range es {
+		switch e.Outcome {
+		case "standing-approved":
+			approved++
+		case "standing-refused":
+			refused++
+		}
+	}
+	if approved != 1 || refused != 2 {
+		t.Errorf("journal: %d approved, %d refused unattended acts; want 1, 2", approved, refused)
+	}
+
+	// The standing gate is consulted before the session memory: with
+	// (app, host, POST) remembered, disagreeing sources are still refused,
+	// and the standing approval never wrote that memory itself.
+	if r.d.confirms.sessionAllows("app1", apiHost, "POST") {
+		t.Fatal("an unattended send wrote the session memory")
+	}
+	r.d.confirms.mu.Lock()
+	r.d.confirms.session[sessionKey{"app1", apiHost, "POST"}] = struct{}{}
+	r.d.confirms.mu.Unlock()
+	if p, code := r.outcome(t, reply("T1", "T9")); p || code != errcode.NetConfirmDenied {
+		t.Fatalf("disagreement with session memory = %v %q, want refused", p, code)
+	}
+}
+
+// conformance: P3-S17-09, P3-S17-10
+func TestStandingRateCap(t *testing.T) {
+	r := newStandingRig(t)
+	arm(t, r, "T1", func(s *StandingSpec) { s.MaxSends = 3 })
+	r.autoDecide(t, false, RememberOnce) // whatever falls through is denied
+	const n = 12
+	var wg sync.WaitGroup
+	codes := make(chan errcode.Code, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := r.d.Net(context.Background(), NetCall{AppID: "app1", Frame: reply("T1", "T1"), Delivery: DeliveryApp})
+			codes <- res.Code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	sent := 0
+	for c := range codes {
+		if c == "" {
+			sent++
+		}
+	}
+	if sent != 3 || len(r.up.requests()) != 3 {
+		t.Fatalf("%d concurrent sends: %d auto-approved, %d reached the upstream; want 3", n, sent, len(r.up.requests()))
+	}
+	if s, _ := r.d.StandingFor("app1", "chat"); s.SendsInWindow != 3 {
+		t.Errorf("SendsInWindow = %d, want 3", s.SendsInWindow)
+	}
+}
+
+// conformance: P3-S17-11, P3-S17-12
+func TestStandingQuietHoursAndKill(t *testing.T) {
+	r := newStandingRig(t) // the rig's clock reads 09:00 UTC
+	arm(t, r, "T1", func(s *StandingSpec) {
+		s.Quiet = &QuietHours{Start: 8 * time.Hour, End: 10 * time.Hour, Location: time.UTC}
+	})
+	if p, _ := r.outcome(t, reply("T1", "T1")); !p {
+		t.Fatal("a send in quiet hours was auto-approved")
+	}
+	if n := r.d.KillStanding(); n != 1 {
+		t.Fatalf("KillStanding = %d, want 1", n)
+	}
+	arm(t, r, "T1", func(s *StandingSpec) {
+		s.Quiet = &QuietHours{Start: 22 * time.Hour, End: 6 * time.Hour, Location: time.UTC}
+	})
+	if p, code := r.outcome(t, reply("T1", "T1")); p || code != "" {
+		t.Fatalf("outside quiet hours = %v %q, want auto-approved", p, code)
+	}
+	r.d.KillStanding()
+	if p, _ := r.outcome(t, reply("T1", "T1")); !p {
+		t.Fatal("a send after the kill switch was auto-approved")
+	}
+}
+
+// TestStandingNeverAnswersProbes: the probe path's confirm seat has no
+// slot and no body, and the standing gate has no opinion on it.
+//
+// conformance: P3-X14-29
+func TestStandingNeverAnswersProbes(t *testing.T) {
+	r := newStandingRig(t)
+	arm(t, r, "T1", nil)
+	u := mustURL(t, "https://api.example.com/v1/threads/T1/messages")
+	f := &fetch{call: NetCall{AppID: "app1"}, probe: true, index: r.d.index.Load(), target: u}
+	seat := Confirm{AppID: "app1", Host: apiHost, Method: "POST", URL: u.String(), Probe: true}
+	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingNoOpinion {
+		t.Fatalf("decide(probe) = %d, want no opinion", v)
+	}
+	seat.Probe, seat.Slot, seat.Body = false, "chat", `{"message":{"thread_id":"T1"}}`
+	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingApprove {
+		t.Fatalf("decide(app send) = %d, want approve", v)
+	}
+}
