@@ -181,4 +181,3 @@ func FuzzParseConnectionURL(f *testing.F) {
 		}
 	})
 }
-

@@ -255,7 +255,7 @@ func (r *rig) connect(t testing.TB, app string, v map[string]any, values map[str
 	t.Helper()
 	a, err := admit(mustJSONTB(t, v), ProvenanceUser, nil)
 	if err != nil {
-		t.Fatalf("admit: %v", err)
+		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
 	}
 	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)
@@ -275,7 +275,7 @@ func (r *rig) declare(t testing.TB, app string, v map[string]any) {
 	t.Helper()
 	a, err := admit(mustJSONTB(t, v), ProvenanceUser, nil)
 	if err != nil {
-		t.Fatalf("admit: %v", err)
+		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
 	}
 	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)

@@ -165,18 +165,29 @@ func ScrubPrivateIPv4(s string) string {
 
 func isDigitOrDot(c byte) bool { return c == '.' || '0' <= c && c <= '9' }
 
-// holdsPrivateIPv4 reports whether four consecutive dot-separated parts of
-// run are octets of an RFC-1918 address.
+// holdsPrivateIPv4 reports whether run holds an RFC-1918 dotted quad as a
+// substring: four consecutive dot-separated parts where the first may be
+// the tail of a longer digit run ("00172.17.0.0" holds 172.17.0.0) and the
+// last the head of one ("10.0.0.1234" holds 10.0.0.123).
 func holdsPrivateIPv4(run string) bool {
 	parts := strings.Split(run, ".")
 	for i := 0; i+4 <= len(parts); i++ {
-		var o [4]int
-		ok := true
-		for k := 0; k < 4 && ok; k++ {
-			o[k], ok = octet(parts[i+k])
+		b, ok1 := octet(parts[i+1])
+		_, ok2 := octet(parts[i+2])
+		if !ok1 || !ok2 {
+			continue
 		}
-		if ok && (o[0] == 10 || o[0] == 172 && o[1] >= 16 && o[1] <= 31 || o[0] == 192 && o[1] == 168) {
-			return true
+		first, last := parts[i], parts[i+3]
+		for n := 1; n <= 3 && n <= len(first); n++ {
+			a, _ := octet(first[len(first)-n:])
+			if !(a == 10 || a == 172 && b >= 16 && b <= 31 || a == 192 && b == 168) {
+				continue
+			}
+			for m := 1; m <= 3 && m <= len(last); m++ {
+				if _, ok := octet(last[:m]); ok {
+					return true
+				}
+			}
 		}
 	}
 	return false

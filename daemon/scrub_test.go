@@ -1,0 +1,72 @@
+package daemon
+
+import (
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestScrubber(t *testing.T) {
+	var s scrubber
+	if got := s.apply("nothing to do"); got != "nothing to do" {
+		t.Errorf("empty scrubber changed text: %q", got)
+	}
+	s.add("a b/c", "", "a b/c", "abc")
+	for _, in := range []string{"a b/c", url.QueryEscape("a b/c"), url.PathEscape("a b/c"), escapeRFC3986("a b/c"), lowerHex(escapeRFC3986("a b/c")), "xabcx"} {
+		if got := s.apply(in); strings.Contains(got, "a b") || strings.Contains(got, "%2F") || strings.Contains(got, "%2f") || strings.Contains(got, "abc") {
+			t.Errorf("apply(%q) = %q", in, got)
+		}
+	}
+	// Longest first: "abc" inside "abcdef" leaves no tail of the longer value.
+	var l scrubber
+	l.add("abc", "abcdef")
+	if got := l.apply("xabcdefx"); got != "x"+ScrubMark+"x" {
+		t.Errorf("apply = %q, want one mark", got)
+	}
+}
+
+// conformance: P3-L16-03
+func TestScrubPrivateIPv4(t *testing.T) {
+	cases := map[string]string{
+		"bridge 192.168.1.20 ok":          "bridge " + PrivateAddressMark + " ok",
+		"10.1.2.3:80 and 172.31.255.1":    PrivateAddressMark + ":80 and " + PrivateAddressMark,
+		"172.32.0.1 8.8.8.8 198.51.100.7": "172.32.0.1 8.8.8.8 198.51.100.7",
+		"192.168.001.020":                 PrivateAddressMark,
+		"x10.0.0.1y":                      "x" + PrivateAddressMark + "y",
+		"::ffff:10.0.0.1":                 "::ffff:" + PrivateAddressMark,
+		"v1.10.0.0.7":                     "v" + PrivateAddressMark,
+		"256.10.0.0":                      "256.10.0.0",
+		"00172.17.0.0":                    PrivateAddressMark,
+		"id 10.0.0.1234":                  "id " + PrivateAddressMark,
+		"":                                "",
+	}
+	for in, want := range cases {
+		if got := ScrubPrivateIPv4(in); got != want {
+			t.Errorf("ScrubPrivateIPv4(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// FuzzScrubPrivateIPv4: no RFC-1918 dotted quad survives (checked by an
+// independent parser over every digit-and-dot window), and scrubbing is
+// idempotent.
+func FuzzScrubPrivateIPv4(f *testing.F) {
+	for _, s := range []string{"192.168.1.20", "a10.0.0.1b", "1.2.3.4.172.16.0.1", "010.000.000.001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := ScrubPrivateIPv4(s)
+		if again := ScrubPrivateIPv4(got); again != got {
+			t.Fatalf("not idempotent: %q → %q → %q", s, got, again)
+		}
+		for i := 0; i < len(got); i++ {
+			for j := i + 7; j <= len(got) && j <= i+15; j++ {
+				a, err := netip.ParseAddr(got[i:j])
+				if err == nil && a.Is4() && a.IsPrivate() {
+					t.Fatalf("ScrubPrivateIPv4(%q) = %q keeps %s", s, got, a)
+				}
+			}
+		}
+	})
+}
