@@ -478,6 +478,9 @@ func (d *Daemon) credentials(ctx context.Context, f *fetch) (map[string]string, 
 	values := make(map[string]string, len(slice))
 	for name, v := range slice {
 		if name == store.ConnectionStateField {
+			if !f.lan {
+				continue
+			}
 			if st, err := unmarshalConnState(v); err == nil && st.LANPin != nil {
 				f.pin = st.LANPin.Fingerprint
 			}

@@ -42,19 +42,21 @@ type scriptResolver struct {
 	mu      sync.Mutex
 	answers map[string][][]netip.Addr
 	asked   []string
+	count   map[string]int
 }
 
 func (r *scriptResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	name := strings.TrimSuffix(host, ".")
-	n := 0
-	for _, a := range r.asked {
-		if a == name {
-			n++
-		}
+	if r.count == nil {
+		r.count = map[string]int{}
 	}
-	r.asked = append(r.asked, name)
+	n := r.count[name]
+	r.count[name]++
+	if len(r.asked) < 1000 {
+		r.asked = append(r.asked, name)
+	}
 	script, ok := r.answers[name]
 	if !ok {
 		return []netip.Addr{netip.MustParseAddr(docAddr)}, nil

@@ -22,8 +22,9 @@ const ScrubMark = "[scrubbed]"
 // The zero scrubber is empty and replaces nothing.
 type scrubber struct {
 	vals  []string
-	r     *strings.Replacer
-	built int // len(vals) when r was built
+	cands []string          // every spelling of vals, longest first
+	r     *strings.Replacer // built the first time something matches
+	built int               // len(vals) when cands (and r) were built
 }
 
 // add records values that were injected (empty ones are ignored).
@@ -36,15 +37,33 @@ func (s *scrubber) add(vs ...string) {
 }
 
 // candidates returns every spelling to scrub, longest first.
-func (s *scrubber) candidates() []string { return scrubCandidates(s.vals) }
+func (s *scrubber) candidates() []string {
+	if s.built != len(s.vals) || s.cands == nil {
+		s.cands, s.r, s.built = scrubCandidates(s.vals), nil, len(s.vals)
+	}
+	return s.cands
+}
 
 // apply returns x with every candidate replaced by ScrubMark.
 func (s *scrubber) apply(x string) string {
 	if len(s.vals) == 0 || x == "" {
 		return x
 	}
-	if s.r == nil || s.built != len(s.vals) {
-		s.r, s.built = newScrubReplacer(s.candidates()), len(s.vals)
+	cands := s.candidates()
+	if s.r == nil {
+		// The common case is that nothing matches: answer it with a
+		// substring search per spelling before building a replacer.
+		found := false
+		for _, c := range cands {
+			if strings.Contains(x, c) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return x
+		}
+		s.r = newScrubReplacer(cands)
 	}
 	return s.r.Replace(x)
 }
