@@ -2,6 +2,15 @@
 // spec §12.3 plus reconnect), import reconciliation, credential custody, the
 // connected-fetch gate pipeline (§14), the confirm broker and standing approvals.
 //
+// The executor's API: Net runs one snug:net-request through gates 1–10 in
+// the spec's order and returns the encoded net-response; TestConnection runs
+// a requirement's testRequest on the probe path. Confirms, ConfirmByID and
+// DecideConfirm are the confirm broker (gate 6); ArmStanding, Standings,
+// StandingFor, DisarmStanding and KillStanding the standing approvals (§17);
+// Facts the chat lane's connection facts (§16); Journal the executor's
+// journal; ProviderErrorText and ScrubPrivateIPv4 the scrubs other seats
+// reuse. fetch.go documents the pipeline.
+//
 // Imports: transports, lan, linkdevice and daemon's own subpackages, the
 // standard library, the SQLite driver (through daemon/internal/store only),
 // golang.org/x/crypto and golang.org/x/net. Never api, never cmd, never echo.

@@ -455,7 +455,9 @@ func (d *Daemon) inject(ctx context.Context, f *fetch) *errcode.Error {
 		if d.exec.tokens == nil {
 			return refuse(errcode.NetAuthFailed, "the connection has no token source")
 		}
-		tok, err := d.exec.tokens.AccessToken(ctx, f.call.AppID, g.slot)
+		tctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
+		tok, err := d.exec.tokens.AccessToken(tctx, f.call.AppID, g.slot)
+		cancel()
 		if err != nil || tok == "" || strings.ContainsAny(tok, "\r\n\x00") {
 			d.log.Warn("access token unavailable", "app", f.call.AppID, "slot", g.slot, "err", err)
 			return refuse(errcode.NetAuthFailed, "the connection could not obtain an access token")

@@ -75,6 +75,10 @@ type StandingSpec struct {
 	MaxSends int
 	Window   time.Duration
 	Quiet    *QuietHours // nil: none
+	// UserGesture is the caller's attestation that the user armed this
+	// with an explicit gesture on a host surface (ruling R20: an
+	// authenticated host call or snugd ctl). False is refused.
+	UserGesture bool
 }
 
 // Standing is an armed standing approval, as disclosed wherever its
@@ -174,6 +178,8 @@ func (d *Daemon) ArmStanding(ctx context.Context, spec StandingSpec) (Standing, 
 func (s StandingSpec) check() error {
 	bad := func(msg string) error { return errcode.New(errcode.BadRequest, msg) }
 	switch {
+	case !s.UserGesture:
+		return bad("arming needs the user's explicit gesture on a host surface")
 	case s.Target == "" || len(s.Target) > maxStandingTarget || !utf8.ValidString(s.Target) || hasControl(s.Target):
 		return bad("target must be 1-200 bytes without control characters")
 	case s.Trigger == "" || len(s.Trigger) > 64:

@@ -39,7 +39,7 @@ func newStandingRig(t *testing.T, opts ...func(*Config)) *rig {
 
 func arm(t *testing.T, r *rig, target string, mod func(*StandingSpec)) Standing {
 	t.Helper()
-	spec := StandingSpec{AppID: "app1", Slot: "chat", Target: target, Trigger: "reply", MaxSends: 5, Window: time.Hour}
+	spec := StandingSpec{AppID: "app1", Slot: "chat", Target: target, Trigger: "reply", MaxSends: 5, Window: time.Hour, UserGesture: true}
 	if mod != nil {
 		mod(&spec)
 	}
@@ -91,12 +91,13 @@ func TestArmStanding(t *testing.T) {
 		spec StandingSpec
 		want errcode.Code
 	}{
-		{"second target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.StandingArmed},
-		{"unknown trigger", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "post", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
-		{"no trigger classes", StandingSpec{AppID: "app1", Slot: "plain", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
-		{"unknown slot", StandingSpec{AppID: "app1", Slot: "nope", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.ConnectionNotFound},
-		{"no rate cap", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", Window: time.Hour}, errcode.BadRequest},
-		{"control in target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T\n2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
+		{"second target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.StandingArmed},
+		{"unknown trigger", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "post", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
+		{"no trigger classes", StandingSpec{AppID: "app1", Slot: "plain", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
+		{"unknown slot", StandingSpec{AppID: "app1", Slot: "nope", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.ConnectionNotFound},
+		{"no rate cap", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", Window: time.Hour, UserGesture: true}, errcode.BadRequest},
+		{"no gesture", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
+		{"control in target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T\n2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
 	} {
 		if _, err := r.d.ArmStanding(context.Background(), tc.spec); !errorsIsCode(err, tc.want) {
 			t.Errorf("ArmStanding(%s) = %v, want %s", tc.name, err, tc.want)
