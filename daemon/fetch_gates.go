@@ -29,7 +29,7 @@ type fetch struct {
 	req      wire.NetRequest     // gate 1
 	parseErr *wire.ParseError    // gate 1, when it refused
 	conn     *connTarget         // resolution: set for a connection URL
-	target   *url.URL            // gate 1 / resolution: the URL to send, before query credentials
+	target   *url.URL            // resolution: the URL to send, before query credentials
 	app      *appGrants          // gate 2: the acting app's rows only
 	host     string              // gate 3: target's host, normalized ("" when it does not normalize)
 	grant    *grantRow           // gate 3
