@@ -360,7 +360,7 @@ func (d *Daemon) sendLocal(ctx context.Context, f *fetch) *errcode.Error {
 		Token:        token,
 	})
 	if rerr != nil {
-		d.log.Warn("local helper failed", "helper", f.helperID, "err", rerr)
+		d.log.Warn("local helper failed", "helper", f.helperID, "err", f.scrub.apply(rerr.Error()))
 		return refuse(errcode.NetFetchFailed, "the local helper did not answer")
 	}
 	if len(resp.Body) > wire.MaxNetResponseBody {
@@ -459,7 +459,9 @@ func (d *Daemon) inject(ctx context.Context, f *fetch) *errcode.Error {
 		tok, err := d.exec.tokens.AccessToken(tctx, f.call.AppID, g.slot)
 		cancel()
 		if err != nil || tok == "" || strings.ContainsAny(tok, "\r\n\x00") {
-			d.log.Warn("access token unavailable", "app", f.call.AppID, "slot", g.slot, "err", err)
+			// The token source's error is its own seat's to log: its text
+			// could carry what it submitted, which this seat cannot scrub.
+			d.log.Warn("access token unavailable", "app", f.call.AppID, "slot", g.slot)
 			return refuse(errcode.NetAuthFailed, "the connection could not obtain an access token")
 		}
 		f.scrub.add(tok)

@@ -238,7 +238,13 @@ func newRig(t testing.TB, opts ...func(*Config)) *rig {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() {
+		d.Close()
+		// No test's log may ever carry the credential (§12.9, DESIGN.md).
+		if strings.Contains(r.logs.String(), secretKey) || strings.Contains(r.logs.String(), "Secret+Key") {
+			t.Errorf("the daemon's log carries a credential:\n%s", r.logs.String())
+		}
+	})
 	inner := d.readSecrets
 	d.readSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
 		r.reads.Add(1)

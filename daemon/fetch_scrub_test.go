@@ -265,6 +265,9 @@ func TestOAuthBearer(t *testing.T) {
 			if res.Code != tc.want {
 				t.Fatalf("Net = %q, want %q", res.Code, tc.want)
 			}
+			if strings.Contains(r.logs.String(), secretKey) {
+				t.Errorf("the log carries a credential: %s", r.logs.String())
+			}
 			if tc.want != "" {
 				if strings.Contains(string(res.Frame), "Secret") || len(r.up.requests()) != 0 {
 					t.Errorf("refusal leaks or sent: %s", res.Frame)

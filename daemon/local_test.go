@@ -75,7 +75,7 @@ func TestLocalTransport(t *testing.T) {
 		{"missing helper", func(*fakeHelper) map[string]LocalTransport { return map[string]LocalTransport{"signal": &fakeHelper{}} }},
 		{"no helpers at all", func(*fakeHelper) map[string]LocalTransport { return nil }},
 		{"helper down", func(h *fakeHelper) map[string]LocalTransport {
-			h.err = errors.New("helper exited")
+			h.err = errors.New("helper exited holding " + token)
 			return map[string]LocalTransport{"whatsapp": h}
 		}},
 	} {
@@ -91,6 +91,9 @@ func TestLocalTransport(t *testing.T) {
 			}
 			if strings.Contains(resp.Error.Message, "exited") {
 				t.Errorf("message carries the cause: %q", resp.Error.Message)
+			}
+			if strings.Contains(r.logs.String(), token) {
+				t.Errorf("the log carries the helper token: %s", r.logs.String())
 			}
 		})
 	}
