@@ -66,7 +66,9 @@ func TestJournal(t *testing.T) {
 	})
 	r.net(t, "app1", frame("GET", "https://api.example.com/x?q=1", map[string]any{"headers": map[string]any{"X-Private": "hdr-value"}}))
 	r.net(t, "app1", frame("GET", "snug-connection://ex/y", nil))
-	r.net(t, "app1", frame("GET", "https://fail.example.com/", nil))
+	if res, _ := r.net(t, "app1", frame("GET", "https://fail.example.com/", nil)); res.Code != errcode.NetFetchFailed || strings.Contains(string(res.Frame), "Secret") || strings.Contains(string(res.Frame), "appid") {
+		t.Errorf("DNS failure answer = %s", res.Frame)
+	}
 	r.net(t, "app1", frame("GET", "https://evil.example.com/", nil))
 	r.net(t, "", frame("GET", "https://api.example.com/", nil)) // no identity: not journaled
 	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1"})

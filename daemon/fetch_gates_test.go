@@ -58,6 +58,7 @@ func TestGates(t *testing.T) {
 		name   string
 		setup  func(t *testing.T, r *rig)
 		policy TransportPolicy
+		llm    bool // the chat lane composed the request
 		app    string
 		frame  []byte
 		want   errcode.Code // "" means a 200 answer
@@ -126,7 +127,7 @@ func TestGates(t *testing.T) {
 				t.Fatalf("pre-collection ceiling = %v, want []", c.AllowedHosts)
 			}
 		}, frame: frame("GET", "https://192.168.1.20/api", nil), want: errcode.NetHostBlocked},
-		{name: "model-composed request to an unconnected host", setup: keyed, frame: frame("GET", "https://other.example.com/", nil), want: errcode.NetHostBlocked},
+		{name: "model-composed request to an unconnected host", setup: keyed, llm: true, frame: frame("GET", "https://other.example.com/", nil), want: errcode.NetHostBlocked},
 		// Gate 4: ceiling.
 		{name: "http to a ceiling host", setup: keyed, frame: frame("GET", "http://api.example.com/", nil), want: errcode.NetSchemeBlocked},
 		{name: "ftp to a ceiling host", setup: keyed, frame: frame("GET", "ftp://api.example.com/", nil), want: errcode.NetSchemeBlocked},
@@ -170,7 +171,11 @@ func TestGates(t *testing.T) {
 				app = ""
 			}
 			before := len(r.up.requests())
-			res, resp := r.net(t, app, tc.frame)
+			del := DeliveryApp
+			if tc.llm {
+				del = DeliveryLLM
+			}
+			res, resp := r.netCtx(t, context.Background(), app, tc.frame, del)
 			if res.Code != tc.want {
 				t.Fatalf("Net(%s) = code %q (%+v), want %q", tc.frame[:min(len(tc.frame), 120)], res.Code, resp.Error, tc.want)
 			}

@@ -92,6 +92,9 @@ func TestLLMDelivery(t *testing.T) {
 			t.Errorf("model-bound answer keeps %s: %s %v", lit, llm.Body, llm.Headers)
 		}
 	}
+	if reqs := r.up.requests(); len(reqs) != 2 || reqs[0].Header.Get("X-Key") != secretKey || reqs[1].Header.Get("X-Key") != secretKey || reqs[0].URI != reqs[1].URI {
+		t.Errorf("the model's request did not take the app's path: %+v", reqs)
+	}
 	if !strings.Contains(llm.Body, "198.51.100.7") {
 		t.Errorf("model-bound body lost a public address: %s", llm.Body)
 	}
