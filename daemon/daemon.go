@@ -10,8 +10,8 @@ import (
 
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/registry"
-	"github.com/snug/snugd/daemon/starter"
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/starter"
 	"github.com/snug/snugd/transports"
 )
 
