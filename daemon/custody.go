@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/errcode"
@@ -233,9 +234,54 @@ func declaredFields(c Connection) []string {
 	return keys
 }
 
-// slotSecrets reads the credential slice of (appID, slot): the executor's
-// one read of credential values, after every gate that can refuse without
-// them.
+// secretCache keeps opened credential slices in memory, so the request
+// path reads no SQL for them. Every committed connection write and every
+// credential write clears it (connectionChanged); a read that raced with a
+// clear does not fill it (the generation check), so a revoked or replaced
+// value is never served from the cache after its write returns. Any future
+// writer of snug_secrets must end in connectionChanged too.
+type secretCache struct {
+	mu     sync.Mutex
+	gen    uint64
+	slices map[[2]string]map[string]store.Secret
+}
+
+func (c *secretCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.slices)
+}
+
+// cachedSlotSecrets is the executor's credential read: the slice of
+// (appID, slot) from the cache, or from storage on a miss. The returned map
+// is shared: callers never modify it.
+func (d *Daemon) cachedSlotSecrets(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
+	key := [2]string{appID, slot}
+	c := &d.secretCache
+	c.mu.Lock()
+	if v, ok := c.slices[key]; ok {
+		c.mu.Unlock()
+		return v, nil
+	}
+	gen := c.gen
+	c.mu.Unlock()
+	v, err := d.slotSecrets(ctx, appID, slot)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.gen == gen {
+		if c.slices == nil {
+			c.slices = map[[2]string]map[string]store.Secret{}
+		}
+		c.slices[key] = v
+	}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// slotSecrets reads the credential slice of (appID, slot) from storage.
 func (d *Daemon) slotSecrets(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
 	var out map[string]store.Secret
 	err := d.store.View(ctx, func(tx *store.Tx) error {

@@ -104,3 +104,31 @@ func TestConnStateStrict(t *testing.T) {
 		}
 	}
 }
+
+// The executor's credential cache never serves a value after the write
+// that replaced or wiped it has returned.
+func TestSecretCacheFollowsWrites(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	read := func() string {
+		t.Helper()
+		s, err := d.cachedSlotSecrets(ctx, "app", "wx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s["api_key"])
+	}
+	d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "one"})
+	if got := read(); got != "one" {
+		t.Fatalf("first read = %q", got)
+	}
+	d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "two"})
+	if got := read(); got != "two" {
+		t.Fatalf("read after a credential write = %q, want two", got)
+	}
+	d.Revoke(ctx, "app", "wx")
+	if got := read(); got != "" {
+		t.Fatalf("read after revoke = %q, want nothing", got)
+	}
+}

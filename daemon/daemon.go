@@ -92,8 +92,9 @@ type Daemon struct {
 	standing *standingGate
 	journal  *journalBatcher
 	// readSecrets is the executor's one read of credential values: d's
-	// slotSecrets, replaced only by tests that count the reads.
+	// cachedSlotSecrets, replaced only by tests that count the reads.
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	secretCache secretCache
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -135,7 +136,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), exec: exec, registry: reg, starters: starters}
-	d.readSecrets = d.slotSecrets
+	d.readSecrets = d.cachedSlotSecrets
 	d.confirms = newConfirmBroker(exec.confirmTimeout, d.hints, now)
 	d.standing = newStandingGate(now, cfg.StandingTargets)
 	if err := d.rebuildIndex(ctx); err != nil {

@@ -95,11 +95,13 @@ func (d *Daemon) Hints(ctx context.Context) <-chan Hint {
 	return ch
 }
 
-// connectionChanged runs after every committed connection write. It clears
-// the app's "allow for this session" memory (ruling R10) and disarms a
+// connectionChanged runs after every committed connection or credential
+// write. It clears the credential cache, the app's "allow for this session"
+// memory (ruling R10) and disarms a
 // standing approval armed on the slot (its frozen scope described the row
 // as it was), then rings the doorbell.
 func (d *Daemon) connectionChanged(appID, slot string) {
+	d.secretCache.forget()
 	d.confirms.forgetApp(appID)
 	d.standing.disarmSlot(appID, slot)
 	d.hints.publish(Hint{Type: HintConnectionChanged, AppID: appID, Slot: slot})
