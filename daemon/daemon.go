@@ -95,6 +95,9 @@ type Daemon struct {
 	// cachedSlotSecrets, replaced only by tests that count the reads.
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
 	secretCache secretCache
+	// hosts indexes the paired hosts by token hash (hosts.go); its zero
+	// value is ready.
+	hosts hostBook
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a

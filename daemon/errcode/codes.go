@@ -56,9 +56,24 @@ const (
 	StandingArmed         Code = "STANDING_ARMED"
 )
 
+// The loopback API's own refusals (api/API.md): the security chain and host
+// pairing. Like the codes above, they never travel inside a frame.
+const (
+	Unauthorized         Code = "UNAUTHORIZED"
+	Forbidden            Code = "FORBIDDEN"
+	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
+	PayloadTooLarge      Code = "PAYLOAD_TOO_LARGE"
+	UnsupportedMediaType Code = "UNSUPPORTED_MEDIA_TYPE"
+	RateLimited          Code = "RATE_LIMITED"
+	PairingNotFound      Code = "PAIRING_NOT_FOUND"
+	PairingRedeemed      Code = "PAIRING_REDEEMED"
+	VerifierMismatch     Code = "VERIFIER_MISMATCH"
+	HostNotFound         Code = "HOST_NOT_FOUND"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 41
+const numCodes = 51
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -119,5 +134,17 @@ func table() [numCodes]Entry {
 		{Code: StarterNotVouched, Meaning: "the install source or the installed HTML does not match a bundled starter"},
 		{Code: ImportInvalid, Meaning: "the file is not an importable user DB"},
 		{Code: StandingArmed, Meaning: "a standing approval is already armed; v1 allows one armed target per daemon"},
+
+		// The loopback API's security chain and host pairing.
+		{Code: Unauthorized, Meaning: "no host token, or one that belongs to no paired host"},
+		{Code: Forbidden, Meaning: "the Host or Origin is refused, or the call is not allowed for this token or channel"},
+		{Code: MethodNotAllowed, Meaning: "the route exists but not with this method"},
+		{Code: PayloadTooLarge, Meaning: "the request body exceeds the route's limit; nothing of it was parsed"},
+		{Code: UnsupportedMediaType, Meaning: "the request body is not application/json"},
+		{Code: RateLimited, Retryable: true, Meaning: "too many failed authentications or pairing attempts; wait and retry"},
+		{Code: PairingNotFound, Meaning: "no such pairing request, or no pending one with that code"},
+		{Code: PairingRedeemed, Meaning: "the pairing's token was already released; pair again"},
+		{Code: VerifierMismatch, Meaning: "the verifier does not hash to the pairing's challenge"},
+		{Code: HostNotFound, Meaning: "no paired host with that id"},
 	}
 }

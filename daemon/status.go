@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+
+	"github.com/snug/snugd/daemon/internal/store"
+)
+
+// StatusReport is the daemon's part of GET /v1/status and snugd ctl status:
+// where its data is and counts of what it holds. It never carries a
+// credential, a token or a credentialed URL (secret-free diagnostics), so
+// it is safe to paste into a bug report.
+type StatusReport struct {
+	DataDir     string
+	Apps        int // apps with at least one connection row
+	Connections ConnectionCounts
+	Hosts       HostCounts
+	// Helpers lists the linked-device helpers and their state. snugd runs
+	// none yet, so it is empty (never nil).
+	Helpers []HelperStatus
+}
+
+// ConnectionCounts counts connection rows by status. NeedsReapproval
+// (approved rows with a staged change), Imported and Invalid (rows whose
+// stored requirement no longer validates, which grant nothing) overlap the
+// three statuses; they are what an administrator should look at.
+type ConnectionCounts struct {
+	Total           int
+	Declared        int
+	Approved        int
+	Revoked         int
+	NeedsReapproval int
+	Imported        int
+	Invalid         int
+}
+
+// HostCounts counts paired hosts and pairing requests waiting for
+// approval.
+type HostCounts struct {
+	Paired          int
+	PendingPairings int
+}
+
+// HelperStatus is one linked-device helper: its id and its supervisor's
+// state.
+type HelperStatus struct {
+	ID    string
+	State string
+}
+
+// StatusReport reads the daemon's status in one read transaction.
+func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
+	var (
+		rows     []store.Connection
+		hosts    []store.Host
+		pairings []store.Pairing
+	)
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if rows, err = tx.AllConnections(); err != nil {
+			return err
+		}
+		if hosts, err = tx.Hosts(); err != nil {
+			return err
+		}
+		pairings, err = tx.Pairings()
+		return err
+	})
+	if err != nil {
+		return StatusReport{}, d.internal("read status", err)
+	}
+	r := StatusReport{DataDir: d.DataDir(), Helpers: []HelperStatus{}}
+	apps := map[string]bool{}
+	for i := range rows {
+		c := &rows[i]
+		apps[c.AppID] = true
+		r.Connections.Total++
+		switch Status(c.Status) {
+		case StatusDeclared:
+			r.Connections.Declared++
+		case StatusApproved:
+			r.Connections.Approved++
+		case StatusRevoked:
+			r.Connections.Revoked++
+		}
+		if c.NeedsReapproval() {
+			r.Connections.NeedsReapproval++
+		}
+		if c.Imported {
+			r.Connections.Imported++
+		}
+	}
+	r.Apps = len(apps)
+	for _, a := range d.index.Load().apps {
+		for _, g := range a.rows {
+			if g.req == nil {
+				r.Connections.Invalid++
+			}
+		}
+	}
+	r.Hosts.Paired = len(hosts)
+	now := d.now()
+	for _, p := range pairings {
+		if p.State == store.PairingPending && now.Before(p.ExpiresAt) {
+			r.Hosts.PendingPairings++
+		}
+	}
+	return r, nil
+}
