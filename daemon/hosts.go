@@ -322,9 +322,10 @@ func (d *Daemon) PairedOrigin(ctx context.Context, origin string) bool {
 	return d.hosts.origins[origin] > 0
 }
 
-// PairingOrigin returns the origin of the web pairing request id while it
-// can still be redeemed (pending or approved), for the redeem route's CORS
-// preflight; ok is false otherwise.
+// PairingOrigin returns the origin of web pairing request id, for the
+// redeem route's CORS preflight and origin admission; ok is false for an
+// unknown id and for a desktop request. Whether the request can still be
+// redeemed is RedeemPairing's to say.
 func (d *Daemon) PairingOrigin(ctx context.Context, id string) (origin string, ok bool) {
 	if !validPairingID(id) {
 		return "", false
@@ -338,11 +339,7 @@ func (d *Daemon) PairingOrigin(ctx context.Context, id string) (origin string, o
 	if err != nil || Surface(p.Surface) != SurfaceWeb {
 		return "", false
 	}
-	switch PairingState(p.State) {
-	case PairingPending, PairingApproved:
-		return p.Origin, true
-	}
-	return "", false
+	return p.Origin, true
 }
 
 // Pair records a pairing request and returns it with its code, pending for

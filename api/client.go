@@ -1,0 +1,323 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/snug/snugd/daemon/errcode"
+)
+
+// Client is the typed client of the API: what snugd ctl uses over the ctl
+// socket (DialCtl), and what a Go host or a test uses over TCP with a host
+// token (NewClient). Every method returns an *Error for an API refusal and
+// an error wrapping ErrUnreachable when snugd does not answer.
+//
+// Safe for concurrent use.
+type Client struct {
+	base   string // "http://snugd" on the socket
+	token  string
+	origin string
+	hc     *http.Client
+	opts   ClientOptions
+	warned sync.Once
+}
+
+// ClientOptions configures a Client. Every zero value is documented.
+type ClientOptions struct {
+	// Version is the client's own version. When the daemon's Snugd-Version
+	// differs, OnVersionMismatch is called, once per Client. "" turns the
+	// comparison off.
+	Version string
+	// OnVersionMismatch is told the daemon's and the client's versions.
+	// snugd ctl prints a warning; nil ignores a mismatch.
+	OnVersionMismatch func(daemonVersion, clientVersion string)
+	// Token is the host token sent as a bearer token (TCP only).
+	Token string
+	// Origin is sent as the Origin header (TCP only), as a browser host's
+	// requests carry it.
+	Origin string
+	// HTTPClient overrides the transport; nil builds one for the socket
+	// or for TCP.
+	HTTPClient *http.Client
+}
+
+// ErrUnreachable is wrapped by every error of a call snugd did not answer:
+// it is not running, or its socket is not where the client looked.
+var ErrUnreachable = errors.New("snugd is not answering")
+
+// Error is an API refusal: the HTTP status and the error body.
+type Error struct {
+	Status    int
+	Code      errcode.Code
+	Message   string
+	Retryable bool
+	Details   []Detail
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// ErrorCode reports the refusal's code, so errcode.CodeOf and errors.Is
+// with a Code work on it.
+func (e *Error) ErrorCode() errcode.Code { return e.Code }
+
+// Is reports whether target is the refusal's code.
+func (e *Error) Is(target error) bool { return target == e.Code }
+
+// DialCtl returns a Client for the daemon whose data directory is dataDir,
+// over its ctl socket. It connects on each call, not now.
+func DialCtl(dataDir string, opts ClientOptions) *Client {
+	socket := filepath.Join(dataDir, CtlSocket)
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			},
+			DisableCompression: true,
+		}}
+	}
+	return &Client{base: "http://snugd", hc: hc, opts: opts}
+}
+
+// NewClient returns a Client for the API at baseURL
+// ("http://127.0.0.1:4747"), authenticating with opts.Token.
+func NewClient(baseURL string, opts ClientOptions) *Client {
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: opts.Token, origin: opts.Origin, hc: hc, opts: opts}
+}
+
+// do sends one request and decodes a JSON answer into out (nil: none
+// expected).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends a request and returns a 2xx response; any other status
+// becomes an *Error.
+func (c *Client) send(ctx context.Context, method, path string, in any, contentType string) (*http.Response, error) {
+	var body io.Reader
+	switch v := in.(type) {
+	case nil:
+	case io.Reader:
+		body = v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.origin != "" {
+		req.Header.Set("Origin", c.origin)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	c.checkVersion(resp.Header.Get("Snugd-Version"))
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e errorJSON
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e); err != nil || e.Error.Code == "" {
+		return nil, &Error{Status: resp.StatusCode, Code: errcode.Internal, Message: fmt.Sprintf("HTTP %d without an error body", resp.StatusCode)}
+	}
+	return nil, &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message, Retryable: e.Error.Retryable, Details: e.Error.Details}
+}
+
+func (c *Client) checkVersion(daemonVersion string) {
+	if c.opts.Version == "" || c.opts.OnVersionMismatch == nil || daemonVersion == "" || daemonVersion == c.opts.Version {
+		return
+	}
+	c.warned.Do(func() { c.opts.OnVersionMismatch(daemonVersion, c.opts.Version) })
+}
+
+// esc escapes one path segment.
+func esc(s string) string { return url.PathEscape(s) }
+
+// Health calls GET /v1/health.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var out Health
+	return out, c.do(ctx, http.MethodGet, "/v1/health", nil, &out)
+}
+
+// Status calls GET /v1/status.
+func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
+	var out StatusResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
+}
+
+// Pair calls POST /v1/hosts/pair.
+func (c *Client) Pair(ctx context.Context, req PairRequest) (PairResponse, error) {
+	var out PairResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/hosts/pair", req, &out)
+}
+
+// Redeem calls POST /v1/hosts/pair/{pairingId}/redeem.
+func (c *Client) Redeem(ctx context.Context, pairingID, verifier string) (RedeemResponse, error) {
+	var out RedeemResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/hosts/pair/"+esc(pairingID)+"/redeem", RedeemRequest{Verifier: verifier}, &out)
+}
+
+// Hosts calls GET /v1/hosts (ctl).
+func (c *Client) Hosts(ctx context.Context) (HostsResponse, error) {
+	var out HostsResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/hosts", nil, &out)
+}
+
+// ApproveHost calls POST /v1/hosts/approve (ctl).
+func (c *Client) ApproveHost(ctx context.Context, code string) (PairingJSON, error) {
+	var out DecisionResponse
+	err := c.do(ctx, http.MethodPost, "/v1/hosts/approve", CodeRequest{Code: code}, &out)
+	return out.Pairing, err
+}
+
+// DenyHost calls POST /v1/hosts/deny (ctl).
+func (c *Client) DenyHost(ctx context.Context, code string) (PairingJSON, error) {
+	var out DecisionResponse
+	err := c.do(ctx, http.MethodPost, "/v1/hosts/deny", CodeRequest{Code: code}, &out)
+	return out.Pairing, err
+}
+
+// DeleteHost calls DELETE /v1/hosts/{hostId} (ctl).
+func (c *Client) DeleteHost(ctx context.Context, hostID string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/hosts/"+esc(hostID), nil, &DeletedResponse{})
+}
+
+// Connections calls GET /v1/apps/{appId}/connections.
+func (c *Client) Connections(ctx context.Context, appID string) ([]ConnectionJSON, error) {
+	var out ConnectionsResponse
+	err := c.do(ctx, http.MethodGet, "/v1/apps/"+esc(appID)+"/connections", nil, &out)
+	return out.Connections, err
+}
+
+func (c *Client) writer(ctx context.Context, appID, slot, act string) (ConnectionJSON, error) {
+	var out ConnectionResponse
+	err := c.do(ctx, http.MethodPost, "/v1/apps/"+esc(appID)+"/connections/"+esc(slot)+"/"+act, nil, &out)
+	return out.Connection, err
+}
+
+// Approve calls POST …/{slot}/approve.
+func (c *Client) Approve(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
+	return c.writer(ctx, appID, slot, "approve")
+}
+
+// Reapprove calls POST …/{slot}/reapprove.
+func (c *Client) Reapprove(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
+	return c.writer(ctx, appID, slot, "reapprove")
+}
+
+// Revoke calls POST …/{slot}/revoke.
+func (c *Client) Revoke(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
+	return c.writer(ctx, appID, slot, "revoke")
+}
+
+// Reconnect calls POST …/{slot}/reconnect.
+func (c *Client) Reconnect(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
+	return c.writer(ctx, appID, slot, "reconnect")
+}
+
+// SetCredentials calls PUT …/{slot}/credentials. The values are sent once
+// and never come back.
+func (c *Client) SetCredentials(ctx context.Context, appID, slot string, fields map[string]string) error {
+	return c.do(ctx, http.MethodPut, "/v1/apps/"+esc(appID)+"/connections/"+esc(slot)+"/credentials", CredentialsRequest{Fields: fields}, nil)
+}
+
+// Schemas calls GET /v1/schemas.
+func (c *Client) Schemas(ctx context.Context) ([]string, error) {
+	var out SchemasResponse
+	err := c.do(ctx, http.MethodGet, "/v1/schemas", nil, &out)
+	return out.Types, err
+}
+
+// Schema calls GET /v1/schemas/{type} and returns the schema's bytes as
+// served.
+func (c *Client) Schema(ctx context.Context, frameType string) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/schemas/"+esc(frameType), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+}
+
+// Events calls GET /v1/events and calls fn with each hint until ctx is
+// done, the stream ends, or fn returns an error (which Events returns). A
+// stream the daemon ends (at shutdown) returns nil.
+func (c *Client) Events(ctx context.Context, fn func(Event) error) error {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/events", nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	var ev Event
+	var data []byte
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.Type != "" {
+				if err := json.Unmarshal(data, &ev.Data); err != nil {
+					return fmt.Errorf("events: %s data: %w", ev.Type, err)
+				}
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+			ev, data = Event{}, nil
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event: "):
+			ev.Type = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, strings.TrimPrefix(line, "data: ")...)
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return sc.Err()
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEventsConnectionChanged: approving a connection rings the
+// connection-changed doorbell with references only.
+//
+// conformance: P1-R7-01, P1-R7-02
+func TestEventsConnectionChanged(t *testing.T) {
+	e := newEnv(t, seed{app: "app1", slot: "mail", status: "declared", hosts: []string{"api.mail.example"}})
+	web := e.host(e.pair("web", webOrigin), webOrigin)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	got := make(chan Event, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- web.Events(ctx, func(ev Event) error {
+			got <- ev
+			return nil
+		})
+	}()
+	// Nothing tells the client when the daemon has subscribed it, so walk
+	// the row through approve, revoke and reconnect until a hint arrives:
+	// every step rings the same doorbell.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			for _, step := range []func(context.Context, string, string) (ConnectionJSON, error){e.ctl.Approve, e.ctl.Revoke, e.ctl.Reconnect} {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				step(ctx, "app1", "mail")
+			}
+		}
+	}()
+	select {
+	case ev := <-got:
+		if ev.Type != "connection-changed" || ev.Data != (EventData{AppID: "app1", Slot: "mail"}) {
+			t.Errorf("event = %+v, want connection-changed {app1 mail}", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("no connection-changed event")
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Events = %v", err)
+	}
+}
+
+// TestEventsWire: the stream's framing, heartbeats and headers, read raw.
+func TestEventsWire(t *testing.T) {
+	e := newEnv(t, seed{app: "app1", slot: "mail", status: "declared", hosts: []string{"api.mail.example"}})
+	tok := e.pair("web", webOrigin)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	hr, _ := http.NewRequestWithContext(ctx, "GET", e.base+"/v1/events", nil)
+	hr.Header.Set("Authorization", "Bearer "+tok)
+	hr.Header.Set("Origin", webOrigin)
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Access-Control-Allow-Origin") != webOrigin || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("headers = %v", resp.Header)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var lines []string
+	approved := false
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if line == ": ping" && !approved {
+			approved = true
+			if _, err := e.ctl.Approve(ctx, "app1", "mail"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if strings.HasPrefix(line, "data: ") {
+			if line != `data: {"appId":"app1","slot":"mail"}` {
+				t.Errorf("data line = %q", line)
+			}
+			break
+		}
+	}
+	joined := strings.Join(lines, "\n")
+	if !strings.Contains(joined, "event: connection-changed") || !strings.Contains(joined, ": ping") {
+		t.Errorf("stream = %q", joined)
+	}
+}
+
+// TestEventsEndOnShutdown: an open stream does not hold shutdown up.
+func TestEventsEndOnShutdown(t *testing.T) {
+	e := newEnv(t)
+	c := e.host(e.pair("desktop", ""), "")
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		done <- c.Events(context.Background(), func(Event) error { return nil })
+	}()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		close(started)
+	}()
+	<-started
+	e.s.stopOnce.Do(func() { close(e.s.stop) }) // what shutdown does first
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Events after shutdown began = %v, want nil (the daemon ended the stream)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the event stream outlived the shutdown")
+	}
+}

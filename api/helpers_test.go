@@ -1,0 +1,255 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+	"github.com/snug/snugd/daemon"
+)
+
+const (
+	testVersion = "test-1"
+	webOrigin   = "https://snug.example"
+	verifier    = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+)
+
+func challengeOf(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// clock is a clock the test moves.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// env is a real daemon in a temporary data directory with the API served
+// on 127.0.0.1:0 and on its ctl socket.
+type env struct {
+	t     *testing.T
+	dir   string
+	d     *daemon.Daemon
+	s     *Server
+	port  int
+	base  string
+	ctl   *Client
+	clock *clock
+	logs  *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// seed is a connection row written into snugd.db before the daemon opens
+// it. The API has no proposer route yet (they land with the integrator's
+// channels), so tests that need rows write them the way an old snugd
+// would have.
+type seed struct {
+	app, slot, status string
+	hosts             []string
+}
+
+func newEnv(t *testing.T, seeds ...seed) *env {
+	t.Helper()
+	// A short path: a unix socket path is limited to about 100 bytes.
+	dir, err := os.MkdirTemp("", "snugd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir = filepath.Join(dir, "d")
+	e := &env{t: t, dir: dir, clock: &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, logs: &lockedBuffer{}}
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if len(seeds) > 0 {
+		d, err := daemon.New(t.Context(), daemon.Config{DataDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		writeSeeds(t, filepath.Join(dir, "snugd.db"), seeds)
+	}
+	e.d, err = daemon.New(t.Context(), daemon.Config{DataDir: dir, Logger: log, Now: e.clock.now})
+	if err != nil {
+		t.Fatalf("daemon.New: %v", err)
+	}
+	e.s = New(e.d, Options{Version: testVersion, Logger: log, Now: e.clock.now, Heartbeat: 50 * time.Millisecond, DrainTimeout: 2 * time.Second})
+	tcp, err := ListenTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctlL, err := ListenCtl(dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.port = tcp.Addr().(*net.TCPAddr).Port
+	e.base = fmt.Sprintf("http://127.0.0.1:%d", e.port)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.s.Serve(ctx, tcp, ctlL) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve = %v, want nil after shutdown", err)
+		}
+		e.d.Close()
+	})
+	e.ctl = DialCtl(dir, ClientOptions{})
+	return e
+}
+
+func writeSeeds(t *testing.T, path string, seeds []seed) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const ts = "2026-11-30T08:00:00.000Z"
+	for _, s := range seeds {
+		req := map[string]any{
+			"slot": s.slot, "kind": "api_key", "provider": map[string]any{"name": "Example"},
+			"fields":           []any{map[string]any{"key": "api_key", "label": "API key", "type": "secret"}},
+			"request":          map[string]any{"headerTemplate": map[string]any{"X-Key": "{{api_key}}"}},
+			"declaredApiHosts": s.hosts,
+		}
+		b, _ := json.Marshal(req)
+		allowed, approvedAt, revokedAt := "[]", any(nil), any(nil)
+		if s.status != "declared" {
+			h, _ := json.Marshal(s.hosts)
+			allowed, approvedAt = string(h), ts
+		}
+		if s.status == "revoked" {
+			revokedAt = ts
+		}
+		_, err := db.Exec(`INSERT INTO snug_connections (app_id, slot, requirement_json, requirement_version, provenance, status, allowed_hosts, approved_at, revoked_at, created_at, updated_at)
+			VALUES (?, ?, ?, 1, 'user', ?, ?, ?, ?, ?, ?)`, s.app, s.slot, string(b), s.status, allowed, approvedAt, revokedAt, ts, ts)
+		if err != nil {
+			t.Fatalf("seed %+v: %v", s, err)
+		}
+	}
+}
+
+// host returns a Client over TCP with a token and origin.
+func (e *env) host(token, origin string) *Client {
+	return NewClient(e.base, ClientOptions{Token: token, Origin: origin})
+}
+
+// pair pairs a host through the API (pair over TCP, approve over ctl,
+// redeem over TCP) and returns its token.
+func (e *env) pair(surface, origin string) string {
+	e.t.Helper()
+	ctx := e.t.Context()
+	c := e.host("", origin)
+	p, err := c.Pair(ctx, PairRequest{Name: "test " + surface, Surface: surface, Origin: origin, Challenge: challengeOf(verifier)})
+	if err != nil {
+		e.t.Fatalf("Pair: %v", err)
+	}
+	if _, err := e.ctl.ApproveHost(ctx, p.Code); err != nil {
+		e.t.Fatalf("ApproveHost: %v", err)
+	}
+	r, err := c.Redeem(ctx, p.PairingID, verifier)
+	if err != nil || r.State != "approved" || r.Token == "" {
+		e.t.Fatalf("Redeem = %+v, %v", r, err)
+	}
+	return r.Token
+}
+
+// req is a raw request over TCP.
+type req struct {
+	method, path string
+	host         string // "" → 127.0.0.1:<port>
+	header       map[string]string
+	body         string
+}
+
+// do sends r raw and returns the response with its body read.
+func (e *env) do(r req) (*http.Response, string) {
+	e.t.Helper()
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	hr, err := http.NewRequestWithContext(e.t.Context(), r.method, e.base+r.path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.host != "" {
+		hr.Host = r.host
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(hr)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", r.method, r.path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// errCode returns the code of an error body, "" when there is none.
+func errCode(body string) string {
+	var e errorJSON
+	if json.Unmarshal([]byte(body), &e) != nil {
+		return ""
+	}
+	return string(e.Error.Code)
+}
+
+// concrete fills a route's parameters with sample values.
+func concrete(path string) string {
+	r := strings.NewReplacer(":appId", "app1", ":slot", "mail", ":pairingId", "p_"+strings.Repeat("0", 32), ":hostId", "h_1", ":type", "snug:net-request")
+	return r.Replace(path)
+}
+
+// jsonHeader is the header of a JSON body.
+func jsonHeader(extra ...string) map[string]string {
+	h := map[string]string{"Content-Type": "application/json"}
+	for i := 0; i+1 < len(extra); i += 2 {
+		h[extra[i]] = extra[i+1]
+	}
+	return h
+}

@@ -1,0 +1,189 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snug/snugd/daemon/wire"
+)
+
+// access says who may call a route.
+type access int
+
+const (
+	// open routes take no token: health, pair and redeem. On TCP an Origin
+	// is admitted only as the route's originRule says.
+	open access = iota
+	// authed routes need a paired host's token on TCP (bound to its
+	// origin); the ctl channel serves them without one.
+	authed
+	// ctlOnly routes exist on the ctl channel only. The TCP listener does
+	// not have them at all: 404, exactly like an unknown path.
+	ctlOnly
+)
+
+// originRule says which Origin an open route admits. Authed routes admit
+// only the origin of a paired web host, and then only with that host's
+// token.
+type originRule int
+
+const (
+	originPaired  originRule = iota // a paired host's origin (health)
+	originPairing                   // any web origin, which must be the one being paired (pair)
+	originRedeem                    // the origin of the pairing being redeemed (redeem)
+)
+
+// class is a route's time behaviour.
+type class int
+
+const (
+	// quick routes get the read and write deadline quickTimeout.
+	quick class = iota
+	// long routes (POST /v1/net) read their body eagerly within the
+	// server's read timeout, then lift the read deadline, and may run for
+	// longTimeout: a call parked on a confirm must not be cut off.
+	long
+	// stream routes (GET /v1/events) have no deadline; they end when the
+	// client goes away or the daemon shuts down.
+	stream
+	// bulk routes (export, import; ctl only) move files.
+	bulk
+)
+
+// Timeouts per class.
+const (
+	quickTimeout = time.Minute
+	longTimeout  = 15 * time.Minute
+	bulkTimeout  = 30 * time.Minute
+)
+
+// Body limits, enforced before anything parses a byte (Part I R6 classes).
+const (
+	noBody          = 0
+	smallBody       = 16 << 10                      // control calls: pair, redeem, codes, empty writer bodies
+	requirementBody = 256 << 10                     // a requirement, a directive, an install, credential values
+	netBody         = wire.MaxNetFrameBytes + 8<<10 // a net-request frame plus the envelope's appId and delivery
+	bulkBody        = 1 << 30                       // an imported user DB (ctl only)
+)
+
+// route is one entry of the route table.
+type route struct {
+	method string
+	path   string // echo's pattern: literal segments and :params
+	access access
+	origin originRule // open routes only
+	limit  int64      // the largest body accepted, in bytes
+	class  class
+	// rawType is the one non-JSON body type the route takes (import's
+	// SQLite file); "" for JSON only.
+	rawType string
+	handle  func(*Server, echo.Context) error
+}
+
+// routes is the whole route table, in one place. Both channels are built
+// from it: the TCP listener serves every route but the ctlOnly ones; the
+// ctl socket serves them all. The security chain (guard.go) reads the
+// same entries before routing.
+//
+// No route here lets an app reach a requirement or grant writer: an app
+// never talks to snugd at all (its frames reach snugd only through a
+// paired host, and only POST /v1/net takes a frame), and the proposer
+// routes are the three channels of §12.1, each called by a host
+// (conformance P3-C12.1-01, P3-C12.1-09, P3-S17-01).
+func routes() []route {
+	const (
+		get  = http.MethodGet
+		post = http.MethodPost
+		put  = http.MethodPut
+		del  = http.MethodDelete
+		conn = "/v1/apps/:appId/connections/:slot"
+	)
+	return []route{
+		{method: get, path: "/v1/health", access: open, origin: originPaired, limit: noBody, handle: (*Server).health},
+		{method: post, path: "/v1/hosts/pair", access: open, origin: originPairing, limit: smallBody, handle: (*Server).pair},
+		{method: post, path: "/v1/hosts/pair/:pairingId/redeem", access: open, origin: originRedeem, limit: smallBody, handle: (*Server).redeem},
+
+		{method: get, path: "/v1/hosts", access: ctlOnly, limit: noBody, handle: (*Server).hosts},
+		{method: post, path: "/v1/hosts/approve", access: ctlOnly, limit: smallBody, handle: (*Server).approveHost},
+		{method: post, path: "/v1/hosts/deny", access: ctlOnly, limit: smallBody, handle: (*Server).denyHost},
+		{method: del, path: "/v1/hosts/:hostId", access: ctlOnly, limit: noBody, handle: (*Server).deleteHost},
+
+		{method: get, path: "/v1/status", access: authed, limit: noBody, handle: (*Server).status},
+		{method: get, path: "/v1/events", access: authed, limit: noBody, class: stream, handle: (*Server).events},
+
+		{method: get, path: "/v1/apps/:appId/connections", access: authed, limit: noBody, handle: (*Server).connections},
+		{method: post, path: conn + "/approve", access: authed, limit: smallBody, handle: (*Server).approve},
+		{method: post, path: conn + "/reapprove", access: authed, limit: smallBody, handle: (*Server).reapprove},
+		{method: post, path: conn + "/revoke", access: authed, limit: smallBody, handle: (*Server).revoke},
+		{method: post, path: conn + "/reconnect", access: authed, limit: smallBody, handle: (*Server).reconnect},
+		{method: put, path: conn + "/credentials", access: authed, limit: requirementBody, handle: (*Server).credentials},
+
+		{method: get, path: "/v1/schemas", access: authed, limit: noBody, handle: (*Server).schemas},
+		{method: get, path: "/v1/schemas/:type", access: authed, limit: noBody, handle: (*Server).schema},
+	}
+}
+
+// table is one channel's routes, matched by the security chain before
+// echo routes the request.
+type table struct {
+	routes []*route
+}
+
+func newTable(ctl bool) *table {
+	t := &table{}
+	for _, r := range routes() {
+		if r.access == ctlOnly && !ctl {
+			continue
+		}
+		t.routes = append(t.routes, &r)
+	}
+	return t
+}
+
+// match finds the route for method and the escaped path, with its
+// parameters unescaped. When no route has the method, it returns the
+// methods the path does have (none: an unknown path).
+func (t *table) match(method, escapedPath string) (rt *route, params map[string]string, methods []string) {
+	segs := strings.Split(escapedPath, "/")
+	for _, r := range t.routes {
+		p, ok := matchPattern(r.path, segs)
+		if !ok {
+			continue
+		}
+		if r.method == method {
+			return r, p, nil
+		}
+		methods = append(methods, r.method)
+	}
+	return nil, nil, methods
+}
+
+// matchPattern matches a pattern's segments against an escaped path's: a
+// literal segment must be equal byte for byte (so "%761" is not "v1"); a
+// :param takes one non-empty segment, unescaped.
+func matchPattern(pattern string, segs []string) (map[string]string, bool) {
+	pat := strings.Split(pattern, "/")
+	if len(pat) != len(segs) {
+		return nil, false
+	}
+	var params map[string]string
+	for i, p := range pat {
+		if name, ok := strings.CutPrefix(p, ":"); ok {
+			v, err := pathUnescape(segs[i])
+			if err != nil || v == "" {
+				return nil, false
+			}
+			if params == nil {
+				params = map[string]string{}
+			}
+			params[name] = v
+			continue
+		}
+		if p != segs[i] {
+			return nil, false
+		}
+	}
+	return params, true
+}

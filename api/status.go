@@ -1,0 +1,35 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// status answers GET /v1/status: the daemon's report with the server's
+// version, uptime, address and transport policy. Never a credential.
+func (s *Server) status(c echo.Context) error {
+	r, err := s.d.StatusReport(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	listen := s.listen
+	s.mu.Unlock()
+	out := StatusResponse{
+		Version: s.version, StartedAt: Time{s.started}, UptimeSeconds: int64(s.now().Sub(s.started).Seconds()),
+		DataDir: r.DataDir, Listen: listen, TransportPolicy: s.policy, Apps: r.Apps,
+		Connections: ConnectionCounts(r.Connections),
+		Hosts:       HostCounts(r.Hosts),
+		Helpers:     []HelperStatusJSON{},
+		// TODO(integrator): armed standing approvals and pending confirms
+		// come from the executor's Standings() and Confirms(); until it
+		// lands there are none.
+		Standing: []json.RawMessage{},
+	}
+	for _, h := range r.Helpers {
+		out.Helpers = append(out.Helpers, HelperStatusJSON{HelperID: h.ID, State: h.State})
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -1,0 +1,296 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/snug/snugd/daemon"
+)
+
+// The request and response bodies of the API, with JSON names exactly as
+// API.md spells them. Domain types in daemon carry no JSON tags; these
+// structs are the only place the wire names are written. Times are UTC
+// RFC 3339 with milliseconds ("2026-05-01T10:00:00.000Z"), as a Snug
+// host's JavaScript Date.toISOString writes them.
+
+// timeFormat is the API's time spelling.
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+// Time is a timestamp in timeFormat.
+type Time struct{ time.Time }
+
+// MarshalJSON writes t in timeFormat.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.UTC().Format(timeFormat) + `"`), nil
+}
+
+// UnmarshalJSON reads timeFormat (or any RFC 3339 time).
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v
+	return nil
+}
+
+func timePtr(t *time.Time) *Time {
+	if t == nil {
+		return nil
+	}
+	return &Time{*t}
+}
+
+func millisPtr(ms *int64) *Time {
+	if ms == nil {
+		return nil
+	}
+	return &Time{time.UnixMilli(*ms)}
+}
+
+// Health is GET /v1/health: nothing but that snugd answers, and its
+// version.
+type Health struct {
+	OK      bool   `json:"ok"`
+	Version string `json:"version"`
+}
+
+// PairRequest is POST /v1/hosts/pair.
+type PairRequest struct {
+	Name      string `json:"name"`
+	Surface   string `json:"surface"` // web | desktop
+	Origin    string `json:"origin,omitempty"`
+	Challenge string `json:"challenge"` // BASE64URL(SHA256(verifier))
+}
+
+// PairResponse answers POST /v1/hosts/pair.
+type PairResponse struct {
+	PairingID string `json:"pairingId"`
+	Code      string `json:"code"` // what the user approves: snugd ctl hosts approve CODE
+	ExpiresAt Time   `json:"expiresAt"`
+}
+
+// RedeemRequest is POST /v1/hosts/pair/{pairingId}/redeem.
+type RedeemRequest struct {
+	Verifier string `json:"verifier"`
+}
+
+// RedeemResponse answers a redeem: the state, and exactly once, when it is
+// approved, the host token.
+type RedeemResponse struct {
+	State string `json:"state"` // pending | approved | denied | expired
+	Token string `json:"token,omitempty"`
+}
+
+// CodeRequest is POST /v1/hosts/approve and /v1/hosts/deny (ctl).
+type CodeRequest struct {
+	Code string `json:"code"`
+}
+
+// PairingJSON is a pairing request as the ctl channel shows it.
+type PairingJSON struct {
+	PairingID string `json:"pairingId"`
+	Code      string `json:"code"`
+	Name      string `json:"name"`
+	Surface   string `json:"surface"`
+	Origin    string `json:"origin,omitempty"`
+	State     string `json:"state"`
+	ExpiresAt Time   `json:"expiresAt"`
+	CreatedAt Time   `json:"createdAt"`
+}
+
+func pairingJSON(p daemon.Pairing) PairingJSON {
+	return PairingJSON{
+		PairingID: p.ID, Code: p.Code, Name: p.Name, Surface: string(p.Surface), Origin: p.Origin,
+		State: string(p.State), ExpiresAt: Time{p.ExpiresAt}, CreatedAt: Time{p.CreatedAt},
+	}
+}
+
+// HostJSON is a paired host. It never carries the token or its hash.
+type HostJSON struct {
+	HostID     string `json:"hostId"`
+	Name       string `json:"name"`
+	Surface    string `json:"surface"`
+	Origin     string `json:"origin,omitempty"`
+	CreatedAt  Time   `json:"createdAt"`
+	LastSeenAt *Time  `json:"lastSeenAt,omitempty"`
+}
+
+// HostsResponse is GET /v1/hosts (ctl): paired hosts and the pairing
+// requests waiting for approval.
+type HostsResponse struct {
+	Hosts   []HostJSON    `json:"hosts"`
+	Pending []PairingJSON `json:"pending"`
+}
+
+// DecisionResponse answers POST /v1/hosts/approve and /v1/hosts/deny.
+type DecisionResponse struct {
+	Pairing PairingJSON `json:"pairing"`
+}
+
+// DeletedResponse answers DELETE /v1/hosts/{hostId}.
+type DeletedResponse struct {
+	HostID  string `json:"hostId"`
+	Deleted bool   `json:"deleted"`
+}
+
+// StatusResponse is GET /v1/status (and snugd ctl status --json). It never
+// carries a credential or a token.
+type StatusResponse struct {
+	Version         string             `json:"version"`
+	StartedAt       Time               `json:"startedAt"`
+	UptimeSeconds   int64              `json:"uptimeSeconds"`
+	DataDir         string             `json:"dataDir"`
+	Listen          string             `json:"listen,omitempty"`
+	TransportPolicy string             `json:"transportPolicy"`
+	Apps            int                `json:"apps"`
+	Connections     ConnectionCounts   `json:"connections"`
+	Hosts           HostCounts         `json:"hosts"`
+	Helpers         []HelperStatusJSON `json:"helpers"`
+	Standing        []json.RawMessage  `json:"standing"`
+	PendingConfirms int                `json:"pendingConfirms"`
+}
+
+// ConnectionCounts counts connection rows (StatusResponse.connections).
+type ConnectionCounts struct {
+	Total           int `json:"total"`
+	Declared        int `json:"declared"`
+	Approved        int `json:"approved"`
+	Revoked         int `json:"revoked"`
+	NeedsReapproval int `json:"needsReapproval"`
+	Imported        int `json:"imported"`
+	Invalid         int `json:"invalid"`
+}
+
+// HostCounts counts paired hosts (StatusResponse.hosts).
+type HostCounts struct {
+	Paired          int `json:"paired"`
+	PendingPairings int `json:"pendingPairings"`
+}
+
+// HelperStatusJSON is one linked-device helper.
+type HelperStatusJSON struct {
+	HelperID string `json:"helperId"`
+	State    string `json:"state"`
+}
+
+// ConnectionsResponse is GET /v1/apps/{appId}/connections.
+type ConnectionsResponse struct {
+	Connections []ConnectionJSON `json:"connections"`
+}
+
+// ConnectionResponse answers the writers (approve, reapprove, revoke,
+// reconnect).
+type ConnectionResponse struct {
+	Connection ConnectionJSON `json:"connection"`
+}
+
+// ConnectionJSON is one connection row with its dynamic state. It never
+// carries a credential value.
+type ConnectionJSON struct {
+	AppID              string          `json:"appId"`
+	Slot               string          `json:"slot"`
+	Status             string          `json:"status"` // declared | approved | revoked
+	NeedsReapproval    bool            `json:"needsReapproval"`
+	Requirement        json.RawMessage `json:"requirement"`
+	PendingRequirement json.RawMessage `json:"pendingRequirement"` // null when none
+	RequirementVersion int64           `json:"requirementVersion"`
+	AllowedHosts       []string        `json:"allowedHosts"`
+	Provenance         string          `json:"provenance"`
+	Confidence         *float64        `json:"confidence"` // display-only
+	Imported           bool            `json:"imported"`
+	// Borrowed says the registry supplied the requirement's pinned values
+	// (provenance registry, ruling R18): the review discloses it.
+	Borrowed   bool           `json:"borrowed"`
+	CreatedAt  Time           `json:"createdAt"`
+	UpdatedAt  Time           `json:"updatedAt"`
+	ApprovedAt *Time          `json:"approvedAt"`
+	RevokedAt  *Time          `json:"revokedAt"` // survives reconnect, disclosed on review
+	Invalid    []Detail       `json:"invalid,omitempty"`
+	State      *ConnStateJSON `json:"state"` // null before any credential or flow
+}
+
+// ConnStateJSON is a slot's dynamic state (§13): never a credential.
+type ConnStateJSON struct {
+	Status          string      `json:"status"` // pending | connected | expired | error
+	ObtainedAt      *Time       `json:"obtainedAt,omitempty"`
+	ExpiresIn       *int64      `json:"expiresIn,omitempty"` // seconds after obtainedAt
+	ScopesGranted   []string    `json:"scopesGranted,omitempty"`
+	LastError       string      `json:"lastError,omitempty"`
+	LANPin          *LANPinJSON `json:"lanPin,omitempty"`
+	LANVerifiedAt   *Time       `json:"lanVerifiedAt,omitempty"`
+	LinkVerifiedAt  *Time       `json:"linkVerifiedAt,omitempty"`
+	ClaimVerifiedAt *Time       `json:"claimVerifiedAt,omitempty"`
+}
+
+// LANPinJSON is a LAN device's certificate pin (a public fingerprint).
+type LANPinJSON struct {
+	Fingerprint string `json:"fingerprint"`
+	CN          string `json:"cn,omitempty"`
+}
+
+func connectionJSON(c daemon.Connection, st *daemon.ConnState) ConnectionJSON {
+	j := ConnectionJSON{
+		AppID: c.AppID, Slot: c.Slot, Status: string(c.Status), NeedsReapproval: c.NeedsReapproval(),
+		Requirement: json.RawMessage(c.RequirementJSON), PendingRequirement: json.RawMessage("null"),
+		RequirementVersion: c.RequirementVersion, AllowedHosts: c.AllowedHosts, Provenance: string(c.Provenance),
+		Confidence: c.Confidence, Imported: c.Imported, Borrowed: c.Provenance == daemon.ProvenanceRegistry,
+		CreatedAt: Time{c.CreatedAt}, UpdatedAt: Time{c.UpdatedAt}, ApprovedAt: timePtr(c.ApprovedAt), RevokedAt: timePtr(c.RevokedAt),
+	}
+	if !json.Valid(j.Requirement) {
+		j.Requirement = json.RawMessage("null")
+	}
+	if c.PendingJSON != "" && json.Valid([]byte(c.PendingJSON)) {
+		j.PendingRequirement = json.RawMessage(c.PendingJSON)
+	}
+	if j.AllowedHosts == nil {
+		j.AllowedHosts = []string{}
+	}
+	for _, v := range c.Invalid {
+		j.Invalid = append(j.Invalid, Detail{Path: v.Path, Rule: v.Rule})
+	}
+	if st != nil {
+		s := &ConnStateJSON{
+			Status: string(st.Status), ObtainedAt: millisPtr(st.ObtainedAt), ExpiresIn: st.ExpiresIn,
+			ScopesGranted: st.ScopesGranted, LastError: st.LastError, LANVerifiedAt: millisPtr(st.LANVerifiedAt),
+			LinkVerifiedAt: millisPtr(st.LinkVerifiedAt), ClaimVerifiedAt: millisPtr(st.ClaimVerifiedAt),
+		}
+		if st.LANPin != nil {
+			s.LANPin = &LANPinJSON{Fingerprint: st.LANPin.Fingerprint, CN: st.LANPin.CN}
+		}
+		j.State = s
+	}
+	return j
+}
+
+// CredentialsRequest is PUT …/{slot}/credentials: field key → value. The
+// values are write-only: no response ever carries one.
+type CredentialsRequest struct {
+	Fields map[string]string `json:"fields"`
+}
+
+// SchemasResponse is GET /v1/schemas.
+type SchemasResponse struct {
+	Types []string `json:"types"`
+}
+
+// EventData is the data of one /v1/events hint: references only (Part I
+// R7), never content. Each event type fills its own fields.
+type EventData struct {
+	ID       string `json:"id,omitempty"`       // confirm-pending
+	AppID    string `json:"appId,omitempty"`    // connection-changed
+	Slot     string `json:"slot,omitempty"`     // connection-changed
+	FlowID   string `json:"flowId,omitempty"`   // flow-updated
+	HelperID string `json:"helperId,omitempty"` // helper-changed
+}
+
+// Event is one hint of the /v1/events stream, as Client.Events delivers
+// it.
+type Event struct {
+	Type string // confirm-pending | connection-changed | flow-updated | helper-changed
+	Data EventData
+}
