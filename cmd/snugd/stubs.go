@@ -7,11 +7,6 @@ import (
 
 // The commands below are filled in by their issues; until then they say so.
 
-func cmdRun(ctx context.Context, e env, args []string) int {
-	fmt.Fprintln(e.stderr, "snugd run: not built yet")
-	return exitNo
-}
-
 func cmdCtl(ctx context.Context, e env, args []string) int {
 	fmt.Fprintln(e.stderr, "snugd ctl: not built yet")
 	return exitNo

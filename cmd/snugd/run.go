@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/daemon"
+)
+
+// drainBound is how long snugd run waits for in-flight requests after
+// SIGTERM before it cancels them; the API then gives cancelled requests a
+// few seconds to answer. Both fit inside shutdownBound, which the service
+// files give headroom beyond.
+const drainBound = shutdownBound - 10*time.Second
+
+// cmdRun is snugd run [--data-dir DIR] [--port N] (and bare snugd): the
+// daemon in the foreground until SIGTERM or SIGINT (ctx), or a service
+// stop. It exits 0 after a clean shutdown, 1 when the daemon cannot start
+// (a port in use, a data directory held by another daemon, a bad
+// configuration), 2 for a usage error.
+func cmdRun(ctx context.Context, e env, args []string) int {
+	flags := flag.NewFlagSet("snugd run", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	var rf runFlags
+	rf.register(flags)
+	if code, ok := parseArgs(flags, args); !ok {
+		return code
+	}
+	err := runService(ctx, e, func(ctx context.Context, e env) error { return runDaemon(ctx, e, rf) })
+	if err != nil {
+		fmt.Fprintf(e.stderr, "snugd run: %v\n", err)
+		return exitNo
+	}
+	return exitOK
+}
+
+// runDaemon starts the daemon and serves the API until ctx is done:
+// data directory, config.json, logger, daemon, the two listeners, then
+// Serve, which drains on shutdown; the store closes last.
+func runDaemon(ctx context.Context, e env, rf runFlags) error {
+	restrictUmask()
+	dir, err := resolveDataDir(e.getenv, rf.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := ensureDataDir(dir); err != nil {
+		return err
+	}
+	if err := writeDefaultConfig(dir); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, configFile), err)
+	}
+	cfg, err := loadConfig(dir, rf.config)
+	if err != nil {
+		return err
+	}
+	// Text (logfmt) lines on stderr: readable in a terminal, and one
+	// parseable line per record in the journal or snugd.log. No level logs
+	// a credential, a token, a credentialed URL or a request body.
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	version := buildVersion()
+
+	d, err := daemon.New(ctx, daemon.Config{DataDir: dir, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := d.Close(); err != nil {
+			log.Error("close the store", "err", err)
+		}
+	}()
+	tcp, err := api.ListenTCP(cfg.listenAddr())
+	if err != nil {
+		return err
+	}
+	ctl, err := api.ListenCtl(dir, log)
+	if err != nil {
+		tcp.Close()
+		return err
+	}
+	s := api.New(d, api.Options{Version: version, Logger: log, TransportPolicy: string(cfg.TransportPolicy), DrainTimeout: drainBound})
+	fmt.Fprintf(e.stdout, "snugd %s: data in %s, API on http://%s, ctl socket %s\n",
+		version, dir, tcp.Addr(), filepath.Join(dir, api.CtlSocket))
+	log.Info("snugd started", "version", version, "data_dir", dir, "listen", tcp.Addr().String(), "transport_policy", string(cfg.TransportPolicy))
+	err = s.Serve(ctx, tcp, ctl)
+	log.Info("snugd stopped")
+	return err
+}
