@@ -14,7 +14,10 @@ import (
 )
 
 // TestWritersOverTheAPI: the writers answer the row; a writer refusing a
-// transition is 409 with its own code.
+// transition is 409 with its own code; a reconnected row discloses its
+// revocation.
+//
+// conformance: P3-C12.1-07
 func TestWritersOverTheAPI(t *testing.T) {
 	e := newEnv(t, seed{app: "app 1/x", slot: "mail", status: "declared", hosts: []string{"api.mail.example"}})
 	ctx := t.Context()
@@ -44,8 +47,6 @@ func TestWritersOverTheAPI(t *testing.T) {
 
 // TestCredentialsNeverEchoed: the values go in once; no answer, list,
 // status or log carries them, and the database holds them sealed.
-//
-// conformance: P3-C13-01
 func TestCredentialsNeverEchoed(t *testing.T) {
 	e := newEnv(t, seed{app: "app1", slot: "mail", status: "approved", hosts: []string{"api.mail.example"}})
 	ctx := t.Context()

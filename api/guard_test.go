@@ -95,54 +95,64 @@ func TestOriginRefusals(t *testing.T) {
 
 // TestUnpairedPageRefusedEverywhere walks the route table itself: a
 // request from a page that is not paired reaches no handler, with or
-// without a valid token, and its preflight gets no CORS header. The one
-// exception is POST /v1/hosts/pair, which a page may call for its own
-// origin only (that is how a web host pairs); for any other origin it is
-// refused too.
+// without a valid token, and its preflight gets no CORS header. That
+// includes a Snug app itself: its sandboxed iframe (allow-scripts, no
+// allow-same-origin) has the opaque origin and sends Origin: null, so
+// nothing an app or the model inside it does can reach a requirement,
+// grant or standing-approval writer. The one exception is POST
+// /v1/hosts/pair, which a real origin may call to pair itself (that is how
+// a web host pairs; the administrator still approves it); for any other
+// origin, and for null, it is refused too.
 //
-// conformance: P3-C12.1-01, P3-C12.1-09, P3-S17-01, P1-F2-15
+// conformance: P3-C12.1-01, P3-C12.1-09, P3-S17-01
 func TestUnpairedPageRefusedEverywhere(t *testing.T) {
 	e := newEnv(t, seed{app: "app1", slot: "mail", status: "approved", hosts: []string{"api.mail.example"}})
 	desk := e.pair("desktop", "")
-	const evil = "https://evil.example"
 	for _, rt := range routes() {
 		path := concrete(rt.path)
 		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
-			for _, token := range []string{"", desk} {
-				h := jsonHeader("Origin", evil)
-				if token != "" {
-					h["Authorization"] = "Bearer " + token
-				}
-				body := ""
-				if rt.limit > 0 {
-					body = "{}"
-				}
-				if rt.origin == originPairing && rt.access == open {
-					body = fmt.Sprintf(`{"name":"x","surface":"web","origin":%q,"challenge":%q}`, webOrigin, challengeOf(verifier))
-				}
-				resp, got := e.do(req{method: rt.method, path: path, header: h, body: body})
-				want := http.StatusForbidden
-				if rt.access == ctlOnly {
-					want = http.StatusNotFound // the TCP listener has no such route
-				}
-				if resp.StatusCode != want {
-					t.Errorf("%s %s from %s (token %t) = %d %s, want %d", rt.method, path, evil, token != "", resp.StatusCode, got, want)
-				}
-				if acao := resp.Header.Get("Access-Control-Allow-Origin"); acao != "" && rt.origin != originPairing {
-					t.Errorf("Access-Control-Allow-Origin = %q for an unpaired page", acao)
-				}
-			}
-			resp, _ := e.do(req{method: "OPTIONS", path: path, header: map[string]string{
-				"Origin": evil, "Access-Control-Request-Method": rt.method,
-				"Access-Control-Request-Headers": "authorization, content-type", "Access-Control-Request-Private-Network": "true",
-			}})
-			if rt.origin == originPairing && rt.access == open {
-				return // any page may ask to pair itself
-			}
-			if resp.StatusCode/100 == 2 || resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.Header.Get("Access-Control-Allow-Private-Network") != "" {
-				t.Errorf("preflight of %s %s from %s = %d %v, want a refusal without CORS headers", rt.method, path, evil, resp.StatusCode, resp.Header)
+			for _, page := range []string{"https://evil.example", "null"} {
+				unpairedPage(t, e, rt, path, page, desk)
 			}
 		})
+	}
+}
+
+func unpairedPage(t *testing.T, e *env, rt route, path, evil, desk string) {
+	t.Helper()
+	for _, token := range []string{"", desk} {
+		h := jsonHeader("Origin", evil)
+		if token != "" {
+			h["Authorization"] = "Bearer " + token
+		}
+		body := ""
+		if rt.limit > 0 {
+			body = "{}"
+		}
+		if rt.origin == originPairing && rt.access == open {
+			body = fmt.Sprintf(`{"name":"x","surface":"web","origin":%q,"challenge":%q}`, webOrigin, challengeOf(verifier))
+		}
+		resp, got := e.do(req{method: rt.method, path: path, header: h, body: body})
+		want := http.StatusForbidden
+		if rt.access == ctlOnly && evil != "null" {
+			want = http.StatusNotFound // the TCP listener has no such route
+		}
+		if resp.StatusCode != want {
+			t.Errorf("%s %s from %s (token %t) = %d %s, want %d", rt.method, path, evil, token != "", resp.StatusCode, got, want)
+		}
+		if acao := resp.Header.Get("Access-Control-Allow-Origin"); acao != "" && rt.origin != originPairing {
+			t.Errorf("Access-Control-Allow-Origin = %q for an unpaired page", acao)
+		}
+	}
+	resp, _ := e.do(req{method: "OPTIONS", path: path, header: map[string]string{
+		"Origin": evil, "Access-Control-Request-Method": rt.method,
+		"Access-Control-Request-Headers": "authorization, content-type", "Access-Control-Request-Private-Network": "true",
+	}})
+	if rt.origin == originPairing && rt.access == open && evil != "null" {
+		return // any real origin may ask to pair itself
+	}
+	if resp.StatusCode/100 == 2 || resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.Header.Get("Access-Control-Allow-Private-Network") != "" {
+		t.Errorf("preflight of %s %s from %s = %d %v, want a refusal without CORS headers", rt.method, path, evil, resp.StatusCode, resp.Header)
 	}
 }
 
@@ -293,8 +303,6 @@ func TestPairRateLimit(t *testing.T) {
 // TestBodyLimits: a body over the route's limit is refused 413 before it
 // is parsed (a huge body that is not even JSON says 413, not 400), with or
 // without a Content-Length.
-//
-// conformance: P1-R6-01
 func TestBodyLimits(t *testing.T) {
 	e := newEnv(t, seed{app: "app1", slot: "mail", status: "approved", hosts: []string{"api.mail.example"}})
 	desk := e.pair("desktop", "")
@@ -366,5 +374,38 @@ func TestRouteLimitsFollowR6(t *testing.T) {
 func TestQuickDeadline(t *testing.T) {
 	if quickTimeout >= longTimeout || longTimeout > time.Hour {
 		t.Errorf("quick %v, long %v: want quick < long ≤ 1h", quickTimeout, longTimeout)
+	}
+}
+
+// TestNoAppSurface: the route table has no seat for an app. Only three
+// routes are open (health, and pairing, which writes nothing but a
+// request the administrator must approve); every other route needs a
+// paired host or the ctl socket; and no route but the net bridge takes a
+// body of the net-frame class, so no other route carries an app's frame
+// to a fetch.
+//
+// conformance: P1-F2-15, P3-C12.1-01
+func TestNoAppSurface(t *testing.T) {
+	openRoutes := map[string]bool{}
+	for _, rt := range routes() {
+		key := rt.method + " " + rt.path
+		if rt.access == open {
+			openRoutes[key] = true
+		}
+		if rt.limit == netBody && key != "POST /v1/net" {
+			t.Errorf("%s takes a net-frame body; only POST /v1/net may", key)
+		}
+		if rt.class == long && key != "POST /v1/net" {
+			t.Errorf("%s is a long route; only the net bridge parks on a confirm", key)
+		}
+	}
+	want := map[string]bool{"GET /v1/health": true, "POST /v1/hosts/pair": true, "POST /v1/hosts/pair/:pairingId/redeem": true}
+	if len(openRoutes) != len(want) {
+		t.Errorf("open routes = %v, want exactly %v", openRoutes, want)
+	}
+	for k := range openRoutes {
+		if !want[k] {
+			t.Errorf("open route %s: every route but health and pairing needs a paired host", k)
+		}
 	}
 }
