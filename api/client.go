@@ -235,7 +235,7 @@ func (c *Client) Connections(ctx context.Context, appID string) ([]ConnectionJSO
 
 func (c *Client) writer(ctx context.Context, appID, slot, act string) (ConnectionJSON, error) {
 	var out ConnectionResponse
-	err := c.do(ctx, http.MethodPost, "/v1/apps/"+esc(appID)+"/connections/"+esc(slot)+"/"+act, nil, &out)
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/"+act, nil, &out)
 	return out.Connection, err
 }
 
@@ -262,7 +262,7 @@ func (c *Client) Reconnect(ctx context.Context, appID, slot string) (ConnectionJ
 // SetCredentials calls PUT …/{slot}/credentials. The values are sent once
 // and never come back.
 func (c *Client) SetCredentials(ctx context.Context, appID, slot string, fields map[string]string) error {
-	return c.do(ctx, http.MethodPut, "/v1/apps/"+esc(appID)+"/connections/"+esc(slot)+"/credentials", CredentialsRequest{Fields: fields}, nil)
+	return c.do(ctx, http.MethodPut, connPath(appID, slot)+"/credentials", CredentialsRequest{Fields: fields}, nil)
 }
 
 // Schemas calls GET /v1/schemas.
@@ -320,4 +320,75 @@ func (c *Client) Events(ctx context.Context, fn func(Event) error) error {
 		return ctx.Err()
 	}
 	return sc.Err()
+}
+
+func connPath(appID, slot string) string {
+	return "/v1/apps/" + esc(appID) + "/connections/" + esc(slot)
+}
+
+// PutConnection calls PUT /v1/apps/{appId}/connections/{slot}, the user
+// channel, with requirement as its JSON.
+func (c *Client) PutConnection(ctx context.Context, appID, slot string, requirement json.RawMessage) (ProposalJSON, error) {
+	var out ProposalResponse
+	err := c.do(ctx, http.MethodPut, connPath(appID, slot), PutConnectionRequest{Requirement: requirement}, &out)
+	return out.Proposal, err
+}
+
+// Directive calls POST /v1/apps/{appId}/directives, the assistant channel,
+// with the directive's JSON; userDocs says the user supplied the docs.
+func (c *Client) Directive(ctx context.Context, appID string, directive json.RawMessage, userDocs bool) (ProposalJSON, error) {
+	var out ProposalResponse
+	path := "/v1/apps/" + esc(appID) + "/directives"
+	if userDocs {
+		path += "?userDocs=true"
+	}
+	err := c.do(ctx, http.MethodPost, path, directive, &out)
+	return out.Proposal, err
+}
+
+// Install calls POST /v1/apps/{appId}/install, the install channel.
+func (c *Client) Install(ctx context.Context, appID string, req InstallRequest) ([]ProposalJSON, error) {
+	var out InstallResponse
+	err := c.do(ctx, http.MethodPost, "/v1/apps/"+esc(appID)+"/install", req, &out)
+	return out.Proposals, err
+}
+
+// PickOption calls POST …/{slot}/option.
+func (c *Client) PickOption(ctx context.Context, appID, slot, optionID string) (ProposalJSON, error) {
+	var out ProposalResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/option", OptionRequest{OptionID: optionID}, &out)
+	return out.Proposal, err
+}
+
+// Review calls GET …/{slot}/review.
+func (c *Client) Review(ctx context.Context, appID, slot string) (ReviewResponse, error) {
+	var out ReviewResponse
+	return out, c.do(ctx, http.MethodGet, connPath(appID, slot)+"/review", nil, &out)
+}
+
+// Export calls POST /v1/export (ctl) and copies the user DB, without
+// secrets, to w.
+func (c *Client) Export(ctx context.Context, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodPost, "/v1/export", nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// Import calls POST /v1/import (ctl) with the user DB read from r and
+// returns the reconciliation report.
+func (c *Client) Import(ctx context.Context, r io.Reader) (ImportReportJSON, error) {
+	resp, err := c.send(ctx, http.MethodPost, "/v1/import", r, sqliteType)
+	if err != nil {
+		return ImportReportJSON{}, err
+	}
+	defer resp.Body.Close()
+	var out ImportReportJSON
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return ImportReportJSON{}, fmt.Errorf("import: decode the report: %w", err)
+	}
+	return out, nil
 }

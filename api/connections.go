@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -78,4 +79,120 @@ func (s *Server) credentials(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// proposalJSON adds the row's dynamic state to a proposal.
+func (s *Server) proposalJSON(ctx context.Context, r daemon.ProposeResult) (ProposalJSON, error) {
+	c, err := s.connectionJSON(ctx, r.Connection)
+	if err != nil {
+		return ProposalJSON{}, err
+	}
+	return ProposalJSON{
+		Connection: c, Staged: r.Staged, Borrowed: r.Borrowed, Disclosure: r.Disclosure, EntryID: r.EntryID,
+		ClaimedProvenance: r.ClaimedProvenance, ClaimedConfidence: r.ClaimedConfidence,
+	}, nil
+}
+
+// proposal answers one proposal.
+func (s *Server) proposal(c echo.Context, r daemon.ProposeResult, err error) error {
+	if err != nil {
+		return err
+	}
+	p, err := s.proposalJSON(c.Request().Context(), r)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ProposalResponse{Proposal: p})
+}
+
+// putConnection is the user channel (PUT /v1/apps/{appId}/connections/{slot}):
+// a declared row, or a staged change on an approved row.
+func (s *Server) putConnection(c echo.Context) error {
+	var req PutConnectionRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if len(req.Requirement) == 0 {
+		return errcode.New(errcode.BadRequest, "requirement is required")
+	}
+	r, err := s.d.ProposeUser(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Requirement)
+	return s.proposal(c, r, err)
+}
+
+// directive is the assistant channel (POST /v1/apps/{appId}/directives):
+// the body is the connection_requirement directive itself, parsed strictly
+// by the daemon; ?userDocs=true says the user supplied the documentation
+// the model read.
+func (s *Server) directive(c echo.Context) error {
+	var userDocs bool
+	switch v := c.QueryParams()["userDocs"]; {
+	case len(v) == 0 || len(v) == 1 && v[0] == "false":
+	case len(v) == 1 && v[0] == "true":
+		userDocs = true
+	default:
+		return errcode.New(errcode.BadRequest, "userDocs must be true or false")
+	}
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return bodyError(err)
+	}
+	r, err := s.d.ProposeDirective(c.Request().Context(), param(c, "appId"), raw, userDocs)
+	return s.proposal(c, r, err)
+}
+
+// install is the install channel (POST /v1/apps/{appId}/install).
+func (s *Server) install(c echo.Context) error {
+	var req InstallRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	rs, err := s.d.InstallStarter(ctx, param(c, "appId"), daemon.StarterInstall{Source: req.StarterID, FactorySHA256: req.FactorySHA256, CurrentSHA256: req.CurrentSHA256})
+	if err != nil {
+		return err
+	}
+	out := InstallResponse{Proposals: make([]ProposalJSON, 0, len(rs))}
+	for _, r := range rs {
+		p, err := s.proposalJSON(ctx, r)
+		if err != nil {
+			return err
+		}
+		out.Proposals = append(out.Proposals, p)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// pickOption proposes a registry entry's alternative flow for the row, on
+// the user channel (POST …/{slot}/option).
+func (s *Server) pickOption(c echo.Context) error {
+	var req OptionRequest
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	r, err := s.d.PickOption(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.OptionID)
+	return s.proposal(c, r, err)
+}
+
+// review answers what a review or re-approval screen shows (GET
+// …/{slot}/review).
+func (s *Server) review(c echo.Context) error {
+	ctx := c.Request().Context()
+	rv, err := s.d.Review(ctx, param(c, "appId"), param(c, "slot"))
+	if err != nil {
+		return err
+	}
+	conn, err := s.connectionJSON(ctx, rv.Connection)
+	if err != nil {
+		return err
+	}
+	out := ReviewResponse{
+		Connection: conn, Posture: string(rv.Posture), Borrowed: rv.Borrowed, Disclosure: rv.Disclosure,
+		Diff: make([]FieldDiff, 0, len(rv.Diff)), Hosts: nonNil(rv.Hosts), PendingHosts: rv.PendingHosts,
+		Scopes: nonNil(rv.Scopes), PendingScopes: rv.Pending, Instructions: nonNil(rv.Instructions),
+		ConsoleURL: rv.ConsoleURL, ConsoleHost: rv.ConsoleHost, PairingFamily: rv.PairingFamily, PairingOwed: rv.PairingOwed,
+	}
+	for _, d := range rv.Diff {
+		out.Diff = append(out.Diff, FieldDiff{Path: d.Path, Old: rawOrNull(d.Old), New: rawOrNull(d.New)})
+	}
+	return c.JSON(http.StatusOK, out)
 }

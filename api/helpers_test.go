@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
 	"github.com/snug/snugd/daemon"
 )
 
@@ -82,13 +80,22 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// seed is a connection row written into snugd.db before the daemon opens
-// it. The API has no proposer route yet (they land with the integrator's
-// channels), so tests that need rows write them the way an old snugd
-// would have.
+// seed is a connection row a test starts with, proposed on the user
+// channel and moved to its status through the writers.
 type seed struct {
 	app, slot, status string
 	hosts             []string
+}
+
+// requirementJSON is a minimal valid api_key requirement for slot.
+func requirementJSON(slot string, hosts ...string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"slot": slot, "kind": "api_key", "provider": map[string]any{"name": "Example"},
+		"fields":           []any{map[string]any{"key": "api_key", "label": "API key", "type": "secret"}},
+		"request":          map[string]any{"headerTemplate": map[string]any{"X-Key": "{{api_key}}"}},
+		"declaredApiHosts": hosts,
+	})
+	return b
 }
 
 func newEnv(t *testing.T, seeds ...seed) *env {
@@ -102,14 +109,6 @@ func newEnv(t *testing.T, seeds ...seed) *env {
 	dir = filepath.Join(dir, "d")
 	e := &env{t: t, dir: dir, clock: &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, logs: &lockedBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if len(seeds) > 0 {
-		d, err := daemon.New(t.Context(), daemon.Config{DataDir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.Close()
-		writeSeeds(t, filepath.Join(dir, "snugd.db"), seeds)
-	}
 	e.d, err = daemon.New(t.Context(), daemon.Config{DataDir: dir, Logger: log, Now: e.clock.now})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
@@ -136,37 +135,27 @@ func newEnv(t *testing.T, seeds ...seed) *env {
 		e.d.Close()
 	})
 	e.ctl = DialCtl(dir, ClientOptions{})
+	for _, sd := range seeds {
+		e.seed(sd)
+	}
 	return e
 }
 
-func writeSeeds(t *testing.T, path string, seeds []seed) {
-	t.Helper()
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
+func (e *env) seed(s seed) {
+	e.t.Helper()
+	ctx := e.t.Context()
+	if _, err := e.ctl.PutConnection(ctx, s.app, s.slot, requirementJSON(s.slot, s.hosts...)); err != nil {
+		e.t.Fatalf("seed %+v: %v", s, err)
 	}
-	defer db.Close()
-	const ts = "2026-11-30T08:00:00.000Z"
-	for _, s := range seeds {
-		req := map[string]any{
-			"slot": s.slot, "kind": "api_key", "provider": map[string]any{"name": "Example"},
-			"fields":           []any{map[string]any{"key": "api_key", "label": "API key", "type": "secret"}},
-			"request":          map[string]any{"headerTemplate": map[string]any{"X-Key": "{{api_key}}"}},
-			"declaredApiHosts": s.hosts,
-		}
-		b, _ := json.Marshal(req)
-		allowed, approvedAt, revokedAt := "[]", any(nil), any(nil)
-		if s.status != "declared" {
-			h, _ := json.Marshal(s.hosts)
-			allowed, approvedAt = string(h), ts
-		}
-		if s.status == "revoked" {
-			revokedAt = ts
-		}
-		_, err := db.Exec(`INSERT INTO snug_connections (app_id, slot, requirement_json, requirement_version, provenance, status, allowed_hosts, approved_at, revoked_at, created_at, updated_at)
-			VALUES (?, ?, ?, 1, 'user', ?, ?, ?, ?, ?, ?)`, s.app, s.slot, string(b), s.status, allowed, approvedAt, revokedAt, ts, ts)
-		if err != nil {
-			t.Fatalf("seed %+v: %v", s, err)
+	if s.status == "declared" {
+		return
+	}
+	if _, err := e.ctl.Approve(ctx, s.app, s.slot); err != nil {
+		e.t.Fatalf("seed %+v: %v", s, err)
+	}
+	if s.status == "revoked" {
+		if _, err := e.ctl.Revoke(ctx, s.app, s.slot); err != nil {
+			e.t.Fatalf("seed %+v: %v", s, err)
 		}
 	}
 }

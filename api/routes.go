@@ -114,6 +114,11 @@ func routes() []route {
 		{method: get, path: "/v1/events", access: authed, limit: noBody, class: stream, handle: (*Server).events},
 
 		{method: get, path: "/v1/apps/:appId/connections", access: authed, limit: noBody, handle: (*Server).connections},
+		{method: put, path: conn, access: authed, limit: requirementBody, handle: (*Server).putConnection},
+		{method: post, path: "/v1/apps/:appId/directives", access: authed, limit: requirementBody, handle: (*Server).directive},
+		{method: post, path: "/v1/apps/:appId/install", access: authed, limit: requirementBody, handle: (*Server).install},
+		{method: get, path: conn + "/review", access: authed, limit: noBody, handle: (*Server).review},
+		{method: post, path: conn + "/option", access: authed, limit: smallBody, handle: (*Server).pickOption},
 		{method: post, path: conn + "/approve", access: authed, limit: smallBody, handle: (*Server).approve},
 		{method: post, path: conn + "/reapprove", access: authed, limit: smallBody, handle: (*Server).reapprove},
 		{method: post, path: conn + "/revoke", access: authed, limit: smallBody, handle: (*Server).revoke},
@@ -122,6 +127,9 @@ func routes() []route {
 
 		{method: get, path: "/v1/schemas", access: authed, limit: noBody, handle: (*Server).schemas},
 		{method: get, path: "/v1/schemas/:type", access: authed, limit: noBody, handle: (*Server).schema},
+
+		{method: post, path: "/v1/export", access: ctlOnly, limit: noBody, class: bulk, handle: (*Server).export},
+		{method: post, path: "/v1/import", access: ctlOnly, limit: bulkBody, class: bulk, rawType: sqliteType, handle: (*Server).importDB},
 	}
 }
 

@@ -294,3 +294,119 @@ type Event struct {
 	Type string // confirm-pending | connection-changed | flow-updated | helper-changed
 	Data EventData
 }
+
+// PutConnectionRequest is PUT /v1/apps/{appId}/connections/{slot}, the
+// user channel.
+type PutConnectionRequest struct {
+	Requirement json.RawMessage `json:"requirement"`
+}
+
+// InstallRequest is POST /v1/apps/{appId}/install, the install channel:
+// the app's install source (the starter's id) and the SHA-256 (64 hex
+// digits) of the pinned factory HTML and of the current HTML.
+// Connection, the starter's connection.json as the host has it, is
+// accepted and never used: a vouched install proposes snugd's own bundled
+// copy.
+type InstallRequest struct {
+	StarterID     string          `json:"starterId"`
+	FactorySHA256 string          `json:"factorySha256"`
+	CurrentSHA256 string          `json:"currentSha256"`
+	Connection    json.RawMessage `json:"connection,omitempty"`
+}
+
+// OptionRequest is POST …/{slot}/option: pick a registry entry's
+// alternative flow, on the user channel.
+type OptionRequest struct {
+	OptionID string `json:"optionId"`
+}
+
+// ProposalJSON is what a proposal did.
+type ProposalJSON struct {
+	Connection ConnectionJSON `json:"connection"`
+	// Staged: the row was approved, so the proposal waits for re-approval
+	// (needsReapproval) instead of replacing it.
+	Staged bool `json:"staged"`
+	// Borrowed: the registry's pinned values replaced the declared ones;
+	// Disclosure is the sentence to show beside them.
+	Borrowed   bool   `json:"borrowed"`
+	Disclosure string `json:"disclosure,omitempty"`
+	EntryID    string `json:"entryId,omitempty"`
+	// ClaimedProvenance and ClaimedConfidence are what a directive claimed:
+	// display-only, never an approval input.
+	ClaimedProvenance string   `json:"claimedProvenance,omitempty"`
+	ClaimedConfidence *float64 `json:"claimedConfidence,omitempty"`
+}
+
+// ProposalResponse answers the user channel and the assistant channel.
+type ProposalResponse struct {
+	Proposal ProposalJSON `json:"proposal"`
+}
+
+// InstallResponse answers the install channel: one proposal per slot the
+// starter declares.
+type InstallResponse struct {
+	Proposals []ProposalJSON `json:"proposals"`
+}
+
+// ReviewResponse is GET …/{slot}/review: what a review or re-approval
+// screen shows.
+type ReviewResponse struct {
+	Connection ConnectionJSON `json:"connection"`
+	// Posture: manual (the user typed it), strong (a model or a starter
+	// proposed it: review field by field) or pinned (the registry's values).
+	Posture    string      `json:"posture"`
+	Borrowed   bool        `json:"borrowed"`
+	Disclosure string      `json:"disclosure,omitempty"`
+	Diff       []FieldDiff `json:"diff"`
+	Hosts      []string    `json:"hosts"`
+	// PendingHosts and PendingScopes are what re-approval would freeze;
+	// null without a staged change.
+	PendingHosts  []string `json:"pendingHosts"`
+	Scopes        []string `json:"scopes"`
+	PendingScopes []string `json:"pendingScopes"`
+	// Instructions are plain text: render them as a numbered list, never
+	// as HTML or links.
+	Instructions []string `json:"instructions"`
+	ConsoleURL   string   `json:"consoleUrl,omitempty"`
+	ConsoleHost  string   `json:"consoleHost,omitempty"` // show it in full beside the URL
+	// PairingFamily is the registry's pairing family ("" when none);
+	// PairingOwed is true while the slot lacks that family's verify marker.
+	PairingFamily string `json:"pairingFamily,omitempty"`
+	PairingOwed   bool   `json:"pairingOwed"`
+}
+
+// FieldDiff is one leaf that differs between the current and the staged
+// requirement: old and new as JSON values, null when absent.
+type FieldDiff struct {
+	Path string          `json:"path"`
+	Old  json.RawMessage `json:"old"`
+	New  json.RawMessage `json:"new"`
+}
+
+// ImportReportJSON answers POST /v1/import (ctl).
+type ImportReportJSON struct {
+	Restored int          `json:"restored"`
+	Demoted  int          `json:"demoted"`
+	Dropped  []DroppedRow `json:"dropped"`
+}
+
+// DroppedRow is a row import refused, with a fixed reason.
+type DroppedRow struct {
+	AppID  string `json:"appId"`
+	Slot   string `json:"slot"`
+	Reason string `json:"reason"`
+}
+
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
+func rawOrNull(s *string) json.RawMessage {
+	if s == nil || !json.Valid([]byte(*s)) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(*s)
+}
