@@ -14,7 +14,8 @@ import (
 )
 
 // FuzzChain sends arbitrary requests through the TCP channel and checks
-// the chain's promises: the security headers on every answer; no answer
+// the chain's promises: the security headers on every answer; never a
+// 500; no answer
 // but 403 to a Host that is not loopback with the port; never a wildcard
 // or credentialed CORS answer; a 2xx from an authed route only with the
 // paired token its origin allows; CORS headers only for an admitted
@@ -90,6 +91,9 @@ func FuzzChain(f *testing.F) {
 		if hdr.Get("Snugd-Version") != testVersion || hdr.Get("X-Content-Type-Options") != "nosniff" || hdr.Get("Cache-Control") != "no-store" ||
 			hdr.Get("Content-Security-Policy") != "default-src 'none'; frame-ancestors 'none'" {
 			t.Fatalf("security headers missing: %v", hdr)
+		}
+		if rec.Code == http.StatusInternalServerError {
+			t.Fatalf("%s %s answered 500: %s", method, target, rec.Body)
 		}
 		hostOK := false
 		for _, a := range allowed {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -335,7 +336,7 @@ func (ch *channel) deadlines(w http.ResponseWriter, r *http.Request, rt *route) 
 			err = rc.SetWriteDeadline(now.Add(bulkTimeout))
 		}
 	}
-	if err != nil && err != http.ErrNotSupported {
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return errorOf(ch.s.log, fmt.Errorf("set deadlines: %w", err)), false
 	}
 	return apiError{}, true

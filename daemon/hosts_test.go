@@ -31,7 +31,7 @@ func challengeOf(verifier string) string {
 
 // newHostsDaemon returns a daemon on a clock the test moves, logging into
 // logs.
-func newHostsDaemon(t *testing.T) (*Daemon, *testClock, *bytes.Buffer) {
+func newHostsDaemon(t testing.TB) (*Daemon, *testClock, *bytes.Buffer) {
 	t.Helper()
 	clock := &testClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	logs := &bytes.Buffer{}
@@ -43,7 +43,7 @@ func newHostsDaemon(t *testing.T) (*Daemon, *testClock, *bytes.Buffer) {
 	return d, clock, logs
 }
 
-func webPair(t *testing.T, d *Daemon, verifier string) Pairing {
+func webPair(t testing.TB, d *Daemon, verifier string) Pairing {
 	t.Helper()
 	p, err := d.Pair(t.Context(), PairRequest{Name: "Snug web", Surface: SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
 	if err != nil {
@@ -53,7 +53,7 @@ func webPair(t *testing.T, d *Daemon, verifier string) Pairing {
 }
 
 // pairHost pairs and redeems a host and returns its token.
-func pairHost(t *testing.T, d *Daemon, surface Surface, origin string) string {
+func pairHost(t testing.TB, d *Daemon, surface Surface, origin string) string {
 	t.Helper()
 	ctx := t.Context()
 	p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: challengeOf(testVerifer)}, origin)
@@ -587,6 +587,29 @@ func FuzzNormalizeCode(f *testing.F) {
 		}
 		if again, ok := normalizeCode(n); !ok || again != n {
 			t.Fatalf("normalizeCode(%q) = %q, %t, want idempotent", n, again, ok)
+		}
+	})
+}
+
+// BenchmarkAuthenticateHost is what every authenticated request pays: a
+// SHA-256, a map lookup under a read lock and a constant-time compare; no
+// SQL (last_seen_at is written at most every five minutes).
+func BenchmarkAuthenticateHost(b *testing.B) {
+	d, _, _ := newHostsDaemon(b)
+	ctx := b.Context()
+	for range 20 {
+		pairHost(b, d, SurfaceDesktop, "")
+	}
+	token := pairHost(b, d, SurfaceWeb, webOrigin)
+	if _, err := d.AuthenticateHost(ctx, token, webOrigin); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := d.AuthenticateHost(ctx, token, webOrigin); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/snug/snugd/daemon"
+)
+
+// BenchmarkChain measures the security chain and echo around a handler
+// that does no I/O: an open route, and an authenticated one from a paired
+// web origin (Host, Origin admission, token and binding, CORS headers).
+func BenchmarkChain(b *testing.B) {
+	d, err := daemon.New(context.Background(), daemon.Config{DataDir: filepath.Join(b.TempDir(), "d")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	p, err := d.Pair(b.Context(), daemon.PairRequest{Name: "bench", Surface: daemon.SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.ApprovePairing(b.Context(), p.Code)
+	r, err := d.RedeemPairing(b.Context(), p.ID, verifier, webOrigin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := New(d, Options{}).TCPHandler(4747)
+	run := func(b *testing.B, path string, header map[string]string) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Host = "127.0.0.1:4747"
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("GET %s = %d %s", path, rec.Code, rec.Body)
+			}
+		}
+	}
+	b.Run("open", func(b *testing.B) { run(b, "/v1/health", nil) })
+	b.Run("authenticated", func(b *testing.B) {
+		run(b, "/v1/schemas", map[string]string{"Origin": webOrigin, "Authorization": "Bearer " + r.Token.Reveal()})
+	})
+}
