@@ -392,3 +392,110 @@ func (c *Client) Import(ctx context.Context, r io.Reader) (ImportReportJSON, err
 	}
 	return out, nil
 }
+
+// Net calls POST /v1/net and returns the snug:net-response frame's bytes
+// exactly as snugd wrote them. A frame snugd does not answer is an *Error
+// (400 NET_INVALID_REQUEST). Cancelling ctx cancels the request in the
+// executor and denies a confirm it parked.
+func (c *Client) Net(ctx context.Context, req NetRequest) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodPost, "/v1/net", req, "application/json")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// TestConnection calls POST …/{slot}/test and returns the frame's bytes.
+func (c *Client) TestConnection(ctx context.Context, appID, slot string) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodPost, connPath(appID, slot)+"/test", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+// Facts calls GET /v1/apps/{appId}/facts.
+func (c *Client) Facts(ctx context.Context, appID string) ([]FactJSON, error) {
+	var out FactsResponse
+	err := c.do(ctx, http.MethodGet, "/v1/apps/"+esc(appID)+"/facts", nil, &out)
+	return out.Facts, err
+}
+
+// Confirms calls GET /v1/confirms.
+func (c *Client) Confirms(ctx context.Context) ([]ConfirmJSON, error) {
+	var out ConfirmsResponse
+	err := c.do(ctx, http.MethodGet, "/v1/confirms", nil, &out)
+	return out.Confirms, err
+}
+
+// Confirm calls GET /v1/confirms/{id}.
+func (c *Client) Confirm(ctx context.Context, id string) (ConfirmJSON, error) {
+	var out ConfirmResponse
+	err := c.do(ctx, http.MethodGet, "/v1/confirms/"+esc(id), nil, &out)
+	return out.Confirm, err
+}
+
+// DecideConfirm calls POST /v1/confirms/{id}.
+func (c *Client) DecideConfirm(ctx context.Context, id string, d DecisionRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/confirms/"+esc(id), d, nil)
+}
+
+// Standings calls GET /v1/standing.
+func (c *Client) Standings(ctx context.Context) ([]StandingJSON, error) {
+	var out StandingsResponse
+	err := c.do(ctx, http.MethodGet, "/v1/standing", nil, &out)
+	return out.Standing, err
+}
+
+// ArmStanding calls POST /v1/standing.
+func (c *Client) ArmStanding(ctx context.Context, req StandingRequest) (StandingJSON, error) {
+	var out StandingResponse
+	err := c.do(ctx, http.MethodPost, "/v1/standing", req, &out)
+	return out.Standing, err
+}
+
+// DisarmStanding calls DELETE /v1/standing/{id}.
+func (c *Client) DisarmStanding(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/standing/"+esc(id), nil, nil)
+}
+
+// KillStanding calls POST /v1/standing/kill and returns how many standing
+// approvals it disarmed.
+func (c *Client) KillStanding(ctx context.Context) (int, error) {
+	var out KillResponse
+	err := c.do(ctx, http.MethodPost, "/v1/standing/kill", nil, &out)
+	return out.Disarmed, err
+}
+
+// JournalOptions selects a journal page (GET /v1/journal).
+type JournalOptions struct {
+	AppID          string
+	UnattendedOnly bool
+	Before         int64 // 0: from the newest
+	Limit          int   // 0: 100
+}
+
+// Journal calls GET /v1/journal.
+func (c *Client) Journal(ctx context.Context, o JournalOptions) (JournalResponse, error) {
+	q := url.Values{}
+	if o.AppID != "" {
+		q.Set("appId", o.AppID)
+	}
+	if o.UnattendedOnly {
+		q.Set("unattended", "true")
+	}
+	if o.Before != 0 {
+		q.Set("before", fmt.Sprint(o.Before))
+	}
+	if o.Limit != 0 {
+		q.Set("limit", fmt.Sprint(o.Limit))
+	}
+	path := "/v1/journal"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out JournalResponse
+	return out, c.do(ctx, http.MethodGet, path, nil, &out)
+}

@@ -35,10 +35,17 @@ func (s *Server) connectionJSON(ctx context.Context, row daemon.Connection) (Con
 	if err != nil {
 		return ConnectionJSON{}, err
 	}
-	if !ok {
-		return connectionJSON(row, nil), nil
+	var j ConnectionJSON
+	if ok {
+		j = connectionJSON(row, &st)
+	} else {
+		j = connectionJSON(row, nil)
 	}
-	return connectionJSON(row, &st), nil
+	if armed, ok := s.d.StandingFor(row.AppID, row.Slot); ok {
+		sj := standingJSON(armed)
+		j.Standing = &sj
+	}
+	return j, nil
 }
 
 // writer adapts one of the writers of §12.3 (and reconnect) to a route.

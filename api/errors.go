@@ -44,6 +44,7 @@ func statusTable() map[errcode.Code]int {
 		errcode.ConnectionNotRevoked:  http.StatusConflict,
 		errcode.SlotCapReached:        http.StatusConflict,
 		errcode.PairingRedeemed:       http.StatusConflict,
+		errcode.StandingArmed:         http.StatusConflict,
 		// 413, 415.
 		errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 		errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,

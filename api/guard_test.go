@@ -382,7 +382,8 @@ func TestQuickDeadline(t *testing.T) {
 // request the administrator must approve); every other route needs a
 // paired host or the ctl socket; and no route but the net bridge takes a
 // body of the net-frame class, so no other route carries an app's frame
-// to a fetch.
+// to a fetch (the connection test fetches the requirement's own
+// testRequest, for the user, never a frame).
 //
 // conformance: P1-F2-15, P3-C12.1-01
 func TestNoAppSurface(t *testing.T) {
@@ -395,8 +396,8 @@ func TestNoAppSurface(t *testing.T) {
 		if rt.limit == netBody && key != "POST /v1/net" {
 			t.Errorf("%s takes a net-frame body; only POST /v1/net may", key)
 		}
-		if rt.class == long && key != "POST /v1/net" {
-			t.Errorf("%s is a long route; only the net bridge parks on a confirm", key)
+		if rt.class == long && key != "POST /v1/net" && key != "POST /v1/apps/:appId/connections/:slot/test" {
+			t.Errorf("%s is a long route; only the net bridge and the connection test park on a confirm", key)
 		}
 	}
 	want := map[string]bool{"GET /v1/health": true, "POST /v1/hosts/pair": true, "POST /v1/hosts/pair/:pairingId/redeem": true}

@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/transports"
 )
 
 const (
@@ -98,7 +101,25 @@ func requirementJSON(slot string, hosts ...string) json.RawMessage {
 	return b
 }
 
+// noNetwork refuses every lookup and dial: no test reaches beyond
+// loopback by accident.
+type noNetwork struct{}
+
+func (noNetwork) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return nil, errors.New("test: no DNS")
+}
+
+func (noNetwork) Dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("test: no dialling")
+}
+
 func newEnv(t *testing.T, seeds ...seed) *env {
+	t.Helper()
+	return newEnvWith(t, nil, seeds...)
+}
+
+// newEnvWith is newEnv with the daemon's configuration adjusted by cfg.
+func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 	t.Helper()
 	// A short path: a unix socket path is limited to about 100 bytes.
 	dir, err := os.MkdirTemp("", "snugd")
@@ -109,7 +130,15 @@ func newEnv(t *testing.T, seeds ...seed) *env {
 	dir = filepath.Join(dir, "d")
 	e := &env{t: t, dir: dir, clock: &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, logs: &lockedBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.d, err = daemon.New(t.Context(), daemon.Config{DataDir: dir, Logger: log, Now: e.clock.now})
+	dc := daemon.Config{
+		DataDir: dir, Logger: log, Now: e.clock.now,
+		Public: &transports.Public{Resolver: noNetwork{}, Dial: noNetwork{}.Dial},
+		LAN:    &transports.LAN{Dial: noNetwork{}.Dial},
+	}
+	if cfg != nil {
+		cfg(&dc)
+	}
+	e.d, err = daemon.New(t.Context(), dc)
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
@@ -230,7 +259,7 @@ func errCode(body string) string {
 
 // concrete fills a route's parameters with sample values.
 func concrete(path string) string {
-	r := strings.NewReplacer(":appId", "app1", ":slot", "mail", ":pairingId", "p_"+strings.Repeat("0", 32), ":hostId", "h_1", ":type", "snug:net-request")
+	r := strings.NewReplacer(":appId", "app1", ":slot", "mail", ":pairingId", "p_"+strings.Repeat("0", 32), ":hostId", "h_1", ":type", "snug:net-request", ":id", "c1")
 	return r.Replace(path)
 }
 

@@ -124,6 +124,18 @@ func routes() []route {
 		{method: post, path: conn + "/revoke", access: authed, limit: smallBody, handle: (*Server).revoke},
 		{method: post, path: conn + "/reconnect", access: authed, limit: smallBody, handle: (*Server).reconnect},
 		{method: put, path: conn + "/credentials", access: authed, limit: requirementBody, handle: (*Server).credentials},
+		{method: post, path: conn + "/test", access: authed, limit: smallBody, class: long, handle: (*Server).testConnection},
+		{method: get, path: "/v1/apps/:appId/facts", access: authed, limit: noBody, handle: (*Server).facts},
+
+		{method: post, path: "/v1/net", access: authed, limit: netBody, class: long, handle: (*Server).net},
+		{method: get, path: "/v1/confirms", access: authed, limit: noBody, handle: (*Server).confirms},
+		{method: get, path: "/v1/confirms/:id", access: authed, limit: noBody, handle: (*Server).confirm},
+		{method: post, path: "/v1/confirms/:id", access: authed, limit: smallBody, handle: (*Server).decide},
+		{method: get, path: "/v1/standing", access: authed, limit: noBody, handle: (*Server).standings},
+		{method: post, path: "/v1/standing", access: authed, limit: smallBody, handle: (*Server).arm},
+		{method: del, path: "/v1/standing/:id", access: authed, limit: noBody, handle: (*Server).disarm},
+		{method: post, path: "/v1/standing/kill", access: authed, limit: smallBody, handle: (*Server).kill},
+		{method: get, path: "/v1/journal", access: authed, limit: noBody, handle: (*Server).journal},
 
 		{method: get, path: "/v1/schemas", access: authed, limit: noBody, handle: (*Server).schemas},
 		{method: get, path: "/v1/schemas/:type", access: authed, limit: noBody, handle: (*Server).schema},

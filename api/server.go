@@ -28,9 +28,6 @@ type Options struct {
 	// Now is the clock of rate limits, deadlines and uptime. Nil means
 	// time.Now.
 	Now func() time.Time
-	// TransportPolicy is reported by GET /v1/status (ruling R19):
-	// "desktop" or "browser". "" reports "desktop", the default.
-	TransportPolicy string
 	// DrainTimeout bounds the graceful part of shutdown: how long Serve
 	// waits for in-flight requests after it stops accepting, before it
 	// cancels them. Zero means DefaultDrainTimeout.
@@ -58,7 +55,6 @@ type Server struct {
 	log       *slog.Logger
 	now       func() time.Time
 	version   string
-	policy    string
 	drain     time.Duration
 	heartbeat time.Duration
 	started   time.Time
@@ -76,7 +72,7 @@ type Server struct {
 // New returns a Server for d. It does not listen: call Serve.
 func New(d *daemon.Daemon, opts Options) *Server {
 	s := &Server{
-		d: d, log: opts.Logger, now: opts.Now, version: opts.Version, policy: opts.TransportPolicy,
+		d: d, log: opts.Logger, now: opts.Now, version: opts.Version,
 		drain: opts.DrainTimeout, heartbeat: opts.Heartbeat, stop: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -88,9 +84,6 @@ func New(d *daemon.Daemon, opts Options) *Server {
 	}
 	if s.version == "" {
 		s.version = "devel"
-	}
-	if s.policy == "" {
-		s.policy = "desktop"
 	}
 	if s.drain <= 0 {
 		s.drain = DefaultDrainTimeout

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -19,14 +18,15 @@ func (s *Server) status(c echo.Context) error {
 	s.mu.Unlock()
 	out := StatusResponse{
 		Version: s.version, StartedAt: Time{s.started}, UptimeSeconds: int64(s.now().Sub(s.started).Seconds()),
-		DataDir: r.DataDir, Listen: listen, TransportPolicy: s.policy, Apps: r.Apps,
-		Connections: ConnectionCounts(r.Connections),
-		Hosts:       HostCounts(r.Hosts),
-		Helpers:     []HelperStatusJSON{},
-		// TODO(integrator): armed standing approvals and pending confirms
-		// come from the executor's Standings() and Confirms(); until it
-		// lands there are none.
-		Standing: []json.RawMessage{},
+		DataDir: r.DataDir, Listen: listen, TransportPolicy: string(s.d.TransportPolicy()), Apps: r.Apps,
+		Connections:     ConnectionCounts(r.Connections),
+		Hosts:           HostCounts(r.Hosts),
+		Helpers:         []HelperStatusJSON{},
+		Standing:        []StandingJSON{},
+		PendingConfirms: len(s.d.Confirms()),
+	}
+	for _, st := range s.d.Standings() {
+		out.Standing = append(out.Standing, standingJSON(st))
 	}
 	for _, h := range r.Helpers {
 		out.Helpers = append(out.Helpers, HelperStatusJSON{HelperID: h.ID, State: h.State})

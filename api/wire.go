@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/snug/snugd/daemon"
@@ -151,7 +152,7 @@ type StatusResponse struct {
 	Connections     ConnectionCounts   `json:"connections"`
 	Hosts           HostCounts         `json:"hosts"`
 	Helpers         []HelperStatusJSON `json:"helpers"`
-	Standing        []json.RawMessage  `json:"standing"`
+	Standing        []StandingJSON     `json:"standing"`
 	PendingConfirms int                `json:"pendingConfirms"`
 }
 
@@ -212,6 +213,9 @@ type ConnectionJSON struct {
 	RevokedAt  *Time          `json:"revokedAt"` // survives reconnect, disclosed on review
 	Invalid    []Detail       `json:"invalid,omitempty"`
 	State      *ConnStateJSON `json:"state"` // null before any credential or flow
+	// Standing is the standing approval armed on the connection, null when
+	// none (§17 rule 6: disclosed wherever the connection is).
+	Standing *StandingJSON `json:"standing"`
 }
 
 // ConnStateJSON is a slot's dynamic state (§13): never a credential.
@@ -409,4 +413,173 @@ func rawOrNull(s *string) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return json.RawMessage(*s)
+}
+
+// NetRequest is POST /v1/net: the app's snug:net-request frame exactly as
+// the app posted it, the host-assigned identity of the app that sent it
+// (never read from the frame), and where the answer goes: "app" (the
+// iframe) or "llm" (the model, with the harder scrub).
+type NetRequest struct {
+	AppID    string          `json:"appId"`
+	Frame    json.RawMessage `json:"frame"`
+	Delivery string          `json:"delivery"`
+}
+
+// ConfirmJSON is a parked confirm: what the host asks the user about.
+type ConfirmJSON struct {
+	ID     string `json:"id"`
+	AppID  string `json:"appId"`
+	Host   string `json:"host"`   // the resolved host, in full
+	Method string `json:"method"` //
+	URL    string `json:"url"`    // the full URL as it will be sent
+	Slot   string `json:"slot,omitempty"`
+	// BodyPreview is the start of the request body, for the user to read.
+	BodyPreview string `json:"bodyPreview,omitempty"`
+	// Probe marks a connection test (the wizard's probe path).
+	Probe bool `json:"probe"`
+	// Delivery "llm": the chat lane may render the confirm inline.
+	Delivery  string `json:"delivery"`
+	CreatedAt Time   `json:"createdAt"`
+	ExpiresAt Time   `json:"expiresAt"` // a confirm not decided by then is denied
+}
+
+func confirmJSON(c daemon.Confirm) ConfirmJSON {
+	return ConfirmJSON{
+		ID: c.ID, AppID: c.AppID, Host: c.Host, Method: c.Method, URL: c.URL, Slot: c.Slot, BodyPreview: c.Body,
+		Probe: c.Probe, Delivery: string(c.Delivery), CreatedAt: Time{c.CreatedAt}, ExpiresAt: Time{c.ExpiresAt},
+	}
+}
+
+// ConfirmsResponse is GET /v1/confirms: pending confirms, oldest first.
+type ConfirmsResponse struct {
+	Confirms []ConfirmJSON `json:"confirms"`
+}
+
+// ConfirmResponse is GET /v1/confirms/{id}.
+type ConfirmResponse struct {
+	Confirm ConfirmJSON `json:"confirm"`
+}
+
+// DecisionRequest is POST /v1/confirms/{id}.
+type DecisionRequest struct {
+	Decision string `json:"decision"`           // allow | deny
+	Remember string `json:"remember,omitempty"` // once (default) | session; an allow only
+}
+
+// QuietHoursJSON are a standing approval's quiet hours: "HH:MM" local
+// times in an IANA time zone ("" is UTC). Start after End spans midnight.
+type QuietHoursJSON struct {
+	Start    string `json:"start"`
+	End      string `json:"end"`
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// StandingRequest is POST /v1/standing: arm a standing approval (§17). The
+// host attests with userGesture that the user armed it with an explicit
+// gesture on its own surface (ruling R20); false is refused.
+type StandingRequest struct {
+	AppID         string          `json:"appId"`
+	Slot          string          `json:"slot"`
+	Target        string          `json:"target"`
+	Trigger       string          `json:"trigger"`
+	MaxSends      int             `json:"maxSends"`
+	WindowSeconds int64           `json:"windowSeconds"`
+	QuietHours    *QuietHoursJSON `json:"quietHours,omitempty"`
+	UserGesture   bool            `json:"userGesture"`
+}
+
+// StandingJSON is an armed standing approval, disclosed wherever its
+// connection is.
+type StandingJSON struct {
+	ID            string          `json:"id"`
+	AppID         string          `json:"appId"`
+	Slot          string          `json:"slot"`
+	Target        string          `json:"target"`
+	Trigger       string          `json:"trigger"`
+	MaxSends      int             `json:"maxSends"`
+	WindowSeconds int64           `json:"windowSeconds"`
+	QuietHours    *QuietHoursJSON `json:"quietHours,omitempty"`
+	ArmedAt       Time            `json:"armedAt"`
+	SendsInWindow int             `json:"sendsInWindow"`
+}
+
+func standingJSON(st daemon.Standing) StandingJSON {
+	j := StandingJSON{
+		ID: st.ID, AppID: st.Spec.AppID, Slot: st.Spec.Slot, Target: st.Spec.Target, Trigger: st.Spec.Trigger,
+		MaxSends: st.Spec.MaxSends, WindowSeconds: int64(st.Spec.Window / time.Second), ArmedAt: Time{st.ArmedAt},
+		SendsInWindow: st.SendsInWindow,
+	}
+	if q := st.Spec.Quiet; q != nil {
+		j.QuietHours = &QuietHoursJSON{Start: clockString(q.Start), End: clockString(q.End)}
+		if q.Location != nil && q.Location != time.UTC {
+			j.QuietHours.TimeZone = q.Location.String()
+		}
+	}
+	return j
+}
+
+// clockString writes a duration since midnight as "HH:MM".
+func clockString(d time.Duration) string {
+	m := int(d / time.Minute)
+	return fmt.Sprintf("%02d:%02d", m/60, m%60)
+}
+
+// StandingsResponse is GET /v1/standing.
+type StandingsResponse struct {
+	Standing []StandingJSON `json:"standing"`
+}
+
+// StandingResponse answers POST /v1/standing.
+type StandingResponse struct {
+	Standing StandingJSON `json:"standing"`
+}
+
+// KillResponse answers POST /v1/standing/kill.
+type KillResponse struct {
+	Disarmed int `json:"disarmed"`
+}
+
+// JournalEntryJSON is one journal entry: metadata only, never a body, a
+// header value or a credential.
+type JournalEntryJSON struct {
+	ID         int64  `json:"id"`
+	At         Time   `json:"at"`
+	AppID      string `json:"appId"`
+	Slot       string `json:"slot,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Method     string `json:"method,omitempty"`
+	Outcome    string `json:"outcome"`
+	Gate       string `json:"gate,omitempty"`
+	Code       string `json:"code,omitempty"`
+	Status     int    `json:"status,omitempty"`
+	DurationMS int64  `json:"durationMs"`
+	Unattended bool   `json:"unattended"`
+	Note       string `json:"note,omitempty"`
+}
+
+// JournalResponse is GET /v1/journal, newest first. Next is the before
+// value of the next page, 0 when there is none.
+type JournalResponse struct {
+	Entries []JournalEntryJSON `json:"entries"`
+	Next    int64              `json:"next"`
+}
+
+// FactJSON is one LLM-safe fact about a connection (§16): no credential,
+// no LAN address.
+type FactJSON struct {
+	Slot     string   `json:"slot"`
+	Provider string   `json:"provider"`
+	Kind     string   `json:"kind"`
+	Status   string   `json:"status"`
+	Scopes   string   `json:"scopes,omitempty"`
+	Hosts    []string `json:"hosts"`
+	Address  string   `json:"address"` // snug-connection://<slot>/
+	LAN      bool     `json:"lan"`
+	Label    string   `json:"label,omitempty"`
+	Armed    bool     `json:"armed"`
+}
+
+// FactsResponse is GET /v1/apps/{appId}/facts.
+type FactsResponse struct {
+	Facts []FactJSON `json:"facts"`
 }

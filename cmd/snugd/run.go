@@ -64,7 +64,7 @@ func runDaemon(ctx context.Context, e env, rf runFlags) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	version := buildVersion()
 
-	d, err := daemon.New(ctx, daemon.Config{DataDir: dir, Logger: log})
+	d, err := daemon.New(ctx, daemon.Config{DataDir: dir, Logger: log, TransportPolicy: daemon.TransportPolicy(cfg.TransportPolicy)})
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func runDaemon(ctx context.Context, e env, rf runFlags) error {
 		tcp.Close()
 		return err
 	}
-	s := api.New(d, api.Options{Version: version, Logger: log, TransportPolicy: string(cfg.TransportPolicy), DrainTimeout: drainBound})
+	s := api.New(d, api.Options{Version: version, Logger: log, DrainTimeout: drainBound})
 	fmt.Fprintf(e.stdout, "snugd %s: data in %s, API on http://%s, ctl socket %s\n",
 		version, dir, tcp.Addr(), filepath.Join(dir, api.CtlSocket))
 	log.Info("snugd started", "version", version, "data_dir", dir, "listen", tcp.Addr().String(), "transport_policy", string(cfg.TransportPolicy))

@@ -1,0 +1,275 @@
+package api
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/transports"
+)
+
+// The executor's routes reach a real TLS server on loopback: an injected
+// resolver answers a documentation address (admitted by ruling R8) and an
+// injected dialer connects it to the test server. httptest's certificate
+// is valid for *.example.com.
+
+const upHost = "api.example.com"
+
+type upstream struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	seen []http.Header
+}
+
+func (u *upstream) requests() []http.Header {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]http.Header(nil), u.seen...)
+}
+
+type docResolver struct{}
+
+func (docResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("198.51.100.7")}, nil
+}
+
+func newExecEnv(t *testing.T) (*env, *upstream) {
+	t.Helper()
+	u := &upstream{}
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.seen = append(u.seen, r.Header.Clone())
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"pong":true}`)
+	}))
+	u.srv.StartTLS()
+	t.Cleanup(u.srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(u.srv.Certificate())
+	to := u.srv.Listener.Addr().String()
+	e := newEnvWith(t, func(c *daemon.Config) {
+		c.Public = &transports.Public{Resolver: docResolver{}, RootCAs: roots, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, to)
+		}}
+		c.ConfirmTimeout = time.Minute
+	}, seed{app: "app1", slot: "mail", status: "approved", hosts: []string{upHost}})
+	if err := e.ctl.SetCredentials(t.Context(), "app1", "mail", map[string]string{"api_key": execSecret}); err != nil {
+		t.Fatal(err)
+	}
+	return e, u
+}
+
+const execSecret = "sk-live-exec-secret-5e9f"
+
+func netFrame(method, url string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "snug:net-request", "v": 1, "requestId": "r1", "instanceId": "i1", "url": url, "method": method})
+	return b
+}
+
+func parseFrame(t *testing.T, b []byte) wire.NetResponse {
+	t.Helper()
+	r, err := wire.ParseNetResponse(b)
+	if err != nil {
+		t.Fatalf("not a net-response frame (%v): %s", err, b)
+	}
+	return r
+}
+
+// TestNetOverTheAPI: a frame goes through the executor and its answer
+// comes back as a frame; the credential reaches the upstream only.
+//
+// conformance: P1-NET3-10
+func TestNetOverTheAPI(t *testing.T) {
+	e, up := newExecEnv(t)
+	ctx := t.Context()
+	c := e.host(e.pair("desktop", ""), "")
+	b, err := c.Net(ctx, NetRequest{AppID: "app1", Frame: netFrame("GET", "https://"+upHost+"/ping"), Delivery: "app"})
+	if err != nil {
+		t.Fatalf("Net: %v", err)
+	}
+	r := parseFrame(t, b)
+	if !r.OK() || r.Status != 200 || !strings.Contains(r.Body, "pong") {
+		t.Fatalf("frame = %+v", r)
+	}
+	if strings.Contains(string(b), execSecret) {
+		t.Errorf("the frame carries the credential")
+	}
+	if seen := up.requests(); len(seen) != 1 || seen[0].Get("X-Key") != execSecret {
+		t.Errorf("upstream saw %v, want the credential injected", seen)
+	}
+	// The app's identity is the host's: a frame naming another app in its
+	// own fields changes nothing, and the same frame for an app without a
+	// grant is refused inside the frame.
+	b, err = c.Net(ctx, NetRequest{AppID: "app2", Frame: netFrame("GET", "https://"+upHost+"/ping"), Delivery: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := parseFrame(t, b); r.OK() || r.Error.Code != errcode.NetNotApproved {
+		t.Errorf("frame for app2 = %+v, want NET_NOT_APPROVED", r)
+	}
+	withAppID, _ := json.Marshal(map[string]any{"type": "snug:net-request", "v": 1, "requestId": "r2", "instanceId": "i1", "url": "https://" + upHost + "/ping", "method": "GET", "appId": "app1"})
+	b, err = c.Net(ctx, NetRequest{AppID: "app2", Frame: withAppID, Delivery: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := parseFrame(t, b); r.OK() || r.Error.Code != errcode.NetInvalidRequest {
+		t.Errorf("frame carrying its own appId = %+v, want NET_INVALID_REQUEST (R3)", r)
+	}
+	// No usable requestId: no frame at all, an API error.
+	_, err = c.Net(ctx, NetRequest{AppID: "app1", Frame: json.RawMessage(`{"type":"snug:net-request"}`), Delivery: "app"})
+	wantAPIError(t, err, 400, errcode.NetInvalidRequest)
+	_, err = c.Net(ctx, NetRequest{AppID: "app1", Frame: netFrame("GET", "https://"+upHost+"/"), Delivery: "iframe"})
+	wantAPIError(t, err, 400, errcode.BadRequest)
+	// The journal has the metadata, never the credential.
+	j, err := c.Journal(ctx, JournalOptions{AppID: "app1"})
+	if err != nil || len(j.Entries) == 0 {
+		t.Fatalf("Journal = %+v, %v", j, err)
+	}
+	raw, _ := json.Marshal(j)
+	if strings.Contains(string(raw), execSecret) {
+		t.Errorf("the journal carries the credential")
+	}
+	facts, err := c.Facts(ctx, "app1")
+	if err != nil || len(facts) != 1 || facts[0].Slot != "mail" || facts[0].Address != "snug-connection://mail/" {
+		t.Errorf("Facts = %+v, %v", facts, err)
+	}
+	if _, err := c.TestConnection(ctx, "app1", "mail"); !errors.Is(err, errcode.NotFound) {
+		t.Errorf("TestConnection without a testRequest = %v, want NOT_FOUND", err)
+	}
+}
+
+// TestNetConfirmOverTheAPI: a mutating request parks on a confirm; the host
+// sees it (and its hint), decides, and the parked call answers. A call
+// whose host goes away denies its own confirm.
+func TestNetConfirmOverTheAPI(t *testing.T) {
+	e, up := newExecEnv(t)
+	ctx := t.Context()
+	c := e.host(e.pair("desktop", ""), "")
+	waitConfirm := func() ConfirmJSON {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			cs, err := c.Confirms(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) == 1 {
+				return cs[0]
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("no confirm parked")
+		return ConfirmJSON{}
+	}
+	type answer struct {
+		b   []byte
+		err error
+	}
+	send := func(ctx context.Context) chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			b, err := c.Net(ctx, NetRequest{AppID: "app1", Frame: netFrame("POST", "https://"+upHost+"/send"), Delivery: "app"})
+			ch <- answer{b, err}
+		}()
+		return ch
+	}
+
+	// Deny.
+	done := send(ctx)
+	cf := waitConfirm()
+	if cf.Method != "POST" || cf.Host != upHost || !strings.HasPrefix(cf.URL, "https://"+upHost) || cf.Slot != "mail" {
+		t.Errorf("confirm = %+v", cf)
+	}
+	if got, err := c.Confirm(ctx, cf.ID); err != nil || got.ID != cf.ID {
+		t.Errorf("Confirm(%s) = %+v, %v", cf.ID, got, err)
+	}
+	if st, _ := e.ctl.Status(ctx); st.PendingConfirms != 1 {
+		t.Errorf("status pendingConfirms = %d, want 1", st.PendingConfirms)
+	}
+	if err := c.DecideConfirm(ctx, cf.ID, DecisionRequest{Decision: "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil || parseFrame(t, a.b).Error == nil || parseFrame(t, a.b).Error.Code != errcode.NetConfirmDenied {
+		t.Fatalf("denied call = %s, %v, want NET_CONFIRM_DENIED", a.b, a.err)
+	}
+	// A second decision is a no-op; an unknown id is 404; a bad decision 400.
+	if err := c.DecideConfirm(ctx, cf.ID, DecisionRequest{Decision: "allow"}); err != nil {
+		t.Errorf("second decision = %v, want a no-op", err)
+	}
+	wantAPIError(t, c.DecideConfirm(ctx, "nope", DecisionRequest{Decision: "deny"}), 404, errcode.NotFound)
+	wantAPIError(t, c.DecideConfirm(ctx, cf.ID, DecisionRequest{Decision: "maybe"}), 400, errcode.BadRequest)
+
+	// Allow.
+	done = send(ctx)
+	cf = waitConfirm()
+	if err := c.DecideConfirm(ctx, cf.ID, DecisionRequest{Decision: "allow", Remember: "once"}); err != nil {
+		t.Fatal(err)
+	}
+	a = <-done
+	if a.err != nil || !parseFrame(t, a.b).OK() || len(up.requests()) != 1 {
+		t.Fatalf("allowed call = %s, %v; upstream saw %d", a.b, a.err, len(up.requests()))
+	}
+
+	// The host goes away: its confirm is denied, nothing is sent.
+	cctx, cancel := context.WithCancel(ctx)
+	done = send(cctx)
+	waitConfirm()
+	cancel()
+	<-done
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cs, _ := c.Confirms(ctx)
+		if len(cs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("confirm still pending after its caller went away: %+v", cs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("upstream saw %d requests, want 1", n)
+	}
+}
+
+// TestStandingNeedsGesture: no standing approval is armed without the
+// host's attestation of the user's gesture; the routes list and kill.
+//
+// conformance: P3-S17-01
+func TestStandingNeedsGesture(t *testing.T) {
+	e, _ := newExecEnv(t)
+	ctx := t.Context()
+	c := e.host(e.pair("desktop", ""), "")
+	_, err := c.ArmStanding(ctx, StandingRequest{AppID: "app1", Slot: "mail", Target: "t1", Trigger: "reply", MaxSends: 5, WindowSeconds: 3600})
+	wantAPIError(t, err, 400, errcode.BadRequest)
+	if list, err := c.Standings(ctx); err != nil || len(list) != 0 {
+		t.Errorf("Standings = %+v, %v, want none", list, err)
+	}
+	if n, err := c.KillStanding(ctx); err != nil || n != 0 {
+		t.Errorf("KillStanding = %d, %v", n, err)
+	}
+	for _, q := range []QuietHoursJSON{{Start: "25:00", End: "07:00"}, {Start: "22:00", End: "7:00"}, {Start: "22:00", End: "07:00", TimeZone: "Mars/Olympus"}} {
+		_, err := c.ArmStanding(ctx, StandingRequest{AppID: "app1", Slot: "mail", Target: "t1", Trigger: "reply", MaxSends: 5, WindowSeconds: 3600, QuietHours: &q, UserGesture: true})
+		wantAPIError(t, err, 400, errcode.BadRequest)
+	}
+	rows, _ := c.Connections(ctx, "app1")
+	if len(rows) != 1 || rows[0].Standing != nil {
+		t.Errorf("connection standing = %+v, want null", rows[0].Standing)
+	}
+}
