@@ -283,6 +283,17 @@ func (c *Client) Schema(ctx context.Context, frameType string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 }
 
+// Registry calls GET /v1/registry and returns the registry document as
+// served.
+func (c *Client) Registry(ctx context.Context) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/registry", nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+}
+
 // Events calls GET /v1/events and calls fn with each hint until ctx is
 // done, the stream ends, or fn returns an error (which Events returns). A
 // stream the daemon ends (at shutdown) returns nil.

@@ -126,6 +126,28 @@ func TestSchemas(t *testing.T) {
 	}
 }
 
+// TestRegistry: the registry is served as the reviewed data, to paired
+// hosts only.
+func TestRegistry(t *testing.T) {
+	e := newEnv(t)
+	c := e.host(e.pair("desktop", ""), "")
+	got, err := c.Registry(t.Context())
+	if err != nil {
+		t.Fatalf("Registry: %v", err)
+	}
+	var doc struct {
+		Entries []map[string]any `json:"entries"`
+	}
+	if err := json.Unmarshal(got, &doc); err != nil || len(doc.Entries) == 0 {
+		t.Fatalf("registry document = %d entries, %v", len(doc.Entries), err)
+	}
+	for _, entry := range doc.Entries {
+		if entry["id"] == "spotify" && entry["browserCallable"] != true {
+			t.Errorf("spotify entry = %v", entry)
+		}
+	}
+}
+
 // TestStatus: the documented fields, and no secret.
 func TestStatus(t *testing.T) {
 	e := newEnv(t,

@@ -137,6 +137,7 @@ func routes() []route {
 		{method: post, path: "/v1/standing/kill", access: authed, limit: smallBody, handle: (*Server).kill},
 		{method: get, path: "/v1/journal", access: authed, limit: noBody, handle: (*Server).journal},
 
+		{method: get, path: "/v1/registry", access: authed, limit: noBody, handle: (*Server).registry},
 		{method: get, path: "/v1/schemas", access: authed, limit: noBody, handle: (*Server).schemas},
 		{method: get, path: "/v1/schemas/:type", access: authed, limit: noBody, handle: (*Server).schema},
 

@@ -21,3 +21,9 @@ func (s *Server) schema(c echo.Context) error {
 	}
 	return c.Blob(http.StatusOK, "application/schema+json", b)
 }
+
+// registry serves the pinned provider registry, the reviewed entry files
+// byte for byte.
+func (s *Server) registry(c echo.Context) error {
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.d.RegistryDocument())
+}

@@ -261,3 +261,7 @@ func (d *Daemon) reconsentPins(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RegistryDocument is the pinned provider registry as public data: the
+// reviewed entry files (GET /v1/registry). It carries no credential.
+func (d *Daemon) RegistryDocument() []byte { return d.registry.Document() }

@@ -1,8 +1,11 @@
 package registry
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"slices"
@@ -20,6 +23,7 @@ var data embed.FS
 // and safe for concurrent use; its methods never return a value that
 // aliases its own state.
 type Registry struct {
+	doc     []byte            // the public document (Document)
 	entries []*entry          // sorted by id
 	byName  map[string]*entry // lowercased display names and aliases (ruling R22)
 	byHost  map[string]*entry // pinned hosts
@@ -159,6 +163,7 @@ func load(fsys fs.FS) (*Registry, error) {
 	}
 	l := &loader{}
 	var entries []*entry
+	raws := map[string][]byte{}
 	for _, f := range files {
 		name := f.Name()
 		if f.IsDir() || path.Ext(name) != ".json" {
@@ -172,6 +177,7 @@ func load(fsys fs.FS) (*Registry, error) {
 		}
 		if e := l.entry(name, raw); e != nil {
 			entries = append(entries, e)
+			raws[e.id] = raw
 		}
 	}
 	if len(files) == 0 {
@@ -182,8 +188,33 @@ func load(fsys fs.FS) (*Registry, error) {
 	if len(l.errs) > 0 {
 		return nil, errors.Join(l.errs...)
 	}
+	if g.doc, err = document(g.entries, raws); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
+
+// document builds the public form of the registry: {"entries": [...]}, each
+// entry's reviewed data file compacted, in ID order.
+func document(entries []*entry, raws map[string][]byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"entries":[`)
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := json.Compact(&b, raws[e.id]); err != nil {
+			return nil, fmt.Errorf("registry entry %s: %w", e.id, err)
+		}
+	}
+	b.WriteString("]}")
+	return b.Bytes(), nil
+}
+
+// Document returns the registry as public data, the reviewed entry files
+// themselves: {"entries": [<entry>, …]} in ID order (GET /v1/registry). The
+// slice is the caller's own copy.
+func (g *Registry) Document() []byte { return bytes.Clone(g.doc) }
 
 // loader collects LoadErrors while decoding and checking entries.
 type loader struct {
