@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 			return nil, fmt.Errorf("load the bundled starters: %w", err)
 		}
 	}
-	st, err := store.Open(ctx, store.Options{Dir: cfg.DataDir, Now: now, Logger: log.With("component", "store")})
+	st, err := store.Open(ctx, store.Options{Dir: cfg.DataDir, Now: now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
