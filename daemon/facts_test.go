@@ -12,7 +12,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// conformance: P3-L16-01, P3-L16-02, P3-L16-03, P3-S17-15
+// conformance: P3-L16-01, P3-L16-02, P3-L16-03, P3-S17-15, P3-C12-08
 func TestFacts(t *testing.T) {
 	r := newStandingRig(t)
 	v := lanReq("hue", "192.168.1.20")

@@ -202,7 +202,7 @@ func TestCoinbaseHMAC(t *testing.T) {
 // proves gate 7 still strips every credential-shaped, hop-by-hop and
 // encoding header before anything is sent.
 //
-// conformance: P3-X14-34, P1-SEC-04
+// conformance: P3-X14-34, P1-SEC-04, P3-C12-01
 func TestStripBelt(t *testing.T) {
 	r := newRig(t)
 	r.connect(t, "app1", noneReq("open", apiHost), nil)
@@ -322,5 +322,34 @@ func TestLANPin(t *testing.T) {
 				t.Errorf("mismatch sent %d requests, message %q", len(r.lanUp.requests()), resp.Error.Message)
 			}
 		})
+	}
+}
+
+// TestLANRowUnchangedByProfile: a LAN row is approved and kept as it is
+// under the browser profile too; only the request is refused. Nothing about
+// the surface is written into the row.
+//
+// conformance: P3-C12.11-11
+func TestLANRowUnchangedByProfile(t *testing.T) {
+	rows := map[TransportPolicy]Connection{}
+	for _, policy := range []TransportPolicy{PolicyDesktop, PolicyBrowser} {
+		r := newRig(t, func(c *Config) { c.TransportPolicy = policy })
+		r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
+		before, err := r.d.Connection(t.Context(), "app1", "hue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, _ := r.net(t, "app1", frame("GET", "http://192.168.1.20/api/config", nil))
+		if policy == PolicyBrowser && res.Code == "" {
+			t.Fatal("the browser profile admitted a LAN request")
+		}
+		after, _ := r.d.Connection(t.Context(), "app1", "hue")
+		if after.RequirementJSON != before.RequirementJSON || strings.Join(after.AllowedHosts, ",") != "192.168.1.20" || after.Status != StatusApproved {
+			t.Fatalf("%s: the LAN row changed: %+v", policy, after)
+		}
+		rows[policy] = after
+	}
+	if rows[PolicyDesktop].RequirementJSON != rows[PolicyBrowser].RequirementJSON {
+		t.Fatal("the stored requirement depends on the transport policy")
 	}
 }

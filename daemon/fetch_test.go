@@ -12,7 +12,7 @@ import (
 	"github.com/snug/snugd/daemon/wire"
 )
 
-// conformance: P3-X14-35, P3-C12.9-04, P3-C12.9-06, P3-C12.9-10, P1-SEC-01, P3-C12-09
+// conformance: P3-X14-35, P3-C12.9-04, P3-C12.9-06, P3-C12.9-10, P1-SEC-01, P3-C12-09, P3-C13-09
 func TestNetEndToEnd(t *testing.T) {
 	r := newRig(t)
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})

@@ -62,7 +62,7 @@ func TestLANPin(t *testing.T) {
 // under the same common name included — is refused during the handshake,
 // before a single request byte reaches it.
 //
-// conformance: P3-C12.11-15
+// conformance: P3-C12.11-15, P3-C13-13
 func TestLANPinMismatch(t *testing.T) {
 	pinned := deviceCert(t, "bridge-001788fffe123456")
 	pin := transports.Fingerprint(pinned.Certificate[0])
