@@ -45,8 +45,9 @@ import (
 //     host's origin, open routes as their originRule says; CORS headers
 //     (exact origin, Vary: Origin, never *, never credentials) go only to
 //     an admitted origin;
-//  7. TCP, authed routes: failed-authentication rate limit (429), then
-//     the bearer token, bound to its origin (401, 403); redeem shares the
+//  7. TCP, authed routes: the bearer token, bound to its origin (401,
+//     403), with failures rate-limited per origin and per token (429; a
+//     valid token is never held back); redeem shares the
 //     failed-authentication limit (a wrong verifier counts), and pairing
 //     requests have their own, per origin (pair handler);
 //  8. the body: any Content-Type but JSON is 415 (which closes text/plain
@@ -151,13 +152,18 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 	if !ch.ctl {
 		switch {
 		case rt.access == authed:
+			// A valid token always passes: every local process without an
+			// Origin shares one bucket, so holding valid tokens back would
+			// let any of them lock the desktop hosts out. Tokens are 256
+			// random bits; the limit is on failures, which past the burst
+			// answer 429 instead of 401.
 			token, _ := bearer(r)
-			keys := failureKeys(origin, token)
-			if wait := ch.s.fails.blocked(keys); wait > 0 {
-				return rateLimited(w, wait), false
-			}
 			h, err := ch.s.d.AuthenticateHost(ctx, token, origin)
 			if err != nil {
+				keys := failureKeys(origin, token)
+				if wait := ch.s.fails.blocked(keys); wait > 0 {
+					return rateLimited(w, wait), false
+				}
 				ch.s.fails.fail(keys)
 				return errorOf(ch.s.log, err), false
 			}
