@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# e2e.sh: the end-to-end harness — the real snugd against TLS upstreams in network namespaces (root only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "e2e: skipped: the harness needs root to create network namespaces (run scripts/e2e.sh as root)"
+	exit 0
+fi
+if ! command -v ip >/dev/null || ! ip netns list >/dev/null 2>&1; then
+	echo "e2e: skipped: 'ip netns' is not available (install iproute2)"
+	exit 0
+fi
+if ! command -v unshare >/dev/null; then
+	echo "e2e: skipped: 'unshare' is not available (install util-linux)"
+	exit 0
+fi
+
+# The harness bounds itself (~1 minute); the timeout is a backstop.
+go test -tags e2e -count=1 -timeout 5m ./scripts/e2e/ "$@"
