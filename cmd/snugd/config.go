@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // configFile is the name of snugd's configuration file in the data directory.
@@ -27,6 +28,15 @@ const (
 	defaultPort = 4747
 	minPort     = 1024
 	maxPort     = 65535
+)
+
+// Confirm timeout bounds (seconds). A parked confirm that nobody answers in
+// time is denied (NET_CONFIRM_DENIED): a shorter timeout denies sooner and
+// never admits anything, so no value of it weakens the confirm gate.
+const (
+	defaultConfirmTimeout = 120
+	minConfirmTimeout     = 5
+	maxConfirmTimeout     = 600
 )
 
 // transportPolicy chooses between the two transport profiles the spec
@@ -47,8 +57,9 @@ const (
 // the command-line flags on top.
 //
 // It is deliberately small, and nothing in it can weaken a gate: it chooses
-// where on loopback the API listens, how much snugd logs, and which of the two
-// spec-defined transport profiles applies (ruling R19). There is no option
+// where on loopback the API listens, how much snugd logs, which of the two
+// spec-defined transport profiles applies (ruling R19), and how long a
+// confirmation waits for the user before it is denied. There is no option
 // for strictness, SSRF, confirmation, scrubbing, redirects, size limits or the
 // API's own checks (P3-X14-43); a key that is not listed here is refused.
 type config struct {
@@ -61,6 +72,10 @@ type config struct {
 	LogLevel slog.Level
 	// TransportPolicy is desktop or browser (ruling R19).
 	TransportPolicy transportPolicy
+	// ConfirmTimeout is how long a parked confirm waits for the user's
+	// decision before it is denied: 5 to 600 seconds. Expiry only ever
+	// denies, so a shorter value is stricter, never weaker.
+	ConfirmTimeout time.Duration
 }
 
 // defaultConfig is the configuration of a data directory without config.json.
@@ -70,6 +85,7 @@ func defaultConfig() config {
 		Port:            defaultPort,
 		LogLevel:        slog.LevelInfo,
 		TransportPolicy: policyDesktop,
+		ConfirmTimeout:  defaultConfirmTimeout * time.Second,
 	}
 }
 
@@ -162,7 +178,7 @@ func readConfigFile(name string) ([]byte, error) {
 // configuration surface (P3-X14-43): adding to it needs a reason why the new
 // key cannot weaken a gate.
 func configKeys() []string {
-	return []string{"listen", "port", "logLevel", "transportPolicy"}
+	return []string{"listen", "port", "logLevel", "transportPolicy", "confirmTimeoutSeconds"}
 }
 
 // configSetter returns the decoder of one config.json key.
@@ -176,6 +192,8 @@ func configSetter(key string) (func(*config, json.RawMessage) error, bool) {
 		return setLogLevel, true
 	case "transportPolicy":
 		return setTransportPolicy, true
+	case "confirmTimeoutSeconds":
+		return setConfirmTimeout, true
 	}
 	return nil, false
 }
@@ -262,6 +280,29 @@ func setPort(c *config, raw json.RawMessage) error {
 	return nil
 }
 
+func setConfirmTimeout(c *config, raw json.RawMessage) error {
+	n, ok := parseInteger(raw)
+	if !ok || n < minConfirmTimeout || n > maxConfirmTimeout {
+		return fmt.Errorf("must be an integer from %d to %d (seconds)", minConfirmTimeout, maxConfirmTimeout)
+	}
+	c.ConfirmTimeout = time.Duration(n) * time.Second
+	return nil
+}
+
+// parseInteger reads a JSON number that is a plain integer (no fraction,
+// no exponent, no string).
+func parseInteger(raw json.RawMessage) (int64, bool) {
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, false
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) != nil {
+		return 0, false
+	}
+	v, err := n.Int64()
+	return v, err == nil
+}
+
 func checkPort(p int) error {
 	if p < minPort || p > maxPort {
 		return fmt.Errorf("must be from %d to %d, not %d", minPort, maxPort, p)
@@ -310,10 +351,11 @@ func (c config) encode() []byte {
 		Port            int    `json:"port"`
 		LogLevel        string `json:"logLevel"`
 		TransportPolicy string `json:"transportPolicy"`
-	}{c.Listen.String(), c.Port, strings.ToLower(c.LogLevel.String()), string(c.TransportPolicy)}
+		ConfirmTimeout  int64  `json:"confirmTimeoutSeconds"`
+	}{c.Listen.String(), c.Port, strings.ToLower(c.LogLevel.String()), string(c.TransportPolicy), int64(c.ConfirmTimeout / time.Second)}
 	b, err := json.MarshalIndent(file, "", "  ")
 	if err != nil {
-		panic(err) // four strings and an int always marshal
+		panic(err) // four strings and two integers always marshal
 	}
 	return append(b, '\n')
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeConfig(t *testing.T, content string, mode os.FileMode) string {
@@ -45,7 +46,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 func TestParseConfig(t *testing.T) {
 	v6 := defaultConfig()
 	v6.Listen = netip.IPv6Loopback()
-	full := config{Listen: netip.IPv6Loopback(), Port: 5000, LogLevel: slog.LevelDebug, TransportPolicy: policyBrowser}
+	full := config{Listen: netip.IPv6Loopback(), Port: 5000, LogLevel: slog.LevelDebug, TransportPolicy: policyBrowser, ConfirmTimeout: 30 * time.Second}
+	withTimeout := func(s int) config { c := defaultConfig(); c.ConfirmTimeout = time.Duration(s) * time.Second; return c }
 	withPort := func(p int) config { c := defaultConfig(); c.Port = p; return c }
 	withLevel := func(l slog.Level) config { c := defaultConfig(); c.LogLevel = l; return c }
 	tests := []struct {
@@ -55,7 +57,9 @@ func TestParseConfig(t *testing.T) {
 		wantErr string // a substring of the error; "" for none
 	}{
 		{name: "empty object", in: `{}`, want: defaultConfig()},
-		{name: "every key", in: `{"listen":"::1","port":5000,"logLevel":"debug","transportPolicy":"browser"}`, want: full},
+		{name: "every key", in: `{"listen":"::1","port":5000,"logLevel":"debug","transportPolicy":"browser","confirmTimeoutSeconds":30}`, want: full},
+		{name: "shortest confirm timeout", in: `{"confirmTimeoutSeconds":5}`, want: withTimeout(5)},
+		{name: "longest confirm timeout", in: `{"confirmTimeoutSeconds":600}`, want: withTimeout(600)},
 		{name: "whitespace around", in: " \n{ \"port\" : 1024 }\n\n", want: withPort(1024)},
 		{name: "highest port", in: `{"port":65535}`, want: withPort(65535)},
 		{name: "ipv6 loopback long form", in: `{"listen":"0:0:0:0:0:0:0:1"}`, want: v6},
@@ -88,6 +92,13 @@ func TestParseConfig(t *testing.T) {
 		{name: "policy upper case", in: `{"transportPolicy":"Desktop"}`, wantErr: "desktop or browser"},
 		{name: "policy empty", in: `{"transportPolicy":""}`, wantErr: "desktop or browser"},
 		{name: "bom", in: "\ufeff{}", wantErr: "not a JSON object"},
+		{name: "confirm timeout 4", in: `{"confirmTimeoutSeconds":4}`, wantErr: "from 5 to 600"},
+		{name: "confirm timeout 601", in: `{"confirmTimeoutSeconds":601}`, wantErr: "from 5 to 600"},
+		{name: "confirm timeout 0", in: `{"confirmTimeoutSeconds":0}`, wantErr: "from 5 to 600"},
+		{name: "confirm timeout negative", in: `{"confirmTimeoutSeconds":-1}`, wantErr: "from 5 to 600"},
+		{name: "confirm timeout fraction", in: `{"confirmTimeoutSeconds":5.5}`, wantErr: "integer"},
+		{name: "confirm timeout string", in: `{"confirmTimeoutSeconds":"60"}`, wantErr: "integer"},
+		{name: "confirm timeout in snake case", in: `{"confirm_timeout_seconds":60}`, wantErr: "unknown key"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +159,9 @@ func TestConfigHasNoGateKnob(t *testing.T) {
 		"port":            "a TCP port on that loopback address",
 		"logLevel":        "verbosity; logs never carry credentials at any level",
 		"transportPolicy": "one of the two spec-defined profiles (R19): desktop or browser",
+		// An unanswered confirm is denied on expiry: a shorter timeout only
+		// denies sooner, and the longest is bounded (600 s).
+		"confirmTimeoutSeconds": "how soon an unanswered confirm is denied, 5 to 600 s",
 	}
 	keys := configKeys()
 	if got, want := slices.Sorted(slices.Values(keys)), slices.Sorted(func(yield func(string) bool) {
@@ -168,7 +182,7 @@ func TestConfigHasNoGateKnob(t *testing.T) {
 	for f := range reflect.TypeFor[config]().Fields() {
 		fields = append(fields, f.Name)
 	}
-	if want := []string{"Listen", "Port", "LogLevel", "TransportPolicy"}; !slices.Equal(fields, want) {
+	if want := []string{"Listen", "Port", "LogLevel", "TransportPolicy", "ConfirmTimeout"}; !slices.Equal(fields, want) {
 		t.Errorf("config fields = %v, want %v (a new field needs an audited key)", fields, want)
 	}
 
@@ -254,9 +268,9 @@ func TestWriteDefaultConfig(t *testing.T) {
 func TestConfigEncodeRoundTrip(t *testing.T) {
 	for _, c := range []config{
 		defaultConfig(),
-		{Listen: netip.IPv6Loopback(), Port: 65535, LogLevel: slog.LevelError, TransportPolicy: policyBrowser},
-		{Listen: netip.AddrFrom4([4]byte{127, 0, 0, 1}), Port: 1024, LogLevel: slog.LevelDebug, TransportPolicy: policyDesktop},
-		{Listen: netip.AddrFrom4([4]byte{127, 0, 0, 1}), Port: 4747, LogLevel: slog.LevelWarn, TransportPolicy: policyDesktop},
+		{Listen: netip.IPv6Loopback(), Port: 65535, LogLevel: slog.LevelError, TransportPolicy: policyBrowser, ConfirmTimeout: 600 * time.Second},
+		{Listen: netip.AddrFrom4([4]byte{127, 0, 0, 1}), Port: 1024, LogLevel: slog.LevelDebug, TransportPolicy: policyDesktop, ConfirmTimeout: 120 * time.Second},
+		{Listen: netip.AddrFrom4([4]byte{127, 0, 0, 1}), Port: 4747, LogLevel: slog.LevelWarn, TransportPolicy: policyDesktop, ConfirmTimeout: 5 * time.Second},
 	} {
 		got, err := parseConfig(c.encode())
 		if err != nil || got != c {
@@ -288,6 +302,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if c.TransportPolicy != policyDesktop && c.TransportPolicy != policyBrowser {
 			t.Fatalf("parseConfig(%q) policy %q", data, c.TransportPolicy)
+		}
+		if c.ConfirmTimeout < minConfirmTimeout*time.Second || c.ConfirmTimeout > maxConfirmTimeout*time.Second {
+			t.Fatalf("parseConfig(%q) confirm timeout %v out of bounds", data, c.ConfirmTimeout)
 		}
 		switch c.LogLevel {
 		case slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError:
