@@ -2,19 +2,190 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/snug/snugd/api"
 )
+
+// ctl is one snugd ctl invocation: where it talks, how it answers.
+type ctl struct {
+	e       env
+	dataDir string
+	json    bool // --json: machine output on stdout
+	client  *api.Client
+	name    string // "snugd ctl hosts", for messages
+}
+
+// A ctlCommand is one snugd ctl command.
+type ctlCommand struct {
+	name     string
+	synopsis string // after "snugd ctl "
+	summary  string
+	// run runs the command. offline commands get a ctl without a client.
+	run     func(ctx context.Context, c *ctl, args []string) int
+	offline bool
+}
+
+// ctlCommands is snugd ctl's command table, in the order usage lists it.
+func ctlCommands() []ctlCommand {
+	return []ctlCommand{
+		{name: "status", synopsis: "status [--json]", summary: "what runs: version, uptime, data dir, counts, helpers, standing approvals, pending confirms", run: ctlStatus},
+		{name: "doctor", synopsis: "doctor [--json]", summary: "check files, database, lock, port, the API's Host/Origin refusals and the clock", run: ctlDoctor},
+		{name: "hosts", synopsis: "hosts list|approve CODE|deny CODE|revoke ID [--json]", summary: "paired hosts and pairing requests", run: ctlHosts},
+		{name: "connections", synopsis: "connections APP [--json]", summary: "an app's connections and their state (never a credential)", run: ctlConnections},
+		{name: "review", synopsis: "review APP SLOT [--json]", summary: "what approving shows: diff, hosts, scopes, instructions, console URL, provenance", run: ctlReview},
+		{name: "approve", synopsis: "approve APP SLOT [--json]", summary: "approve a declared connection (freezes its hosts)", run: ctlWriter("approve")},
+		{name: "reapprove", synopsis: "reapprove APP SLOT [--json]", summary: "approve a staged change to an approved connection", run: ctlWriter("reapprove")},
+		{name: "revoke", synopsis: "revoke APP SLOT [--json]", summary: "revoke a connection and wipe its credentials", run: ctlWriter("revoke")},
+		{name: "reconnect", synopsis: "reconnect APP SLOT [--json]", summary: "make a revoked connection declared again (the revocation stays disclosed)", run: ctlWriter("reconnect")},
+		{name: "credentials", synopsis: "credentials set APP SLOT [--file F]", summary: "store credential values: a JSON object from stdin or a 0600 file, never argv", run: ctlCredentials},
+		{name: "confirms", synopsis: "confirms [--watch] [--json] | confirms allow ID [--session] | confirms deny ID", summary: "pending confirmations, and deciding them", run: ctlConfirms},
+		{name: "journal", synopsis: "journal [--follow] [--json]", summary: "unattended acts and executor decisions (metadata only)", run: ctlJournal},
+		{name: "export", synopsis: "export FILE", summary: "export the user DB without secrets", run: ctlExport},
+		{name: "import", synopsis: "import FILE [--json]", summary: "import a user DB and print the reconciliation report", run: ctlImport},
+		{name: "template", synopsis: "template render --requirement FILE --values FILE --method M --url U [--body-file F] [--timestamp N]", summary: "render a requirement's templates offline (no daemon)", offline: true, run: func(ctx context.Context, c *ctl, args []string) int { return cmdTemplate(ctx, c.e, args) }},
+	}
+}
+
+func ctlUsage(w io.Writer) {
+	fmt.Fprint(w, "usage: snugd ctl [--data-dir DIR] COMMAND … [--json]\n\n")
+	fmt.Fprint(w, "Talks to the running snugd over the ctl socket (snugd.sock) in its data directory.\n\n")
+	for _, c := range ctlCommands() {
+		fmt.Fprintf(w, "  %s\n      %s\n", c.synopsis, c.summary)
+	}
+	fmt.Fprint(w, `
+--data-dir defaults to the per-OS location (see README.md). --json prints
+machine-readable JSON on stdout. Exit status: 0 success, 1 the daemon or
+the command's subject says no (daemon down, refused, validation failed),
+2 a usage error. snugd ctl COMMAND -h describes one command.
+`)
+}
 
 // cmdCtl is snugd ctl [--data-dir DIR] COMMAND … [--json].
 func cmdCtl(ctx context.Context, e env, args []string) int {
-	if len(args) > 0 && args[0] == "template" {
-		return cmdTemplate(ctx, e, args[1:])
+	flags := flag.NewFlagSet("snugd ctl", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	flags.Usage = func() { ctlUsage(e.stderr) }
+	dataDir := flags.String("data-dir", "", "the daemon's data directory")
+	asJSON := flags.Bool("json", false, "machine-readable output")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
 	}
-	fmt.Fprintln(e.stderr, "snugd ctl: not built yet")
+	args = flags.Args()
+	if len(args) == 0 {
+		ctlUsage(e.stderr)
+		return exitUsage
+	}
+	if isHelp(args[0]) {
+		ctlUsage(e.stdout)
+		return exitOK
+	}
+	var cmd *ctlCommand
+	for _, c := range ctlCommands() {
+		if c.name == args[0] {
+			cmd = &c
+			break
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(e.stderr, "snugd ctl: unknown command %q\n\n", args[0])
+		ctlUsage(e.stderr)
+		return exitUsage
+	}
+	c := &ctl{e: e, json: *asJSON, name: "snugd ctl " + cmd.name}
+	if !cmd.offline {
+		dir, err := resolveDataDir(e.getenv, *dataDir)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "snugd ctl: %v\n", err)
+			return exitUsage
+		}
+		c.dataDir = dir
+		c.client = api.DialCtl(dir, api.ClientOptions{
+			Version: buildVersion(),
+			OnVersionMismatch: func(daemonVersion, clientVersion string) {
+				fmt.Fprintf(e.stderr, "warning: snugd ctl is version %s but the daemon is %s; restart the daemon after an upgrade\n", clientVersion, daemonVersion)
+			},
+		})
+	}
+	return cmd.run(ctx, c, args[1:])
+}
+
+// flags returns a FlagSet for one command with --json registered.
+func (c *ctl) flags(synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(c.e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(c.e.stderr, "usage: snugd ctl [--data-dir DIR] %s\n", synopsis)
+		fs.PrintDefaults()
+	}
+	fs.BoolVar(&c.json, "json", c.json, "machine-readable output")
+	return fs
+}
+
+// args parses a command's flags and exactly n positional arguments
+// (named by names, for the usage message).
+func (c *ctl) args(fs *flag.FlagSet, args []string, names ...string) ([]string, int, bool) {
+	pos, code, ok := parseCtlArgs(fs, args, len(names))
+	if !ok {
+		return nil, code, false
+	}
+	if len(pos) < len(names) {
+		fmt.Fprintf(c.e.stderr, "%s: missing %s\n", c.name, strings.Join(names[len(pos):], " "))
+		fs.Usage()
+		return nil, exitUsage, false
+	}
+	return pos, 0, true
+}
+
+// fail reports err and returns the exit status for it: 1, with a hint when
+// the daemon is not answering. An API refusal prints its code, message and
+// details; no refusal carries a credential (the API never echoes one).
+func (c *ctl) fail(err error) int {
+	var apiErr *api.Error
+	switch {
+	case errors.Is(err, api.ErrUnreachable):
+		sock := filepath.Join(c.dataDir, api.CtlSocket)
+		if errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied") {
+			fmt.Fprintf(c.e.stderr, "%s: permission denied on %s\nhint: run snugd ctl as the user snugd runs as (or root)\n", c.name, sock)
+		} else {
+			fmt.Fprintf(c.e.stderr, "%s: snugd is not running for %s (nothing answers on %s)\nhint: start it with \"snugd start\" (the installed service) or \"snugd run --data-dir %s\"; or pass the --data-dir it uses\n", c.name, c.dataDir, sock, c.dataDir)
+		}
+	case errors.As(err, &apiErr):
+		fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", c.name, apiErr.Code, apiErr.Message)
+		for _, d := range apiErr.Details {
+			fmt.Fprintf(c.e.stderr, "  %s: %s\n", d.Path, d.Rule)
+		}
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(c.e.stderr, "%s: interrupted\n", c.name)
+	default:
+		fmt.Fprintf(c.e.stderr, "%s: %v\n", c.name, err)
+	}
 	return exitNo
 }
+
+// printJSON writes v as indented JSON on stdout.
+func (c *ctl) printJSON(v any) int {
+	enc := json.NewEncoder(c.e.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return c.fail(err)
+	}
+	return exitOK
+}
+
+// out prints a line on stdout.
+func (c *ctl) out(format string, a ...any) { fmt.Fprintf(c.e.stdout, format+"\n", a...) }
 
 // parseCtlArgs parses flags and positional arguments in any order ("hosts
 // approve CODE --json" as well as "--json hosts approve CODE"); "--" ends

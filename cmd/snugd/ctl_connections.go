@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/snug/snugd/api"
+)
+
+// reqSummary is what a listing shows of a requirement.
+type reqSummary struct {
+	Provider struct {
+		Name string `json:"name"`
+	} `json:"provider"`
+	Kind string `json:"kind"`
+}
+
+func summarize(raw json.RawMessage) reqSummary {
+	var s reqSummary
+	if json.Unmarshal(raw, &s) != nil || s.Provider.Name == "" {
+		s.Provider.Name, s.Kind = "(unreadable requirement)", "?"
+	}
+	return s
+}
+
+func stamp(t *api.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// ctlConnections is snugd ctl connections APP [--json].
+func ctlConnections(ctx context.Context, c *ctl, args []string) int {
+	fs := c.flags("connections APP [--json]")
+	pos, code, ok := c.args(fs, args, "APP")
+	if !ok {
+		return code
+	}
+	conns, err := c.client.Connections(ctx, pos[0])
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		if conns == nil {
+			conns = []api.ConnectionJSON{}
+		}
+		return c.printJSON(map[string]any{"connections": conns})
+	}
+	if len(conns) == 0 {
+		c.out("%s has no connections", pos[0])
+		return exitOK
+	}
+	for i, cn := range conns {
+		if i > 0 {
+			c.out("")
+		}
+		printConnection(c, cn)
+	}
+	return exitOK
+}
+
+// printConnection prints one row: status, provider, hosts, state. Never a
+// credential: the API does not return one.
+func printConnection(c *ctl, cn api.ConnectionJSON) {
+	s := summarize(cn.Requirement)
+	c.out("%s  %s  %s (%s), requirement v%d", cn.Slot, cn.Status, s.Provider.Name, s.Kind, cn.RequirementVersion)
+	if len(cn.AllowedHosts) > 0 {
+		c.out("  hosts        %s", strings.Join(cn.AllowedHosts, ", "))
+	} else if cn.Status == "approved" {
+		c.out("  hosts        none (every request is refused)")
+	}
+	prov := cn.Provenance
+	if cn.Borrowed {
+		prov += " (values from snugd's provider registry, not from the app)"
+	}
+	if cn.Confidence != nil {
+		prov += fmt.Sprintf(", claimed confidence %.2f (display only)", *cn.Confidence)
+	}
+	c.out("  provenance   %s", prov)
+	c.out("  created      %s", stamp(&cn.CreatedAt))
+	if cn.ApprovedAt != nil {
+		c.out("  approved     %s", stamp(cn.ApprovedAt))
+	}
+	if cn.RevokedAt != nil {
+		c.out("  revoked      %s", stamp(cn.RevokedAt))
+	}
+	if cn.State != nil {
+		line := cn.State.Status
+		if cn.State.LastError != "" {
+			line += ": " + cn.State.LastError
+		}
+		c.out("  credentials  %s", line)
+	} else if cn.Status != "revoked" {
+		c.out("  credentials  none stored")
+	}
+	switch {
+	case len(cn.Invalid) > 0:
+		c.out("  INVALID      the stored requirement no longer validates:")
+		for _, d := range cn.Invalid {
+			c.out("               %s: %s", d.Path, d.Rule)
+		}
+	case cn.NeedsReapproval:
+		c.out("  attention    a changed requirement waits: snugd ctl review %s %s, then reapprove", cn.AppID, cn.Slot)
+	case cn.Imported:
+		c.out("  attention    imported: review and approve it on this device (snugd ctl review %s %s)", cn.AppID, cn.Slot)
+	case cn.Status == "declared":
+		c.out("  next         snugd ctl review %s %s, then approve", cn.AppID, cn.Slot)
+	}
+}
+
+// ctlWriter is snugd ctl approve|reapprove|revoke|reconnect APP SLOT: the
+// writers of §12.3, and reconnect (ruling R11).
+func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int {
+	return func(ctx context.Context, c *ctl, args []string) int {
+		fs := c.flags(act + " APP SLOT [--json]")
+		pos, code, ok := c.args(fs, args, "APP", "SLOT")
+		if !ok {
+			return code
+		}
+		call := map[string]func(context.Context, string, string) (api.ConnectionJSON, error){
+			"approve": c.client.Approve, "reapprove": c.client.Reapprove,
+			"revoke": c.client.Revoke, "reconnect": c.client.Reconnect,
+		}[act]
+		cn, err := call(ctx, pos[0], pos[1])
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			return c.printJSON(map[string]any{"connection": cn})
+		}
+		switch act {
+		case "approve", "reapprove":
+			c.out("%s/%s approved; it may reach: %s", pos[0], pos[1], strings.Join(cn.AllowedHosts, ", "))
+		case "revoke":
+			c.out("%s/%s revoked; its credentials are wiped", pos[0], pos[1])
+		case "reconnect":
+			c.out("%s/%s is declared again (revoked %s, which its review discloses); review and approve it", pos[0], pos[1], stamp(cn.RevokedAt))
+		}
+		return exitOK
+	}
+}
+
+// ctlCredentials is snugd ctl credentials set APP SLOT [--file F]. Values
+// come as one JSON object of field key to value, from standard input or a
+// file no one else may read; never from the command line, where ps and the
+// shell's history would keep them.
+func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
+	fs := c.flags("credentials set APP SLOT [--file F]")
+	file := fs.String("file", "-", "a 0600 file holding the JSON object of field key to value; - (the default) reads standard input")
+	pos, code, ok := c.args(fs, args, "set", "APP", "SLOT")
+	if !ok {
+		return code
+	}
+	if pos[0] != "set" {
+		fmt.Fprintf(c.e.stderr, "%s: unknown subcommand (want set)\n", c.name)
+		return exitUsage
+	}
+	data, err := readSecretInput(c.e.stdin, *file)
+	if err != nil {
+		return c.fail(err)
+	}
+	values, err := parseValues(data)
+	if err != nil {
+		return c.fail(fmt.Errorf("credential values: %w", err))
+	}
+	if len(values) == 0 {
+		return c.fail(errors.New(`credential values: the object is empty; give {"field_key": "value", …}`))
+	}
+	if err := c.client.SetCredentials(ctx, pos[1], pos[2], values); err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		return c.printJSON(map[string]any{"appId": pos[1], "slot": pos[2], "stored": slices.Sorted(maps.Keys(values))})
+	}
+	c.out("stored %d %s for %s/%s (write-only: snugd never shows them again)", len(values), plural(len(values), "value", "values"), pos[1], pos[2])
+	return exitOK
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ctlExport is snugd ctl export FILE: the user DB, secrets dropped and
+// vacuumed (§13), written to FILE (mode 0600; an existing FILE is refused).
+func ctlExport(ctx context.Context, c *ctl, args []string) int {
+	fs := c.flags("export FILE")
+	pos, code, ok := c.args(fs, args, "FILE")
+	if !ok {
+		return code
+	}
+	name := pos[0]
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return c.fail(err)
+	}
+	err = c.client.Export(ctx, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+		return c.fail(err)
+	}
+	if c.json {
+		return c.printJSON(map[string]string{"file": name})
+	}
+	c.out("exported to %s (no secrets: credentials stay on this device)", name)
+	return exitOK
+}
+
+// ctlImport is snugd ctl import FILE [--json]: import a user DB and print
+// the reconciliation report of §12.4 (restored, demoted, dropped).
+func ctlImport(ctx context.Context, c *ctl, args []string) int {
+	flags := c.flags("import FILE [--json]")
+	pos, code, ok := c.args(flags, args, "FILE")
+	if !ok {
+		return code
+	}
+	f, err := openRegular(pos[0])
+	if errors.Is(err, fs.ErrNotExist) {
+		return c.fail(fmt.Errorf("%s does not exist", pos[0]))
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	defer f.Close()
+	rep, err := c.client.Import(ctx, f)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		return c.printJSON(rep)
+	}
+	c.out("imported %s: %d restored, %d demoted to declared (review them), %d dropped", filepath.Base(pos[0]), rep.Restored, rep.Demoted, len(rep.Dropped))
+	for _, d := range rep.Dropped {
+		c.out("  dropped %s/%s: %s", d.AppID, d.Slot, d.Reason)
+	}
+	return exitOK
+}

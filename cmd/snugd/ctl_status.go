@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ctlStatus is snugd ctl status [--json].
+func ctlStatus(ctx context.Context, c *ctl, args []string) int {
+	fs := c.flags("status [--json]")
+	if _, code, ok := c.args(fs, args); !ok {
+		return code
+	}
+	st, err := c.client.Status(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		return c.printJSON(st) // the schema of GET /v1/status (api/API.md)
+	}
+	up := time.Duration(st.UptimeSeconds) * time.Second
+	c.out("snugd %s, up %s (since %s)", st.Version, up, st.StartedAt.UTC().Format(time.RFC3339))
+	c.out("data dir     %s", st.DataDir)
+	if st.Listen != "" {
+		c.out("listen       http://%s", st.Listen)
+	}
+	c.out("policy       %s", st.TransportPolicy)
+	cc := st.Connections
+	c.out("apps         %d", st.Apps)
+	c.out("connections  %d: %d approved (%d need re-approval), %d declared (%d imported), %d revoked, %d invalid",
+		cc.Total, cc.Approved, cc.NeedsReapproval, cc.Declared, cc.Imported, cc.Revoked, cc.Invalid)
+	c.out("hosts        %d paired, %d waiting for approval", st.Hosts.Paired, st.Hosts.PendingPairings)
+	if len(st.Helpers) == 0 {
+		c.out("helpers      none")
+	} else {
+		var hs []string
+		for _, h := range st.Helpers {
+			hs = append(hs, h.HelperID+" ("+h.State+")")
+		}
+		c.out("helpers      %s", strings.Join(hs, ", "))
+	}
+	c.out("standing     %d armed", len(st.Standing))
+	c.out("confirms     %d pending", st.PendingConfirms)
+	if st.Hosts.PendingPairings > 0 {
+		c.out("\n%d pairing %s waiting: snugd ctl hosts list", st.Hosts.PendingPairings, plural(st.Hosts.PendingPairings, "request is", "requests are"))
+	}
+	if cc.NeedsReapproval+cc.Imported > 0 {
+		fmt.Fprintln(c.e.stdout, "\nsome connections need attention: snugd ctl connections APP")
+	}
+	return exitOK
+}
