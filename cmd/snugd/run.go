@@ -64,7 +64,10 @@ func runDaemon(ctx context.Context, e env, rf runFlags) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	version := buildVersion()
 
-	d, err := daemon.New(ctx, daemon.Config{DataDir: dir, Logger: log, TransportPolicy: daemon.TransportPolicy(cfg.TransportPolicy)})
+	d, err := daemon.New(ctx, daemon.Config{
+		DataDir: dir, Logger: log, TransportPolicy: daemon.TransportPolicy(cfg.TransportPolicy),
+		ConfirmTimeout: cfg.ConfirmTimeout, // denies sooner, never admits (config.go)
+	})
 	if err != nil {
 		return err
 	}
