@@ -147,7 +147,7 @@ func upstreamHandler(cfg upstreamConfig, out *reporter) http.Handler {
 			w.Write([]byte(strings.Repeat("x", 1<<20+1)))
 		case "/echo":
 			key, pass := r.Header.Get("CB-ACCESS-KEY"), r.Header.Get("CB-ACCESS-PASSPHRASE")
-			w.Header().Set("Link", "<https://api.e2e.test/next?key="+url.QueryEscape(key)+">; rel=next")
+			w.Header().Set("Link", "<https://api.e2e.test/next?key="+url.QueryEscape(key)+"&p="+url.PathEscape(pass)+">; rel=next")
 			fmt.Fprintf(w, `{"key":%q,"keyEncoded":%q,"passphrase":%q,"passEncoded":%q}`, key, url.QueryEscape(key), pass, url.PathEscape(pass))
 		case "/slow":
 			time.Sleep(time.Second)
