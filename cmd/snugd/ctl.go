@@ -62,7 +62,8 @@ func ctlUsage(w io.Writer) {
 	}
 	fmt.Fprint(w, `
 --data-dir defaults to the per-OS location (see README.md). --json prints
-machine-readable JSON on stdout. Exit status: 0 success, 1 the daemon or
+machine-readable JSON on stdout (confirms --watch and journal --follow print
+one object per line). Exit status: 0 success, 1 the daemon or
 the command's subject says no (daemon down, refused, validation failed),
 2 a usage error. snugd ctl COMMAND -h describes one command.
 `)
@@ -182,6 +183,14 @@ func (c *ctl) printJSON(v any) int {
 		return c.fail(err)
 	}
 	return exitOK
+}
+
+// printJSONLine writes v as one line of JSON on stdout: what the following
+// commands (confirms --watch, journal --follow) print per item with --json.
+func (c *ctl) printJSONLine(v any) {
+	enc := json.NewEncoder(c.e.stdout)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
 }
 
 // out prints a line on stdout.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,43 +41,81 @@ func ctlConfirms(ctx context.Context, c *ctl, args []string) int {
 		c.out("confirm %s: %s (%s)", pos[1], pos[0], remember)
 		return exitOK
 	}
+	if *watch {
+		return c.watchConfirms(ctx)
+	}
 	list, err := c.client.Confirms(ctx)
 	if err != nil {
 		return c.fail(err)
 	}
-	if c.json && !*watch {
+	if c.json {
 		if list == nil {
 			list = []api.ConfirmJSON{}
 		}
 		return c.printJSON(map[string]any{"confirms": list})
 	}
-	seen := map[string]bool{}
+	if len(list) == 0 {
+		c.out("no pending confirms")
+	}
 	for _, cf := range list {
-		seen[cf.ID] = true
 		c.printConfirm(cf)
-	}
-	if !*watch {
-		if len(list) == 0 {
-			c.out("no pending confirms")
-		}
-		return exitOK
-	}
-	err = c.client.Events(ctx, func(ev api.Event) error {
-		if ev.Type != "confirm-pending" || seen[ev.Data.ID] {
-			return nil
-		}
-		seen[ev.Data.ID] = true
-		cf, err := c.client.Confirm(ctx, ev.Data.ID)
-		if err != nil {
-			return nil // decided or expired meanwhile: nothing to show
-		}
-		c.printConfirm(cf)
-		return nil
-	})
-	if err != nil && ctx.Err() == nil {
-		return c.fail(err)
 	}
 	return exitOK
+}
+
+// watchConfirms prints every pending confirm once, as it arrives, until
+// ctx is done. It lists the pending confirms again on every confirm-pending
+// hint of the event stream, and every two seconds in case a confirm was
+// parked while the stream was connecting.
+func (c *ctl) watchConfirms(ctx context.Context) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hints := make(chan struct{}, 1)
+	streamErr := make(chan error, 1)
+	// The stream lives until ctx is cancelled or the daemon ends it.
+	go func() {
+		streamErr <- c.client.Events(ctx, func(ev api.Event) error {
+			if ev.Type == "confirm-pending" {
+				select {
+				case hints <- struct{}{}:
+				default:
+				}
+			}
+			return nil
+		})
+	}()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	seen := map[string]bool{}
+	for {
+		list, err := c.client.Confirms(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return exitOK
+			}
+			return c.fail(err)
+		}
+		for _, cf := range list {
+			if !seen[cf.ID] {
+				seen[cf.ID] = true
+				c.printConfirm(cf)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-hints:
+		case <-tick.C:
+		case err := <-streamErr:
+			if ctx.Err() != nil {
+				return exitOK
+			}
+			if err == nil {
+				err = errors.New("the daemon ended the event stream (it is shutting down)")
+			}
+			return c.fail(err)
+		}
+	}
 }
 
 // printConfirm shows one confirm: what would be sent, where, for whom.
@@ -84,7 +123,7 @@ func ctlConfirms(ctx context.Context, c *ctl, args []string) int {
 // the confirm), previewed, never the credentialed request.
 func (c *ctl) printConfirm(cf api.ConfirmJSON) {
 	if c.json {
-		c.printJSON(cf)
+		c.printJSONLine(cf)
 		return
 	}
 	who := cf.AppID

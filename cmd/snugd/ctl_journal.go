@@ -71,7 +71,7 @@ func ctlJournal(ctx context.Context, c *ctl, args []string) int {
 
 func (c *ctl) printEntry(e api.JournalEntryJSON) {
 	if c.json {
-		c.printJSON(e)
+		c.printJSONLine(e)
 		return
 	}
 	what := e.Outcome

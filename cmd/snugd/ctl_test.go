@@ -546,3 +546,70 @@ func TestCtlVersionMismatch(t *testing.T) {
 		t.Errorf("the warning went to stdout, which --json keeps for JSON: %q", out)
 	}
 }
+
+// follow runs a following ctl command (confirms --watch, journal --follow)
+// until stop is called, which returns its exit status.
+func (td *testDaemon) follow(t *testing.T, out *syncBuffer, args ...string) (stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var errb syncBuffer
+	e := env{stdin: strings.NewReader(""), stdout: out, stderr: &errb, getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- dispatch(ctx, e, append([]string{"ctl", "--data-dir", td.dir}, args...)) }()
+	return func() int {
+		cancel()
+		select {
+		case code := <-done:
+			if errb.String() != "" {
+				t.Logf("stderr: %s", errb.String())
+			}
+			return code
+		case <-time.After(10 * time.Second):
+			t.Fatalf("ctl %q did not stop when interrupted", args)
+			return -1
+		}
+	}
+}
+
+// waitFor waits (at most 5 s) until out contains want.
+func waitFor(t *testing.T, out *syncBuffer, want string) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if strings.Contains(out.String(), want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("output never showed %q:\n%s", want, out.String())
+}
+
+// TestCtlFollow: confirms --watch shows a confirm parked after it started
+// (from the event stream), and journal --follow shows the decision's entry;
+// both end with exit 0 when interrupted.
+func TestCtlFollow(t *testing.T) {
+	td := startDaemon(t)
+	td.propose(t, "trader")
+	td.ctl(t, "", "approve", "trader", "coinbase-exchange")
+	var watch, journal syncBuffer
+	stopWatch := td.follow(t, &watch, "confirms", "--watch")
+	stopJournal := td.follow(t, &journal, "journal", "--follow")
+
+	frame := `{"type":"snug:net-request","v":1,"requestId":"r2","instanceId":"i1","url":"https://api.exchange.coinbase.com/orders/7","method":"DELETE"}`
+	done := make(chan daemon.NetResult, 1)
+	go func() {
+		done <- td.d.Net(context.Background(), daemon.NetCall{AppID: "trader", Frame: []byte(frame), Delivery: daemon.DeliveryApp})
+	}()
+	waitFor(t, &watch, "DELETE https://api.exchange.coinbase.com/orders/7")
+	id := strings.Fields(watch.String())[0]
+	if code, _, errOut := td.ctl(t, "", "confirms", "deny", id); code != exitOK {
+		t.Fatalf("confirms deny = %d, %q", code, errOut)
+	}
+	<-done
+	waitFor(t, &journal, "NET_CONFIRM_DENIED")
+	if code := stopWatch(); code != exitOK {
+		t.Errorf("confirms --watch ended %d, want 0", code)
+	}
+	if code := stopJournal(); code != exitOK {
+		t.Errorf("journal --follow ended %d, want 0", code)
+	}
+}
