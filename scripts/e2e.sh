@@ -16,5 +16,13 @@ if ! command -v unshare >/dev/null; then
 	exit 0
 fi
 
-# The harness bounds itself (~1 minute); the timeout is a backstop.
+# The harness removes its namespaces itself, before and after a run; this
+# trap covers a run that go test's timeout killed before its cleanup.
+cleanup() {
+	for ns in snugd-e2e-pub snugd-e2e-priv; do ip netns del "$ns" 2>/dev/null || true; done
+	for link in se2e-pub0 se2e-prv0; do ip link del "$link" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# The harness bounds itself (about 10 s after the build); the timeout is a backstop.
 go test -tags e2e -count=1 -timeout 5m ./scripts/e2e/ "$@"

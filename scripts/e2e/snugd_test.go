@@ -84,6 +84,7 @@ func startSnugd(t *testing.T, h *harness, bin string) *snugd {
 	s.cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
 		`mount --bind "$1" /etc/hosts && exec "$2" run --data-dir "$3"`, "sh", hosts, bin, s.dataDir)
 	s.cmd.Env = append(cleanEnv(), "SSL_CERT_FILE="+h.pki.caFile, "SSL_CERT_DIR="+noCerts)
+	s.cmd.SysProcAttr = dieWithParent()
 	s.cmd.Stdout = io.MultiWriter(s.log, &testWriter{t: t, prefix: "snugd: "})
 	s.cmd.Stderr = s.cmd.Stdout
 	if err := s.cmd.Start(); err != nil {
@@ -280,4 +281,12 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// dieWithParent makes a child killed when the test binary dies, even by
+// go test's timeout, which runs no cleanup. (The kernel sends the signal
+// when the thread that started the child exits; Go keeps that thread
+// unless a goroutine locked to it ends, which this package never does.)
+func dieWithParent() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

@@ -197,6 +197,7 @@ func startUpstream(t *testing.T, ns netns, cfg upstreamConfig, dir string) *upst
 	}
 	cmd := exec.Command("ip", "netns", "exec", ns.name, self, "-test.run=^TestUpstreamHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), upstreamEnv+"="+cfgFile)
+	cmd.SysProcAttr = dieWithParent()
 	cmd.Stderr = &testWriter{t: t, prefix: "upstream " + cfg.Role + ": "}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
