@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,17 +9,14 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the offline read-only integrity check
-
 	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/daemon"
 )
 
 // The files of a data directory, as daemon/internal/store and api name
@@ -211,9 +207,10 @@ func (d *doctor) checkDaemon(ctx context.Context) {
 // checkLock reports the data directory's lock holder, as recorded in the
 // lock file, and whether it is the daemon answering on the socket.
 func (d *doctor) checkLock() {
-	pid, started, err := readLockRecord(d.c.dataDir)
+	pid, startedAt, recorded, err := daemon.LockHolder(d.c.dataDir)
+	started := startedAt.UTC().Format(time.RFC3339)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case err == nil && !recorded:
 		if d.status != nil {
 			d.add("lock", "warn", "the daemon answers but the lock file records no holder")
 		} else {
@@ -232,80 +229,26 @@ func (d *doctor) checkLock() {
 	}
 }
 
-// readLockRecord reads the holder record "pid=N started=T" that the store
-// writes into its lock file (daemon/internal/store/lock.go).
-func readLockRecord(dir string) (int, string, error) {
-	f, err := os.Open(filepath.Join(dir, lockFileName))
-	if err != nil {
-		return 0, "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 256))
-	if err != nil {
-		return 0, "", err
-	}
-	if len(b) == 0 {
-		return 0, "", fs.ErrNotExist // no holder recorded
-	}
-	fields := strings.Fields(string(b))
-	if len(fields) != 2 || !strings.HasPrefix(fields[0], "pid=") || !strings.HasPrefix(fields[1], "started=") {
-		return 0, "", errors.New("the lock file's holder record is unreadable")
-	}
-	pid, err := strconv.Atoi(strings.TrimPrefix(fields[0], "pid="))
-	if err != nil || pid <= 0 {
-		return 0, "", errors.New("the lock file's holder record is unreadable")
-	}
-	return pid, strings.TrimPrefix(fields[1], "started="), nil
-}
-
 // checkDatabase runs SQLite's quick_check on a read-only connection. With
 // the daemon running the WAL is shared with it; without, the file is
 // opened immutable so that not even a -shm file is created.
 func (d *doctor) checkDatabase(ctx context.Context) {
-	p := filepath.Join(d.c.dataDir, dbFileName)
-	if _, err := os.Stat(p); err != nil {
+	if _, err := os.Stat(filepath.Join(d.c.dataDir, dbFileName)); err != nil {
 		d.add("database", "skip", "no database to check")
 		return
 	}
-	q := url.Values{"mode": {"ro"}, "_busy_timeout": {"5000"}}
-	if d.status == nil {
-		q.Set("immutable", "1")
-	}
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: p}).EscapedPath()+"?"+q.Encode())
-	if err != nil {
-		d.add("database", "fail", "open read-only: %v", err)
-		return
-	}
-	defer db.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rows, err := db.QueryContext(ctx, "PRAGMA quick_check")
-	if err != nil {
-		d.add("database", "fail", "quick_check: %v", err)
-		return
-	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			d.add("database", "fail", "quick_check: %v", err)
-			return
-		}
-		if line != "ok" {
-			problems = append(problems, line)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		d.add("database", "fail", "quick_check: %v", err)
-		return
-	}
-	if len(problems) > 0 {
+	problems, err := daemon.CheckDatabase(ctx, d.c.dataDir, d.status != nil)
+	switch {
+	case err != nil:
+		d.add("database", "fail", "%v", err)
+	case len(problems) > 0:
 		// quick_check names pages and indexes, never row contents.
 		d.add("database", "fail", "quick_check found %d %s, first: %s", len(problems), plural(len(problems), "problem", "problems"), problems[0])
-		return
+	default:
+		d.add("database", "ok", "quick_check ok (read-only)")
 	}
-	d.add("database", "ok", "quick_check ok (read-only)")
 }
 
 // checkPort checks that the configured loopback port is this daemon's: the
