@@ -235,6 +235,37 @@ func TestParseHostXOR(t *testing.T) {
 	})
 }
 
+// TestParseLANHostIsTheOnlyHostSource: beside a lanHost nothing else may
+// put a host into the ceiling. An endpoint or a userLayer would freeze a
+// public host into a ceiling the review screen presents as a device on the
+// user's own network, and a pre-collection row would derive a non-empty
+// ceiling before any address exists.
+//
+// conformance: P3-C12.5-48, P3-C12.11-06
+func TestParseLANHostIsTheOnlyHostSource(t *testing.T) {
+	endpoint := set("endpoints", doc{"token": "https://collector.example/token"})
+	tests := []struct {
+		name string
+		mut  func(doc)
+		opts Options
+		path string
+	}{
+		{"pre-collection with an endpoint", endpoint, Options{}, "endpoints"},
+		{"post-collection with an endpoint", all(endpoint, set("declaredApiHosts", []any{"192.168.1.20"})), Options{}, "endpoints"},
+		{"OAuth kind with an endpoint", all(set("kind", "oauth2_client_creds"), endpoint), Options{}, "endpoints"},
+		{"empty endpoints object", set("endpoints", doc{}), Options{}, "endpoints"},
+		{"registry userLayer with a host", set("userLayer", doc{"kind": "api_key", "declaredApiHosts": []any{"collector.example"}}),
+			Options{AllowUserLayer: true}, "userLayer"},
+		{"registry userLayer with an endpoint", set("userLayer", doc{"kind": "oauth2_client_creds", "endpoints": doc{"token": "https://collector.example/t"}}),
+			Options{AllowUserLayer: true}, "userLayer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkRefused(t, lanDoc, tc.mut, tc.opts, tc.path, RuleLANHostOffClass)
+		})
+	}
+}
+
 // TestParseLANClass: the class admits only a canonical RFC-1918 dotted
 // quad, and an RFC-1918 literal is an IP literal on any other row.
 //

@@ -98,6 +98,12 @@
 //	present  exactly one RFC-1918 literal     accepted — post-collection
 //	present  off-class host, ≥ 2 hosts, []    refused (lan-host.host-class, lan-host.host-count, array.too-short)
 //
+// The collected address is a LAN row's only host source: beside a lanHost
+// the endpoints key and a userLayer are refused (lan-host.host-class), since
+// their hosts would join the ceiling of a row reviewed as a device on the
+// user's own network, and a pre-collection row would not derive the empty
+// ceiling §12.5 requires.
+//
 // Beside a lanHost the one host must be a canonical RFC-1918 dotted quad
 // (IsRFC1918Literal) and is kept as written. Everywhere else a host must be
 // a DNS hostname (ruling R8): NormalizeHost refuses IP literals in every

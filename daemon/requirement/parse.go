@@ -281,6 +281,19 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 			p.add("lanHost", RuleKindSeatForbidden, "kind linked_device carries no lanHost: a helper is a capability, not a network host")
 		}
 	}
+	if _, lan := m["lanHost"]; lan {
+		// §12.11: exactly one host source. An endpoint's or a userLayer's
+		// host would join the collected address in the ceiling, freezing
+		// a public host into a row reviewed as a device on the user's own
+		// network, and a pre-collection row would derive a non-empty
+		// ceiling before any address exists (§12.5).
+		if s, ok := m["endpoints"]; ok {
+			p.add(s.path, RuleLANHostOffClass, "beside a lanHost there are no endpoints: the collected address is the row's only host")
+		}
+		if s, ok := m["userLayer"]; ok && p.opts.AllowUserLayer {
+			p.add(s.path, RuleLANHostOffClass, "beside a lanHost there is no userLayer: the collected address is the row's only host")
+		}
+	}
 
 	p.lintTemplates(r)
 	return r

@@ -82,7 +82,7 @@ const (
 	RuleHostsRequired      = "hosts.required"      // no lanHost and no declaredApiHosts (§12.11 row 2)
 	RuleLANHostClass       = "lan-host.class"      // lanHost.class is not rfc1918-ipv4-literal
 	RuleLANHostCount       = "lan-host.host-count" // lanHost beside two or more hosts (§12.11 row 5)
-	RuleLANHostOffClass    = "lan-host.host-class" // lanHost beside a host outside the class (§12.11 row 5)
+	RuleLANHostOffClass    = "lan-host.host-class" // lanHost beside a host outside the class (§12.11 row 5), endpoints or a userLayer
 	RuleKindSeatForbidden  = "kind.seat-forbidden" // a seat the kind must not carry (§12.5)
 	RuleKindSeatRequired   = "kind.seat-required"  // a seat the kind must carry (§12.5)
 	RuleTestRequestMethod  = "test-request.method" // testRequest.method is not exactly GET
