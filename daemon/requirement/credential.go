@@ -59,7 +59,12 @@ import (
 //     into two-character pieces, identifiers and paths into words. Random
 //     mixed-case strings of 32 characters are caught all but about once in
 //     a thousand; single-case alphanumeric ones (base32, base36) about
-//     three times in five to nine times in ten.
+//     three times in five to nine times in ten;
+//   - a random-looking token: 20 to 31 such characters with all three of
+//     lower case, upper case and digits, words shorter than 3 characters on
+//     average and an entropy of at least 3.8 bits per character. Random
+//     base62 keys of 20 characters are caught about nine times in ten, of
+//     24 to 31 characters about 97 to 99 times in a hundred.
 //
 // A placeholder, for the prefix and assignment rules, is text whose
 // letters are all one case and that has no digit ("xxxxxxxx",
@@ -72,12 +77,15 @@ import (
 // login.microsoftonline.com/common need none); a truncated but JWT-shaped
 // example ("eyJhbGci.eyJzdWIi"); any PEM header, even a certificate's;
 // "Bearer abc123def456ghi789"; a documentation URL with a ?token=abc12345
-// example. Placeholders and examples should be illustrative ("your API
-// key", "sk_live_…", "xxxxxxxx"), never realistic. Known false negatives:
-// short or low-entropy secrets (a 12-digit PIN, a dictionary password),
-// single-case random strings that happen to segment like words, and
-// secrets split across seats; the detector is a schema-time guard, not a
-// proof that a requirement is clean.
+// example; base64 of short text ("dGhlIHNhbXBsZSBub25jZQ=="); a 20- to
+// 31-character mixed-case identifier that is mostly digits and capitals
+// ("iPhone15ProMaxUS2024"). Placeholders and examples should be
+// illustrative ("your API key", "sk_live_…", "xxxxxxxx"), never realistic.
+// Known false negatives: short or low-entropy secrets (a 12-digit PIN, a
+// dictionary password, random keys under 20 characters), single-case
+// random strings under 32 characters or that happen to segment like words,
+// and secrets split across seats; the detector is a schema-time guard, not
+// a proof that a requirement is clean.
 func DetectCredential(s string) (reason string, ok bool) {
 	if strings.Contains(s, "-----BEGIN") {
 		return "a PEM block", true
@@ -118,14 +126,18 @@ func DetectCredential(s string) (reason string, ok bool) {
 		return "a credential-named parameter with a value", true
 	}
 	for tok := range tokens(s, isBase64Char) {
-		if len(tok) < 32 {
-			continue
-		}
-		if isLongHex(tok) {
-			return "a long hexadecimal string", true
-		}
-		if isHighEntropy(tok) {
-			return "a long high-entropy string", true
+		switch {
+		case len(tok) >= 32:
+			if isLongHex(tok) {
+				return "a long hexadecimal string", true
+			}
+			if isHighEntropy(tok) {
+				return "a long high-entropy string", true
+			}
+		case len(tok) >= 20:
+			if isRandomMixed(tok) {
+				return "a random-looking token", true
+			}
 		}
 	}
 	return "", false
@@ -455,16 +467,43 @@ func isLongHex(tok string) bool {
 	return digit && letter
 }
 
-// isHighEntropy applies the high-entropy rule to a base64-alphabet run:
-// at least two character classes, a Shannon entropy of at least 3.5 bits
-// per character, and alphanumeric segments shorter than 3.5 characters on
-// average. Segments are what a CamelCase or path reading would call words:
-// a new one starts at every separator, at a letter-digit change, at a lower-
-// to upper-case change and before the last capital of an upper-case run that
-// continues in lower case. Random text breaks into segments of about two
-// characters; identifiers and paths ("GetAccountBalanceV2",
-// "/2010-04-01/Accounts") into segments of four or more.
+// isHighEntropy applies the high-entropy rule to a base64-alphabet run of
+// 32 or more characters: at least two character classes, a Shannon entropy
+// of at least 3.5 bits per character, and alphanumeric segments shorter
+// than 3.5 characters on average.
 func isHighEntropy(tok string) bool {
+	st := measure(tok)
+	return st.classes >= 2 && st.meanSegment < 3.5 && st.entropy >= 3.5
+}
+
+// isRandomMixed applies the shorter rule to a base64-alphabet run of 20 to
+// 31 characters, the length of many API keys (a CoinGecko key is "CG-" and
+// 24 characters): lower case, upper case and digits all present, segments
+// shorter than 3 characters on average and a Shannon entropy of at least
+// 3.8 bits per character. Random base62 text of 20 characters passes it
+// about nine times in ten, of 24 or more about 97 times in a hundred;
+// identifiers and paths with real words do not ("GetAccountBalanceV2",
+// "OAuth2ClientCredentials"), while base64 of short text does.
+func isRandomMixed(tok string) bool {
+	st := measure(tok)
+	return st.classes == 3 && st.meanSegment < 3 && st.entropy >= 3.8
+}
+
+// tokenStats are what the two entropy rules look at.
+type tokenStats struct {
+	classes     int     // how many of lower case, upper case and digits occur
+	meanSegment float64 // alphanumeric characters per segment; +Inf with none
+	entropy     float64 // Shannon entropy in bits per character
+}
+
+// measure computes a token's statistics. Segments are what a CamelCase or
+// path reading would call words: a new one starts at every separator, at a
+// letter-digit change, at a lower- to upper-case change and before the last
+// capital of an upper-case run that continues in lower case. Random text
+// breaks into segments of about two characters; identifiers and paths
+// ("GetAccountBalanceV2", "/2010-04-01/Accounts") into segments of four or
+// more.
+func measure(tok string) tokenStats {
 	var counts [256]int
 	var classes [4]bool
 	segments, alnum := 0, 0
@@ -494,22 +533,21 @@ func isHighEntropy(tok string) bool {
 		}
 		prev = class
 	}
-	n := 0
+	st := tokenStats{meanSegment: math.Inf(1)}
 	for _, b := range classes {
 		if b {
-			n++
+			st.classes++
 		}
 	}
-	if n < 2 || segments == 0 || float64(alnum)/float64(segments) >= 3.5 {
-		return false
+	if segments > 0 {
+		st.meanSegment = float64(alnum) / float64(segments)
 	}
-	h := 0.0
 	total := float64(len(tok))
 	for _, c := range counts {
 		if c > 0 {
 			p := float64(c) / total
-			h -= p * math.Log2(p)
+			st.entropy -= p * math.Log2(p)
 		}
 	}
-	return h >= 3.5
+	return st
 }

@@ -73,6 +73,7 @@ func credentialSamples() []struct{ name, s string } {
 		{"slack webhook", "https://hooks.slack.com/services/T00000000/B00000000/" + fake(43, 24, b62)},
 		{"discord webhook", "https://discord.com/api/webhooks/123/" + fake(44, 40, b64u)},
 		{"telegram", "https://api.telegram.org/bot" + fake(45, 10, "0123456789") + ":" + fake(46, 35, b64u) + "/getMe"},
+		{"telegram bare", fake(45, 10, "0123456789") + ":" + fake(46, 35, b64u)},
 		{"query key", "https://api.example.com/v1?api_key=" + fake(47, 20, b62)},
 		{"prose token", "set token=" + fake(48, 12, b62) + " in the header"},
 		{"azure connection string", "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=" + fake(49, 40, b64s) + "=="},
@@ -82,6 +83,11 @@ func credentialSamples() []struct{ name, s string } {
 		{"random base64", fake(53, 44, b64s)},
 		{"random in a sentence", "Your key looks like " + fake(54, 40, b62) + "."},
 		{"stripe in a sentence", "Paste sk_live_" + fake(55, 24, b62) + " here"},
+		{"coingecko demo key", "CG-" + fake(56, 24, b62)},
+		{"random base62, 20 characters", fake(67, 20, b62)},
+		{"random base62, 24 characters", fake(58, 24, b62)},
+		{"random base62, 31 characters", fake(59, 31, b62)},
+		{"random base64url, 22 characters in a sentence", "The key is " + fake(64, 22, b64u) + "."},
 	}
 }
 
@@ -130,6 +136,9 @@ func TestDetectCredentialTrueNegatives(t *testing.T) {
 		"{{hmac_sha256_b64(api_secret, request.timestamp, request.method, request.pathAndQuery, request.body)}}",
 		"Settings > API > Create key", "eyJ", "-----", "sk-learning-app",
 		"Open https://console.cloud.google.com/apis/credentials and choose Create credentials.",
+		"CG-xxxxxxxxxxxxxxxxxxxxxxxx", "CG-YOUR_DEMO_API_KEY", "GetAccountBalanceV2", "OAuth2ClientCredentials",
+		"com/api/v3/simple/price", "x-ratelimit-remaining", "Files.ReadWrite.All", "/v1/chat/completions",
+		"ISO8601DateTimeFormat", "Windows10Pro64BitEdition", "/api/v1/Users/Me/Playlists2",
 	} {
 		if reason, ok := DetectCredential(s); ok {
 			t.Errorf("DetectCredential(%q) = %q, true, want false", s, reason)
@@ -165,6 +174,8 @@ func TestDetectCredentialDocumentedFalsePositives(t *testing.T) {
 		"https://docs.example.com/?token=abc12345",
 		"123e4567-e89b-12d3-a456-426614174000",
 		"https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/token",
+		"dGhlIHNhbXBsZSBub25jZQ==",
+		"iPhone15ProMaxUS2024",
 	} {
 		if _, ok := DetectCredential(s); !ok {
 			t.Errorf("DetectCredential(%q) = false, want the documented false positive", s)
@@ -193,6 +204,8 @@ func TestParseRefusesCredentialsInEverySeat(t *testing.T) {
 		{"field label", baseDoc, field(0, "label", "Key "+tok), "fields[0].label", RuleCredentialDetected},
 		{"field description", baseDoc, field(0, "description", "For example "+stripe), "fields[0].description", RuleCredentialDetected},
 		{"field placeholder", baseDoc, field(0, "placeholder", stripe), "fields[0].placeholder", RuleCredentialDetected},
+		{"realistic key as a placeholder", baseDoc, field(0, "placeholder", "CG-"+fake(65, 24, b62)), "fields[0].placeholder", RuleCredentialDetected},
+		{"short random key as a placeholder", baseDoc, field(0, "placeholder", fake(66, 24, b62)), "fields[0].placeholder", RuleCredentialDetected},
 		{"console url", baseDoc, set("registration.consoleUrl", "https://example.com/"+tok), "registration.consoleUrl", RuleCredentialDetected},
 		{"instruction", baseDoc, set("registration.instructions", []any{"Use " + tok + " as the key."}), "registration.instructions[0]", RuleCredentialDetected},
 		{"token endpoint", oauthDoc, set("endpoints.token", "https://accounts.spotify.com/api/token/"+tok), "endpoints.token", RuleCredentialDetected},
