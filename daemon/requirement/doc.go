@@ -19,8 +19,11 @@
 // # The document
 //
 // A requirement is one JSON object (ruling R23) with these keys; every
-// length counts Unicode characters, and every object at every level admits
-// only its listed keys (an unknown key anywhere is key.unknown, §12.5):
+// length counts UTF-16 code units, as the spec's TypeScript schema and the
+// template lint count a string's length (a character outside the Basic
+// Multilingual Plane, such as an emoji, counts twice), and every object at
+// every level admits only its listed keys (an unknown key anywhere is
+// key.unknown, §12.5):
 //
 //	slot              required  ^[a-z0-9][a-z0-9-]{0,39}$ (SlotPattern)
 //	provider          required  {name, homepageUrl?, docsUrl?}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/template"
 )
@@ -16,7 +15,7 @@ import (
 // parses again.
 const MaxSize = 256 << 10
 
-// Bounds of spec §12.5 (lengths in Unicode characters) and ruling R23.
+// Bounds of spec §12.5 (lengths in UTF-16 code units) and ruling R23.
 const (
 	maxProviderName   = 120
 	maxURL            = 300
@@ -192,13 +191,16 @@ func (p *parser) required(m map[string]seat, parent, name string) (seat, bool) {
 }
 
 // length reports string.empty or string.too-long for s and whether it was
-// within bounds.
+// within bounds. Lengths count UTF-16 code units: the spec's schema is
+// TypeScript, whose string length counts them, and the template lint
+// bounds a template value the same way, so one requirement never mixes two
+// ways of counting and is never laxer than the reference.
 func (p *parser) length(path, s string, max int) bool {
 	if s == "" {
 		p.add(path, RuleStringEmpty, "must not be empty")
 		return false
 	}
-	if n := utf8.RuneCountInString(s); n > max {
+	if n := utf16Len(s); n > max {
 		p.add(path, RuleStringTooLong, "is "+strconv.Itoa(n)+" characters long; the limit is "+strconv.Itoa(max))
 		return false
 	}
@@ -999,4 +1001,17 @@ func (p *parser) lintTemplates(r *Requirement) {
 		}
 		p.add(path, rule, msg)
 	}
+}
+
+// utf16Len is the length of s in UTF-16 code units: the number of its
+// characters, counting each one outside the Basic Multilingual Plane twice.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r > 0xFFFF {
+			n++
+		}
+	}
+	return n
 }

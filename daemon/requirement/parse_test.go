@@ -65,7 +65,7 @@ func fieldDoc(i int) any {
 }
 
 // TestParseBounds checks every bound of §12.5 at its edge: the maximum is
-// accepted and one more is refused. Lengths count Unicode characters.
+// accepted and one more is refused. Lengths count UTF-16 code units.
 //
 // conformance: P3-C12.2-05, P3-C12.5-02, P3-C12.5-03, P3-C12.5-04, P3-C12.5-06, P3-C12.5-07, P3-C12.5-08, P3-C12.5-09, P3-C12.5-10, P3-C12.5-11, P3-C12.5-12, P3-C12.5-13, P3-C12.5-14, P3-C12.5-15, P3-C12.5-16, P3-C12.5-17, P3-C12.5-18, P3-C12.5-25, P3-C12.5-26, P3-C12.5-27, P3-C12.5-28, P3-C12.5-30, P3-C12.5-31
 func TestParseBounds(t *testing.T) {
@@ -107,6 +107,11 @@ func TestParseBounds(t *testing.T) {
 		{name: "field key duplicate", bad: withFields([]any{fieldDoc(1), fieldDoc(1)}), path: "fields[1].key", rule: RuleFieldKeyDuplicate},
 		{name: "field label 80", ok: field(0, "label", strings.Repeat("l", 80)), bad: field(0, "label", strings.Repeat("l", 81)), path: "fields[0].label", rule: RuleStringTooLong},
 		{name: "field label 80 characters not bytes", ok: field(0, "label", strings.Repeat("é", 80)), bad: field(0, "label", strings.Repeat("é", 81)), path: "fields[0].label", rule: RuleStringTooLong},
+		// Lengths count UTF-16 code units, as the spec's TypeScript schema
+		// and the template lint count them: a character outside the BMP is
+		// two, so 79 letters and an emoji are 81, over the bound.
+		{name: "field label 80 UTF-16 units", ok: field(0, "label", strings.Repeat("l", 78)+"\U0001F511"), bad: field(0, "label", strings.Repeat("l", 79)+"\U0001F511"), path: "fields[0].label", rule: RuleStringTooLong},
+		{name: "instruction 300 UTF-16 units", ok: set("registration.instructions", []any{strings.Repeat("s", 298) + "\U0001F511"}), bad: set("registration.instructions", []any{strings.Repeat("s", 299) + "\U0001F511"}), path: "registration.instructions[0]", rule: RuleStringTooLong},
 		{name: "field label empty", bad: field(0, "label", ""), path: "fields[0].label", rule: RuleStringEmpty},
 		{name: "field label missing", bad: func(d doc) { delete(d["fields"].([]any)[0].(doc), "label") }, path: "fields[0].label", rule: RuleKeyMissing},
 		{name: "field type", ok: field(0, "type", "url"), bad: field(0, "type", "file"), path: "fields[0].type", rule: RuleFieldType},

@@ -36,7 +36,7 @@ const (
 	RuleKeyUnknown       = "key.unknown"        // a key the schema does not define, at any level
 	RuleKeyMissing       = "key.missing"        // a required key is absent
 	RuleStringEmpty      = "string.empty"       // an empty string where text is required
-	RuleStringTooLong    = "string.too-long"    // longer than the seat's bound, in Unicode characters
+	RuleStringTooLong    = "string.too-long"    // longer than the seat's bound, in UTF-16 code units
 	RuleArrayTooShort    = "array.too-short"    // fewer entries than the seat's minimum
 	RuleArrayTooLong     = "array.too-long"     // more entries than the seat's maximum
 	RuleObjectTooLarge   = "object.too-large"   // more members than the seat's maximum
