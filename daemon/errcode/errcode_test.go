@@ -24,14 +24,30 @@ func render(entries []Entry) string {
 	return b.String()
 }
 
-func goldenCodes(text string) []Code {
-	var codes []Code
+// goldenEntries reads the codes of the golden file, in order, with their
+// reserved flags.
+func goldenEntries(text string) []Entry {
+	var entries []Entry
 	for line := range strings.Lines(text) {
 		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
 			continue
 		}
-		code, _, _ := strings.Cut(line, "\t")
-		codes = append(codes, Code(strings.TrimSpace(code)))
+		fields := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+		e := Entry{Code: Code(strings.TrimSpace(fields[0]))}
+		for _, f := range fields[1:] {
+			if f == "reserved=true" {
+				e.Reserved = true
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+func codesOf(entries []Entry) []Code {
+	codes := make([]Code, len(entries))
+	for i, e := range entries {
+		codes[i] = e.Code
 	}
 	return codes
 }
@@ -50,6 +66,18 @@ func appendOnly(old []Code, cur []Entry) error {
 	return nil
 }
 
+// staysReserved returns an error naming the first golden code that was
+// reserved and no longer is: a reserved or retired code keeps no meaning
+// forever, and giving it one again would be reuse (STYLE.md, ruling R2).
+func staysReserved(old, cur []Entry) error {
+	for i, e := range old {
+		if i < len(cur) && e.Reserved && !cur[i].Reserved {
+			return fmt.Errorf("code %s (position %d) is reserved and may never be given a meaning again", e.Code, i+1)
+		}
+	}
+	return nil
+}
+
 // TestGolden keeps the registry append-only: a rename, a reorder or a
 // deletion fails even with -update, and any other change shows up as a
 // diff of testdata/codes.golden in review.
@@ -61,7 +89,11 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("read %s: %v", golden, err)
 	}
 	got := render(List())
-	if err := appendOnly(goldenCodes(string(want)), List()); err != nil {
+	old := goldenEntries(string(want))
+	if err := appendOnly(codesOf(old), List()); err != nil {
+		t.Fatal(err)
+	}
+	if err := staysReserved(old, List()); err != nil {
 		t.Fatal(err)
 	}
 	if *update {
@@ -98,6 +130,33 @@ func TestAppendOnlyRefusesRenamesAndDeletions(t *testing.T) {
 			err := appendOnly(old, tc.cur)
 			if (err == nil) != tc.ok {
 				t.Errorf("appendOnly(%v) = %v, want ok=%t", tc.cur, err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestStaysReservedRefusesReuse: -update refuses to un-reserve a code.
+//
+// conformance: P1-R5-03
+func TestStaysReservedRefusesReuse(t *testing.T) {
+	old := goldenEntries(render([]Entry{{Code: ParseFailed}, {Code: ConsentRequired, Reserved: true}}))
+	if len(old) != 2 || !old[1].Reserved || old[0].Reserved {
+		t.Fatalf("goldenEntries(render(…)) = %+v, want the reserved flags read back", old)
+	}
+	tests := []struct {
+		name string
+		cur  []Entry
+		ok   bool
+	}{
+		{"unchanged", []Entry{{Code: ParseFailed}, {Code: ConsentRequired, Reserved: true}}, true},
+		{"retired", []Entry{{Code: ParseFailed, Reserved: true}, {Code: ConsentRequired, Reserved: true}}, true},
+		{"reused", []Entry{{Code: ParseFailed}, {Code: ConsentRequired, Meaning: "consent is needed"}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := staysReserved(old, tc.cur)
+			if (err == nil) != tc.ok {
+				t.Errorf("staysReserved(%v) = %v, want ok=%t", tc.cur, err, tc.ok)
 			}
 		})
 	}
