@@ -227,7 +227,7 @@ func TestLoadBroken(t *testing.T) {
 		{dir: "host-count-none", rule: RuleHostCount, also: req},
 		{dir: "host-count-lan", rule: RuleHostCount},
 		{dir: "host-ceiling", rule: RuleHostCeiling},
-		{dir: "host-ceiling-lan", rule: RuleHostCeiling},
+		{dir: "host-ceiling-lan", rule: RuleOptionRequirement},
 		{dir: "host-sidecar", rule: RuleHostSidecar},
 		{dir: "option-id", rule: RuleOptionID},
 		{dir: "option-id-duplicate", rule: RuleOptionID},
