@@ -204,6 +204,10 @@ func (d *Daemon) proposeAdmitted(ctx context.Context, appID string, a admitted, 
 // registryError turns a refusal of the borrow ban into a validation error
 // naming the rule; its text is the registry's fixed sentence.
 func registryError(err error) error {
+	return &ValidationError{Violations: []requirement.Violation{registryViolation(err)}}
+}
+
+func registryViolation(err error) requirement.Violation {
 	var inv *registry.InvalidError
 	rule := "registry.refused"
 	switch {
@@ -214,7 +218,7 @@ func registryError(err error) error {
 	case errors.As(err, &inv):
 		rule = "registry.invalid"
 	}
-	return &ValidationError{Violations: []requirement.Violation{{Path: "", Rule: rule, Message: err.Error()}}}
+	return requirement.Violation{Path: "", Rule: rule, Message: err.Error()}
 }
 
 // borrowOf reports whether r carries the registry's pinned values, and the

@@ -39,8 +39,11 @@ type DroppedRow struct {
 //  2. Anything else that validates strictly lands declared with imported = 1,
 //     approved_at cleared and allowed_hosts recomputed from the requirement;
 //     the file's status, allowed_hosts and pending column are never
-//     trusted. A local revoked row is never overwritten, and a new slot still
-//     counts against the cap.
+//     trusted. The borrow ban of §12.12 applies as on every proposer
+//     channel: a row that names or reaches a registry provider lands with
+//     the registry's pinned values, and provenance "registry" is kept only
+//     when the registry really resolved the row. A local revoked row is
+//     never overwritten, and a new slot still counts against the cap.
 //  3. Structurally unusable rows are dropped and reported.
 //
 // The file's snug_secrets are never read.
@@ -62,7 +65,7 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 	err = d.store.Update(ctx, func(tx *store.Tx) error {
 		report, touched = ImportReport{}, nil
 		for _, in := range rows {
-			landed, reason, err := reconcile(tx, in)
+			landed, reason, err := d.reconcile(tx, in)
 			switch {
 			case err != nil:
 				return err
@@ -93,7 +96,7 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 // reconcile runs one incoming row through the three branches. It reports
 // whether the row landed (branch 2) or, with a reason, why it was dropped;
 // neither means the local grant was restored (branch 1).
-func reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reason string, err error) {
+func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reason string, err error) {
 	if in.Unusable != "" {
 		return false, "structurally unusable: " + in.Unusable, nil
 	}
@@ -139,6 +142,22 @@ func reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reason string, er
 		if n >= MaxSlotsPerApp {
 			return false, fmt.Sprintf("the app already has %d connections", MaxSlotsPerApp), nil
 		}
+	}
+
+	// The file is one more channel a requirement arrives on, and the borrow
+	// ban binds them all: a row naming a registry provider with hosts of
+	// its own would otherwise reach review (and approval) under that
+	// provider's name. A claimed "registry" the registry does not bear out
+	// is read as the strongest review posture, never as pinned values.
+	res, err := d.registry.Resolve(r)
+	if err != nil {
+		return false, "the registry refuses the requirement: " + registryViolation(err).Rule, nil
+	}
+	switch {
+	case res.Borrowed:
+		r, prov = res.Requirement, store.ProvenanceRegistry
+	case prov == store.ProvenanceRegistry:
+		prov = store.ProvenanceInference
 	}
 
 	canonical := r.Canonical()

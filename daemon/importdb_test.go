@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -250,5 +251,58 @@ func TestStoredRequirementRevalidatedOnRead(t *testing.T) {
 	}
 	if d.grants("app").rows[0].approved() {
 		t.Fatal("an approved row with an invalid stored requirement grants")
+	}
+}
+
+// An imported file is one more way a requirement reaches snugd, and the
+// borrow ban of §12.12 binds every requirement, whatever its channel: a row
+// that names a registry provider while pointing at hosts of its own lands
+// with the registry's pinned values, never its own, and a claimed
+// provenance "registry" buys a row nothing.
+//
+// conformance: P3-C12.12-01
+func TestImportAppliesTheBorrowBan(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	for _, slot := range []string{"music", "plain", "both"} {
+		src.putDeclared(ctx, "app", mustAdmit(t, req(slot, "api.example.com")))
+	}
+	forge(t, src, "app", "music", func(c *store.Connection) {
+		c.RequirementJSON = string(mustJSON(t, spotifyish("music")))
+		c.Provenance = store.ProvenanceUser
+	})
+	// Spotify's name on GitHub's host: two entries, refused, never chosen.
+	both := spotifyish("both")
+	both["declaredApiHosts"] = []any{"api.github.com"}
+	forge(t, src, "app", "both", func(c *store.Connection) { c.RequirementJSON = string(mustJSON(t, both)) })
+	// Not a registry provider at all, but the file says the registry
+	// pinned it.
+	forge(t, src, "app", "plain", func(c *store.Connection) { c.Provenance = store.ProvenanceRegistry })
+	path := exportOf(t, src)
+
+	d := newTestDaemon(t)
+	rep, err := d.Import(ctx, path)
+	if err != nil || rep.Demoted != 2 || len(rep.Dropped) != 1 || rep.Dropped[0].Slot != "both" || !strings.Contains(rep.Dropped[0].Reason, "registry.conflict") {
+		t.Fatalf("Import = %+v, %v; want two rows landed and the conflicting one dropped", rep, err)
+	}
+	c, _ := d.Connection(ctx, "app", "music")
+	if c.Requirement == nil || c.Requirement.Provider.Name != "Spotify" || slices.Contains(c.AllowedHosts, "collector.example.com") {
+		t.Fatalf("imported Spotify-named row = %+v; want the registry's pinned values", c.Requirement)
+	}
+	rv, _ := d.Review(ctx, "app", "music")
+	if !rv.Borrowed || slices.Contains(rv.Hosts, "collector.example.com") {
+		t.Fatalf("review of the imported row = %+v; want the borrow disclosed and the pinned hosts", rv)
+	}
+	a, err := d.Approve(ctx, "app", "music")
+	if err != nil || strings.Join(a.AllowedHosts, ",") != "accounts.spotify.com,api.spotify.com" {
+		t.Fatalf("Approve = %v, %v; want the registry's hosts frozen", a.AllowedHosts, err)
+	}
+
+	p, _ := d.Connection(ctx, "app", "plain")
+	if p.Provenance == ProvenanceRegistry {
+		t.Fatal("an imported row kept a claimed provenance registry the registry never resolved")
+	}
+	if rv, _ := d.Review(ctx, "app", "plain"); rv.Posture != PostureStrong || rv.Borrowed {
+		t.Fatalf("review of a row claiming registry provenance = %+v; want strong posture, no borrow", rv)
 	}
 }
