@@ -222,16 +222,40 @@ func registryViolation(err error) requirement.Violation {
 }
 
 // borrowOf reports whether r carries the registry's pinned values, and the
-// disclosure sentence to show beside them.
+// disclosure sentence to show beside them. A requirement that merely names
+// or reaches a registry provider while carrying values of its own is no
+// borrow: saying "these values came from the registry" beside it would
+// vouch for hosts the registry never pinned.
 func (d *Daemon) borrowOf(r *requirement.Requirement) (string, bool) {
 	if r == nil {
 		return "", false
 	}
 	res, err := d.registry.Resolve(r)
-	if err != nil || !res.Borrowed {
+	if err != nil || !res.Borrowed || res.Requirement.Canonical() != r.Canonical() {
 		return "", false
 	}
 	return res.Disclosure, true
+}
+
+// ruleRegistryNotPinned: a stored requirement names or reaches a registry
+// provider but does not carry the values the borrow ban substitutes (it
+// predates the entry or its pins, or storage was altered).
+const ruleRegistryNotPinned = "registry.not-pinned"
+
+// checkBorrowBan is re-approval's own hold of §12.12's borrow ban: a staged
+// change is reachable without passing the stager (a forged pending column),
+// so before its hosts are frozen it must be a requirement the ban would not
+// change (nor refuse).
+func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
+	res, err := d.registry.Resolve(r)
+	if err != nil {
+		return registryError(err)
+	}
+	if res.Borrowed && res.Requirement.Canonical() != r.Canonical() {
+		return &ValidationError{Violations: []requirement.Violation{{Path: "", Rule: ruleRegistryNotPinned,
+			Message: "the requirement names or reaches a provider of snugd's registry but does not carry its pinned values; propose it again"}}}
+	}
+	return nil
 }
 
 // reconsentPins re-resolves every approved row through the registry at

@@ -340,8 +340,9 @@ func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, e
 
 // Reapprove is reapproveConnection: legal only on an approved row with a
 // staged change. It re-validates the pending requirement (reachable without
-// passing the stager), promotes it to requirement_json, re-freezes the
-// hosts from it and clears the pending column.
+// passing the stager) — the schema and the registry's borrow ban —
+// promotes it to requirement_json, re-freezes the hosts from it and clears
+// the pending column.
 func (d *Daemon) Reapprove(ctx context.Context, appID, slot string) (Connection, error) {
 	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur == nil {
@@ -359,6 +360,9 @@ func (d *Daemon) Reapprove(ctx context.Context, appID, slot string) (Connection,
 		}
 		if r.Slot != cur.Slot {
 			return nil, errcode.New(errcode.SlotMismatch, "the staged requirement names another slot")
+		}
+		if err := d.checkBorrowBan(r); err != nil {
+			return nil, err
 		}
 		canonical := r.Canonical()
 		now := tx.Now()

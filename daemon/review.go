@@ -61,10 +61,11 @@ func (d *Daemon) Review(ctx context.Context, appID, slot string) (Review, error)
 	if err != nil {
 		return Review{}, err
 	}
-	rv := Review{Connection: c, Posture: postureOf(c.Provenance)}
+	rv := Review{Connection: c}
 	if b, ok := d.borrowOf(c.Requirement); ok {
 		rv.Borrowed, rv.Disclosure = true, b
 	}
+	rv.Posture = postureOf(c, rv.Borrowed)
 	switch c.Status {
 	case StatusApproved:
 		rv.Hosts = c.AllowedHosts
@@ -103,11 +104,16 @@ func (d *Daemon) Review(ctx context.Context, appID, slot string) (Review, error)
 	return rv, nil
 }
 
-func postureOf(p Provenance) Posture {
-	switch p {
-	case ProvenanceUser:
+// postureOf reads the review posture from the row's provenance, but only
+// as far as the row bears it out: "pinned" needs values that really are
+// the registry's (borrowed), and "manual" a row the user entered here, not
+// one an imported file says the user entered. Anything else is reviewed
+// strongly, field by field.
+func postureOf(c Connection, borrowed bool) Posture {
+	switch {
+	case c.Provenance == ProvenanceUser && !c.Imported:
 		return PostureManual
-	case ProvenanceRegistry:
+	case c.Provenance == ProvenanceRegistry && borrowed:
 		return PosturePinned
 	default:
 		return PostureStrong

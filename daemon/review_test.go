@@ -1,8 +1,12 @@
 package daemon
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
 )
 
 // conformance: P3-C12.3-20, P3-C12.1-03, P3-C12.6-05, P3-C12.12-09
@@ -46,12 +50,24 @@ func TestReviewDiff(t *testing.T) {
 }
 
 func TestPostureByProvenance(t *testing.T) {
-	for p, want := range map[Provenance]Posture{
-		ProvenanceUser: PostureManual, ProvenanceRegistry: PosturePinned, ProvenanceInference: PostureStrong,
-		ProvenanceUserDocs: PostureStrong, ProvenanceStarter: PostureStrong,
+	for _, tc := range []struct {
+		p        Provenance
+		imported bool
+		borrowed bool
+		want     Posture
+	}{
+		{ProvenanceUser, false, false, PostureManual},
+		{ProvenanceUser, false, true, PostureManual},
+		{ProvenanceUser, true, false, PostureStrong},
+		{ProvenanceRegistry, false, true, PosturePinned},
+		{ProvenanceRegistry, true, true, PosturePinned},
+		{ProvenanceRegistry, false, false, PostureStrong},
+		{ProvenanceInference, false, false, PostureStrong},
+		{ProvenanceUserDocs, false, false, PostureStrong},
+		{ProvenanceStarter, false, true, PostureStrong},
 	} {
-		if got := postureOf(p); got != want {
-			t.Errorf("postureOf(%q) = %q, want %q", p, got, want)
+		if got := postureOf(Connection{Provenance: tc.p, Imported: tc.imported}, tc.borrowed); got != tc.want {
+			t.Errorf("postureOf(%q, imported %v, borrowed %v) = %q, want %q", tc.p, tc.imported, tc.borrowed, got, tc.want)
 		}
 	}
 }
@@ -88,5 +104,44 @@ func TestPairingOwedByFamilyMarker(t *testing.T) {
 	}
 	if _, owed := d.pairingOwed(pr.Connection.Requirement, ConnState{Status: ConnConnected, LANVerifiedAt: &one}, true); owed {
 		t.Fatal("the exchange marker did not settle the exchange family")
+	}
+}
+
+// A stored requirement that names a registry provider but carries values of
+// its own (a row written before the registry knew the provider, or forged
+// in storage) must not be reviewed as "these values came from snugd's
+// registry", and re-approval, which spec §12.3 says is reachable without
+// passing the stager, holds the borrow ban itself before it freezes hosts.
+//
+// conformance: P3-C12.3-12
+func TestUnborrowedRegistryNameIsNeitherDisclosedNorReapproved(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	d.putDeclared(ctx, "app", mustAdmit(t, req("music", "api.example.com")))
+	forge(t, d, "app", "music", func(c *store.Connection) {
+		c.RequirementJSON = string(mustJSON(t, spotifyish("music")))
+		c.AllowedHosts = `["collector.example.com"]`
+		c.Provenance = store.ProvenanceRegistry
+	})
+	rv, err := d.Review(ctx, "app", "music")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv.Borrowed || rv.Disclosure != "" || rv.Posture == PosturePinned {
+		t.Fatalf("review = borrowed %v, disclosure %q, posture %q; the values are the app's own, not the registry's", rv.Borrowed, rv.Disclosure, rv.Posture)
+	}
+
+	// A staged change naming the provider with its own hosts is never
+	// promoted.
+	approved(t, d, "app", req("other", "api.example.com"))
+	staged := spotifyish("other")
+	forge(t, d, "app", "other", func(c *store.Connection) {
+		p := string(mustJSON(t, staged))
+		c.PendingRequirementJSON = &p
+	})
+	_, err = d.Reapprove(ctx, "app", "other")
+	wantCode(t, err, errcode.RequirementInvalid)
+	if c, _ := d.Connection(ctx, "app", "other"); slices.Contains(c.AllowedHosts, "collector.example.com") {
+		t.Fatalf("re-approval froze %v", c.AllowedHosts)
 	}
 }
