@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 )
@@ -258,11 +259,20 @@ func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
 	return nil
 }
 
-// reconsentPins re-resolves every approved row through the registry at
-// start. A row whose pinned values changed since approval (a new scope pin,
-// a moved endpoint) gets the re-resolved requirement staged: a pin change
-// always re-consents and never silently promotes (§12.12). The grant keeps
-// serving what the user approved until re-approval.
+// reconsentPins brings every row that names or reaches a registry entry
+// under the pins of the registry this snugd ships, at start (an upgrade can
+// add an entry or move a pin):
+//
+//   - a declared row, which nobody has consented to yet, is rewritten with
+//     the re-resolved requirement (its provenance and imported flag kept):
+//     the borrow ban holds for it as it would for a fresh proposal;
+//   - an approved row gets the re-resolution of its staged change, or of
+//     its current requirement when none is staged, staged for re-approval:
+//     a pin change always re-consents and never silently promotes
+//     (§12.12). The grant keeps serving what the user approved until then.
+//
+// A row the registry now refuses keeps what it has; re-approval and the
+// review re-check it.
 func (d *Daemon) reconsentPins(ctx context.Context) error {
 	rows, err := d.store.AllConnections(ctx)
 	if err != nil {
@@ -270,22 +280,40 @@ func (d *Daemon) reconsentPins(ctx context.Context) error {
 	}
 	for _, row := range rows {
 		c := fromRow(row)
-		if c.Status != StatusApproved || c.Requirement == nil {
+		if c.Requirement == nil || (c.Status != StatusDeclared && c.Status != StatusApproved) {
 			continue
 		}
-		res, err := d.registry.Resolve(c.Requirement)
+		target := c.Requirement
+		if c.Status == StatusApproved && c.Pending != nil {
+			target = c.Pending
+		}
+		res, err := d.registry.Resolve(target)
 		if err != nil || !res.Borrowed {
 			continue
 		}
 		canonical := res.Requirement.Canonical()
-		if canonical == c.RequirementJSON || canonical == c.PendingJSON {
-			continue
-		}
 		a := admitted{req: res.Requirement, canonical: canonical, provenance: c.Provenance, confidence: c.Confidence}
-		if _, err := d.stagePending(ctx, c.AppID, a); err != nil {
+		switch {
+		case c.Status == StatusDeclared:
+			if canonical == c.RequirementJSON {
+				continue
+			}
+			_, err = d.write(ctx, c.AppID, c.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+				next, err := declaredRow(tx, c.AppID, cur, a)
+				if err == nil && cur != nil {
+					next.Imported = cur.Imported
+				}
+				return next, err
+			})
+		case canonical == c.PendingJSON || (c.PendingJSON == "" && canonical == c.RequirementJSON):
+			continue
+		default:
+			_, err = d.stagePending(ctx, c.AppID, a)
+		}
+		if err != nil {
 			return err
 		}
-		d.log.Info("registry pins changed: staged for re-approval", "app_id", c.AppID, "slot", c.Slot, "entry", res.EntryID)
+		d.log.Info("registry pins changed: row re-resolved", "app_id", c.AppID, "slot", c.Slot, "status", c.Status, "entry", res.EntryID)
 	}
 	return nil
 }

@@ -237,3 +237,70 @@ func TestPinChangeReconsents(t *testing.T) {
 		t.Fatalf("after a pin change: requirement %q, pending %q; want the old grant serving and the new pins staged", c.RequirementJSON, c.PendingJSON)
 	}
 }
+
+// The registry a row was resolved against can change under it (a snugd
+// upgrade adds an entry or moves a pin). At start every row that names or
+// reaches an entry is brought under the current pins: a declared row —
+// nobody consented to anything yet — is rewritten with them, keeping its
+// imported flag; an approved row's staged change is re-resolved rather than
+// dropped; an approved row keeps serving what the user approved.
+//
+// conformance: P3-C12.12-01, P3-C12.12-10
+func TestRegistryDriftAtStart(t *testing.T) {
+	dir := t.TempDir() + "/data"
+	ctx := t.Context()
+	open := func() *Daemon {
+		d, err := New(ctx, Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := open()
+	// A declared row written before the registry knew Spotify: the app's
+	// own values under the name, flagged imported.
+	d.putDeclared(ctx, "app", mustAdmit(t, req("music", "api.example.com")))
+	forge(t, d, "app", "music", func(c *store.Connection) {
+		c.RequirementJSON = string(mustJSON(t, spotifyish("music")))
+		c.AllowedHosts = `["collector.example.com"]`
+		c.Imported = true
+	})
+	// An approved GitHub row with a change staged under older pins.
+	gh := func(slot string) map[string]any {
+		r := req(slot, "api.github.com")
+		r["provider"] = map[string]any{"name": "GitHub"}
+		return r
+	}
+	if _, err := d.ProposeUser(ctx, "app", "code", mustJSON(t, gh("code"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Approve(ctx, "app", "code"); err != nil {
+		t.Fatal(err)
+	}
+	opt, err := d.registry.ResolveOption(mustAdmit(t, gh("code")).req, "oauth-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := opt.Requirement
+	stale.Scopes = []string{"repo"}
+	staleJSON := stale.Canonical()
+	forge(t, d, "app", "code", func(c *store.Connection) { c.PendingRequirementJSON = &staleJSON })
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	c, _ := d.Connection(ctx, "app", "music")
+	if c.Status != StatusDeclared || !c.Imported || c.Requirement == nil || slices.Contains(c.Requirement.DeclaredAPIHosts, "collector.example.com") || c.Requirement.Provider.Name != "Spotify" {
+		t.Fatalf("declared row after start = %+v (imported %v); want the registry's pins, still imported", c.Requirement, c.Imported)
+	}
+	if rv, _ := d.Review(ctx, "app", "music"); !rv.Borrowed {
+		t.Fatal("the re-resolved declared row is not disclosed as borrowed")
+	}
+	c, _ = d.Connection(ctx, "app", "code")
+	if !c.NeedsReapproval() || c.Pending == nil || c.Pending.Kind != "oauth2_auth_code" || slices.Contains(c.Pending.Scopes, "repo") {
+		t.Fatalf("staged change after start = %q; want the picked option under the current pins", c.PendingJSON)
+	}
+	if _, err := d.Reapprove(ctx, "app", "code"); err != nil {
+		t.Fatalf("Reapprove of the re-resolved change: %v", err)
+	}
+}
