@@ -44,7 +44,8 @@ type DroppedRow struct {
 //     the registry's pinned values, and provenance "registry" is kept only
 //     when the registry really resolved the row. A local revoked row is
 //     never overwritten, and a new slot still counts against the cap.
-//  3. Structurally unusable rows are dropped and reported.
+//  3. Structurally unusable rows are dropped and reported, and so is every
+//     copy of an (app_id, slot) the file lists more than once.
 //
 // The file's snug_secrets are never read.
 func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) {
@@ -56,6 +57,14 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 		}
 		return ImportReport{}, d.internal("read import file", err)
 	}
+	// (app_id, slot) is the table's primary key, but a hostile file can
+	// drop the key and list a slot twice — say once byte-identical to the
+	// local grant and once not — so that the outcome hangs on row order.
+	// Such a file does not say what the slot holds: every copy is dropped.
+	copies := map[[2]string]int{}
+	for _, in := range rows {
+		copies[[2]string{in.AppID, in.Slot}]++
+	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	var (
@@ -65,7 +74,16 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 	err = d.store.Update(ctx, func(tx *store.Tx) error {
 		report, touched = ImportReport{}, nil
 		for _, in := range rows {
-			landed, reason, err := d.reconcile(tx, in)
+			var (
+				landed bool
+				reason string
+				err    error
+			)
+			if in.Unusable == "" && copies[[2]string{in.AppID, in.Slot}] > 1 {
+				reason = "the file lists this app's slot more than once"
+			} else {
+				landed, reason, err = d.reconcile(tx, in)
+			}
 			switch {
 			case err != nil:
 				return err

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	_ "github.com/mattn/go-sqlite3" // sql.Open("sqlite3") for hostile user DBs
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 )
@@ -304,5 +306,69 @@ func TestImportAppliesTheBorrowBan(t *testing.T) {
 	}
 	if rv, _ := d.Review(ctx, "app", "plain"); rv.Posture != PostureStrong || rv.Borrowed {
 		t.Fatalf("review of a row claiming registry provenance = %+v; want strong posture, no borrow", rv)
+	}
+}
+
+// A user DB names each (app_id, slot) once: it is the table's primary key.
+// A hostile file can drop the key and list a slot twice, once byte-identical
+// to the local grant and once not; which copy won used to depend on the
+// order of the rows. Every copy of such a slot is dropped and reported, and
+// the local row stays as it is.
+//
+// conformance: P3-C12.4-06, P3-C12.4-07
+func TestImportDropsDuplicatedSlots(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, src, "app", req("wx", "api.example.com"))
+	src.putDeclared(ctx, "app", mustAdmit(t, req("ok", "api.example.com")))
+	path := exportOf(t, src)
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same slot again, asking for another host; the first copy is the
+	// local grant's bytes, so branch 1 would restore it and the second
+	// would demote it.
+	other := string(mustJSON(t, req("wx", "evil.example.com")))
+	if _, err := db.Exec(`ALTER TABLE snug_connections RENAME TO keyed;
+		CREATE TABLE snug_connections AS SELECT * FROM keyed;
+		DROP TABLE keyed;
+		INSERT INTO snug_connections SELECT app_id, slot, ?, requirement_version, provenance, confidence, status,
+			pending_requirement_json, imported, allowed_hosts, approved_at, revoked_at, created_at, updated_at
+			FROM snug_connections WHERE slot = 'wx'`, other); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	for _, order := range []string{"as written", "reversed"} {
+		t.Run(order, func(t *testing.T) {
+			d := newTestDaemon(t)
+			approved(t, d, "app", req("wx", "api.example.com"))
+			if order == "reversed" {
+				// Put the differing copy first.
+				db, _ := sql.Open("sqlite3", path)
+				if _, err := db.Exec(`CREATE TABLE r AS SELECT * FROM snug_connections ORDER BY rowid DESC;
+					DELETE FROM snug_connections; INSERT INTO snug_connections SELECT * FROM r; DROP TABLE r`); err != nil {
+					t.Fatal(err)
+				}
+				db.Close()
+			}
+			rep, err := d.Import(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Restored != 0 || rep.Demoted != 1 || len(rep.Dropped) != 2 {
+				t.Fatalf("report = %+v; want both copies of wx dropped and ok landed", rep)
+			}
+			for _, dr := range rep.Dropped {
+				if dr.Slot != "wx" || !strings.Contains(dr.Reason, "more than once") {
+					t.Fatalf("dropped %+v; want wx, named as listed twice", dr)
+				}
+			}
+			c, _ := d.Connection(ctx, "app", "wx")
+			if c.Status != StatusApproved || c.Imported || strings.Join(c.AllowedHosts, ",") != "api.example.com" {
+				t.Fatalf("local wx after import = %s, imported %v, hosts %v; want the local grant untouched", c.Status, c.Imported, c.AllowedHosts)
+			}
+		})
 	}
 }
