@@ -70,9 +70,10 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 	var (
 		report  ImportReport
 		touched [][2]string
+		apps    map[string]*appGrants
 	)
 	err = d.store.Update(ctx, func(tx *store.Tx) error {
-		report, touched = ImportReport{}, nil
+		report, touched, apps = ImportReport{}, nil, map[string]*appGrants{}
 		for _, in := range rows {
 			var (
 				landed bool
@@ -96,13 +97,25 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 				report.Restored++
 			}
 		}
+		// The index entries of the apps that changed, read from this
+		// transaction: published after the commit, they cannot miss it.
+		for _, t := range touched {
+			if apps[t[0]] != nil {
+				continue
+			}
+			rows, err := tx.Connections(t[0])
+			if err != nil {
+				return err
+			}
+			apps[t[0]] = buildAppGrants(rows)
+		}
 		return nil
 	})
 	if err != nil {
 		return ImportReport{}, d.internal("import", err)
 	}
-	if err := d.rebuildIndexLocked(ctx); err != nil {
-		return ImportReport{}, err
+	for app, a := range apps {
+		d.publishApp(app, a)
 	}
 	for _, t := range touched {
 		d.connectionChanged(t[0], t[1])

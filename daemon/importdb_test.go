@@ -372,3 +372,42 @@ func TestImportDropsDuplicatedSlots(t *testing.T) {
 		})
 	}
 }
+
+// Import publishes the grant index of the apps it changed from its own
+// transaction, as every writer does. It used to commit and then re-read
+// every row of every app, so a row of an unrelated app that does not read
+// back (here a timestamp spelled outside the store's format) failed the
+// import after its demotions were committed: the index kept serving a grant
+// that storage had already taken back.
+func TestImportIndexFollowsItsCommit(t *testing.T) {
+	src := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, src, "app", req("wx", "api.example.com", "b.example.com"))
+	path := exportOf(t, src)
+
+	d := newTestDaemon(t)
+	approved(t, d, "app", req("wx", "api.example.com"))
+	d.putDeclared(ctx, "other", mustAdmit(t, req("s", "api.example.com")))
+	db, err := sql.Open("sqlite3", d.DBPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE snug_connections SET created_at = 'yesterday' WHERE app_id = 'other'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	_, err = d.Import(ctx, path)
+	var status string
+	verr := d.store.View(ctx, func(tx *store.Tx) error {
+		c, err := tx.Connection("app", "wx")
+		status = string(c.Status)
+		return err
+	})
+	if verr != nil {
+		t.Fatal(verr)
+	}
+	if g := d.grants("app").row("wx"); g.approved() != (status == string(StatusApproved)) {
+		t.Fatalf("after Import (err %v): storage says %s, the index grants %v", err, status, g.approved())
+	}
+}

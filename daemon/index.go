@@ -123,15 +123,10 @@ func (d *Daemon) publishApp(appID string, a *appGrants) {
 	d.index.Store(next)
 }
 
-// rebuildIndex builds the whole index from storage: at start and after an
-// import.
+// rebuildIndex builds the whole index from storage, at start.
 func (d *Daemon) rebuildIndex(ctx context.Context) error {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
-	return d.rebuildIndexLocked(ctx)
-}
-
-func (d *Daemon) rebuildIndexLocked(ctx context.Context) error {
 	rows, err := d.store.AllConnections(ctx)
 	if err != nil {
 		return d.internal("build grant index", err)
