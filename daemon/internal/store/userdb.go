@@ -20,6 +20,10 @@ import (
 const (
 	MaxImportRows       = 10000   // 8 slots per app: over a thousand apps
 	MaxImportValueBytes = 1 << 20 // per column value; a requirement is tens of KiB at most
+	// MaxImportBytes bounds the column values of all rows together, so a
+	// file of many large values cannot make ReadUserDB hold gigabytes: a
+	// real row is a few KiB, and MaxImportRows of them fit many times over.
+	MaxImportBytes = 64 << 20
 )
 
 // ErrNotUserDB: the file cannot be imported as a whole (not SQLite, another
@@ -151,7 +155,8 @@ PRAGMA mmap_size = 0;`
 // with trusted_schema off; refuses (ErrNotUserDB) a file that is not SQLite,
 // whose user_version is not 6, whose snug_connections is missing, a view, a
 // virtual table, lacks a column or computes one, holds more than
-// MaxImportRows rows, or fails SQLite's quick check of that table. Every
+// MaxImportRows rows or more than MaxImportBytes of values, or fails
+// SQLite's quick check of that table. Every
 // other row is returned, a structurally unusable one (a wrong column type,
 // NULL in a NOT NULL column, a value over MaxImportValueBytes, text that is
 // not UTF-8) with Unusable saying why. It never reads snug_secrets or any
@@ -264,12 +269,21 @@ func readUserDBRows(ctx context.Context, db *sql.DB) ([]ImportRow, error) {
 		dest = append(dest, &types[i], &sizes[i], &values[i])
 	}
 	var out []ImportRow
+	var total int64
 	for rows.Next() {
 		if len(out) == MaxImportRows {
 			return nil, fmt.Errorf("%w: more than %d connection rows", ErrNotUserDB, MaxImportRows)
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("%w: cannot read snug_connections (%v)", ErrNotUserDB, err)
+		}
+		for _, size := range sizes {
+			if size.Int64 <= MaxImportValueBytes {
+				total += size.Int64 // a larger value is not loaded
+			}
+		}
+		if total > MaxImportBytes {
+			return nil, fmt.Errorf("%w: the connection rows hold more than %d bytes, over the bound", ErrNotUserDB, MaxImportBytes)
 		}
 		r := ImportRow{Index: len(out)}
 		for i, c := range cols {

@@ -156,6 +156,12 @@ func TestReadUserDBRefusesFiles(t *testing.T) {
 		{"too many rows", func() string {
 			return userDB(t, looseDDL+fmt.Sprintf("PRAGMA user_version = 6; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < %d) INSERT INTO snug_connections (app_id) SELECT i FROM n;", MaxImportRows+1))
 		}, "over the bound"},
+		{"too many bytes", func() string {
+			// Each value is under the per-value bound; together they are
+			// over the file's.
+			n := MaxImportBytes/1000000 + 1
+			return userDB(t, looseDDL+fmt.Sprintf("PRAGMA user_version = 6; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < %d) INSERT INTO snug_connections SELECT 'app', 's'||i, replace(hex(zeroblob(500000)), '0', 'a'), 1, 'user', NULL, 'declared', NULL, 0, '[]', NULL, NULL, 't', 't' FROM n;", n))
+		}, "over the bound"},
 		{"damaged schema", func() string { return corrupt("schema.db", 4) }, "malformed database schema"},
 		{"damaged table pages", func() string { return corrupt("table.db", 12, 13) }, "integrity check"},
 		{"damaged table and index pages", func() string { return corrupt("pages.db", 25, 26, 27, 28) }, "malformed"},
