@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,4 +404,65 @@ func TestEveryWritePathLints(t *testing.T) {
 	}
 	_, err = d.Approve(ctx, "app", "wx")
 	wantCode(t, err, errcode.RequirementInvalid)
+}
+
+// Writers racing on the same slots: every interleaving leaves the in-memory
+// grant index equal to what storage committed, and the cap holds.
+//
+// conformance: P3-C12.2-16, P3-C12.3-01
+func TestRacingWritersKeepIndexAndCap(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				slot := fmt.Sprintf("s%d", (g+i)%3)
+				switch (g + i) % 6 {
+				case 0:
+					d.propose(ctx, "app", mustAdmit(t, req(slot, "api.example.com")))
+				case 1:
+					d.propose(ctx, "app", mustAdmit(t, req(slot, "api.example.com", fmt.Sprintf("h%d.example.com", i))))
+				case 2:
+					d.Approve(ctx, "app", slot)
+				case 3:
+					d.Reapprove(ctx, "app", slot)
+				case 4:
+					d.Revoke(ctx, "app", slot)
+				case 5:
+					d.Reconnect(ctx, "app", slot)
+				}
+				// New slots race for the cap.
+				d.propose(ctx, "capped", mustAdmit(t, req(fmt.Sprintf("c%d-%d", g, i), "api.example.com")))
+			}
+		}()
+	}
+	wg.Wait()
+	var rows []store.Connection
+	var capped int
+	d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if rows, err = tx.Connections("app"); err != nil {
+			return err
+		}
+		capped, err = tx.CountConnections("capped")
+		return err
+	})
+	if capped != MaxSlotsPerApp {
+		t.Fatalf("capped app holds %d rows, want %d", capped, MaxSlotsPerApp)
+	}
+	want := buildAppGrants(rows)
+	got := d.grants("app")
+	if len(got.rows) != len(want.rows) {
+		t.Fatalf("index has %d rows, storage %d", len(got.rows), len(want.rows))
+	}
+	for i := range want.rows {
+		g, w := got.rows[i], want.rows[i]
+		if g.slot != w.slot || g.status != w.status || fmt.Sprint(g.ceiling) != fmt.Sprint(w.ceiling) || (g.req == nil) != (w.req == nil) ||
+			(g.req != nil && g.req.Canonical() != w.req.Canonical()) {
+			t.Fatalf("index row %s = %s %v, storage %s %v", w.slot, g.status, g.ceiling, w.status, w.ceiling)
+		}
+	}
 }
