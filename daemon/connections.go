@@ -274,11 +274,11 @@ func nextVersion(version int64, oldCanonical, newCanonical string) int64 {
 // itself clears the staged change: there is nothing left to approve.
 func (d *Daemon) stagePending(ctx context.Context, appID string, a admitted) (Connection, error) {
 	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
-		return stagedRow(cur, a)
+		return stagedRow(tx, cur, a)
 	})
 }
 
-func stagedRow(cur *store.Connection, a admitted) (*store.Connection, error) {
+func stagedRow(tx *store.Tx, cur *store.Connection, a admitted) (*store.Connection, error) {
 	if cur == nil {
 		return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
 	}
@@ -290,6 +290,11 @@ func stagedRow(cur *store.Connection, a admitted) (*store.Connection, error) {
 	if a.canonical != cur.RequirementJSON {
 		pending := a.canonical
 		row.PendingRequirementJSON = &pending
+		// The row's provenance describes requirement_json; the change's
+		// own channel is what its re-approval is reviewed by (§12.1).
+		if err := tx.PutStagedOrigin(cur.AppID, cur.Slot, pending, store.StagedOrigin{Provenance: store.Provenance(a.provenance), Confidence: a.confidence}); err != nil {
+			return nil, err
+		}
 	}
 	return &row, nil
 }
@@ -303,7 +308,7 @@ func (d *Daemon) propose(ctx context.Context, appID string, a admitted) (Connect
 	c, err := d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur != nil && Status(cur.Status) == StatusApproved {
 			staged = true
-			return stagedRow(cur, a)
+			return stagedRow(tx, cur, a)
 		}
 		return declaredRow(tx, appID, cur, a)
 	})
@@ -341,8 +346,8 @@ func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, e
 // Reapprove is reapproveConnection: legal only on an approved row with a
 // staged change. It re-validates the pending requirement (reachable without
 // passing the stager) — the schema and the registry's borrow ban —
-// promotes it to requirement_json, re-freezes the hosts from it and clears
-// the pending column.
+// promotes it (with the provenance it was staged with) to requirement_json,
+// re-freezes the hosts from it and clears the pending column.
 func (d *Daemon) Reapprove(ctx context.Context, appID, slot string) (Connection, error) {
 	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur == nil {
@@ -367,6 +372,12 @@ func (d *Daemon) Reapprove(ctx context.Context, appID, slot string) (Connection,
 		canonical := r.Canonical()
 		now := tx.Now()
 		row := *cur
+		// The promoted requirement brings its channel along.
+		if o, ok, err := tx.StagedOrigin(cur.AppID, cur.Slot, *cur.PendingRequirementJSON); err != nil {
+			return nil, err
+		} else if ok {
+			row.Provenance, row.Confidence = o.Provenance, o.Confidence
+		}
 		row.RequirementVersion = nextVersion(cur.RequirementVersion, cur.RequirementJSON, canonical)
 		row.RequirementJSON = canonical
 		row.PendingRequirementJSON = nil
@@ -453,6 +464,11 @@ func (d *Daemon) write(ctx context.Context, appID, slot string, decide func(*sto
 		}
 		if stored, err = tx.UpsertConnection(*next); err != nil {
 			return err
+		}
+		if next.PendingRequirementJSON == nil {
+			if err := tx.DeleteStagedOrigin(appID, slot); err != nil {
+				return err
+			}
 		}
 		rows, err := tx.Connections(appID)
 		if err != nil {

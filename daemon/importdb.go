@@ -211,6 +211,9 @@ func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reaso
 	if _, err := tx.UpsertConnection(row); err != nil {
 		return false, "", err
 	}
+	if err := tx.DeleteStagedOrigin(in.AppID, in.Slot); err != nil {
+		return false, "", err
+	}
 	return true, "", nil
 }
 

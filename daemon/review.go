@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
 )
 
@@ -25,7 +26,10 @@ const (
 // Review is what a review or re-approval screen shows (API.md): the row,
 // the field-by-field diff current → pending, the hosts approval would
 // freeze, scopes verbatim, plain-text instructions, the console URL with
-// its host, provenance and posture, and the borrow disclosure.
+// its host, provenance and posture, and the borrow disclosure. Posture and
+// the borrow describe what is being decided: the staged change on a
+// re-approval (by the channel it was staged from), the requirement
+// otherwise.
 type Review struct {
 	Connection   Connection
 	Posture      Posture
@@ -62,10 +66,36 @@ func (d *Daemon) Review(ctx context.Context, appID, slot string) (Review, error)
 		return Review{}, err
 	}
 	rv := Review{Connection: c}
-	if b, ok := d.borrowOf(c.Requirement); ok {
-		rv.Borrowed, rv.Disclosure = true, b
+	if c.PendingJSON == "" {
+		if b, ok := d.borrowOf(c.Requirement); ok {
+			rv.Borrowed, rv.Disclosure = true, b
+		}
+		rv.Posture = postureOf(c, rv.Borrowed)
+	} else {
+		// A re-approval decides on the staged change, which may have come
+		// from another channel than the row: the posture and the borrow
+		// are the change's, and a change whose channel is not on record
+		// is reviewed strongly.
+		if b, ok := d.borrowOf(c.Pending); ok {
+			rv.Borrowed, rv.Disclosure = true, b
+		}
+		rv.Posture = PostureStrong
+		var (
+			origin store.StagedOrigin
+			known  bool
+		)
+		err := d.store.View(ctx, func(tx *store.Tx) error {
+			var err error
+			origin, known, err = tx.StagedOrigin(appID, slot, c.PendingJSON)
+			return err
+		})
+		if err != nil {
+			return Review{}, d.internal("read staged origin", err)
+		}
+		if known {
+			rv.Posture = postureOf(Connection{Provenance: Provenance(origin.Provenance), Imported: c.Imported}, rv.Borrowed)
+		}
 	}
-	rv.Posture = postureOf(c, rv.Borrowed)
 	switch c.Status {
 	case StatusApproved:
 		rv.Hosts = c.AllowedHosts

@@ -145,3 +145,55 @@ func TestUnborrowedRegistryNameIsNeitherDisclosedNorReapproved(t *testing.T) {
 		t.Fatalf("re-approval froze %v", c.AllowedHosts)
 	}
 }
+
+// A staged change is what a re-approval screen reviews, and it may come
+// from another channel than the row: a change the builder assistant staged
+// on a row the user typed must be reviewed strongly, never with the manual
+// posture the user's own entry earned.
+//
+// conformance: P3-C12.1-03
+func TestStagedChangeIsReviewedByItsOwnPosture(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	if _, err := d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Approve(ctx, "app", "wx"); err != nil {
+		t.Fatal(err)
+	}
+	if rv, _ := d.Review(ctx, "app", "wx"); rv.Posture != PostureManual {
+		t.Fatalf("user-entered row reviewed %q, want manual", rv.Posture)
+	}
+	pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com", "evil.example.com"), nil), false)
+	if err != nil || !pr.Staged {
+		t.Fatalf("directive = %+v, %v; want it staged", pr, err)
+	}
+	if rv, _ := d.Review(ctx, "app", "wx"); rv.Posture != PostureStrong {
+		t.Fatalf("assistant-staged change reviewed %q, want strong", rv.Posture)
+	}
+	// A staged change holding the registry's own values, proposed by the
+	// assistant, is pinned.
+	gh := req("code", "api.github.com")
+	gh["provider"] = map[string]any{"name": "GitHub"}
+	if _, err := d.ProposeUser(ctx, "app", "code", mustJSON(t, gh)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Approve(ctx, "app", "code"); err != nil {
+		t.Fatal(err)
+	}
+	oauth := req("code", "api.github.com")
+	oauth["provider"] = map[string]any{"name": "GitHub"}
+	oauth["fields"] = []any{map[string]any{"key": "client_id", "label": "ID", "type": "text"}, map[string]any{"key": "client_secret", "label": "Secret", "type": "secret"}}
+	oauth["request"] = map[string]any{"headerTemplate": map[string]any{"X-Key": "{{client_id}}:{{client_secret}}"}}
+	if pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, oauth, nil), false); err != nil || !pr.Staged || !pr.Borrowed {
+		t.Fatalf("directive = %+v, %v; want a borrowed option staged", pr, err)
+	}
+	if rv, _ := d.Review(ctx, "app", "code"); rv.Posture != PosturePinned || !rv.Borrowed {
+		t.Fatalf("staged registry option reviewed %q (borrowed %v), want pinned", rv.Posture, rv.Borrowed)
+	}
+	// After re-approval the row's provenance is its requirement's.
+	c, err := d.Reapprove(ctx, "app", "code")
+	if err != nil || c.Provenance != ProvenanceRegistry {
+		t.Fatalf("Reapprove = %s, %v; want provenance registry", c.Provenance, err)
+	}
+}

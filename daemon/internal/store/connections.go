@@ -31,6 +31,14 @@ const (
 	ProvenanceUser      Provenance = "user"
 )
 
+func (p Provenance) valid() bool {
+	switch p {
+	case ProvenanceRegistry, ProvenanceInference, ProvenanceUserDocs, ProvenanceStarter, ProvenanceUser:
+		return true
+	}
+	return false
+}
+
 // Connection is one snug_connections row, column for column. A nil pointer
 // is SQL NULL.
 type Connection struct {
@@ -81,9 +89,7 @@ func (c *Connection) check() error {
 	default:
 		return bad("status %q is not declared, approved or revoked", c.Status)
 	}
-	switch c.Provenance {
-	case ProvenanceRegistry, ProvenanceInference, ProvenanceUserDocs, ProvenanceStarter, ProvenanceUser:
-	default:
+	if !c.Provenance.valid() {
 		return bad("provenance %q is not one of registry, inference, user_docs, starter, user", c.Provenance)
 	}
 	if c.RequirementVersion < 0 {
@@ -317,4 +323,62 @@ func parseTimePtr(ns sql.NullString) (*time.Time, error) {
 		return nil, err
 	}
 	return &t, nil
+}
+
+// StagedOrigin is the channel a staged change came from: its provenance
+// and confidence, which the row's own columns (describing requirement_json)
+// cannot hold until re-approval promotes the change.
+type StagedOrigin struct {
+	Provenance Provenance
+	Confidence *float64 // display-only
+}
+
+// PutStagedOrigin records where the staged change pendingJSON of (appID,
+// slot) came from, replacing any earlier record.
+func (tx *Tx) PutStagedOrigin(appID, slot, pendingJSON string, o StagedOrigin) error {
+	if !o.Provenance.valid() || (o.Confidence != nil && (math.IsNaN(*o.Confidence) || math.IsInf(*o.Confidence, 0))) {
+		return fmt.Errorf("%w: staged origin (%q, %q): provenance %q or confidence out of range", ErrInvalid, appID, slot, o.Provenance)
+	}
+	var confidence any
+	if o.Confidence != nil {
+		confidence = *o.Confidence
+	}
+	_, err := tx.exec(`INSERT INTO snugd_staged (app_id, slot, pending_json, provenance, confidence) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (app_id, slot) DO UPDATE SET pending_json = excluded.pending_json,
+			provenance = excluded.provenance, confidence = excluded.confidence`,
+		appID, slot, pendingJSON, string(o.Provenance), confidence)
+	if err != nil {
+		return fmt.Errorf("record staged origin (%q, %q): %w", appID, slot, err)
+	}
+	return nil
+}
+
+// StagedOrigin returns where the staged change pendingJSON of (appID, slot)
+// came from. ok is false when nothing is recorded for exactly that change.
+func (tx *Tx) StagedOrigin(appID, slot, pendingJSON string) (o StagedOrigin, ok bool, err error) {
+	var (
+		prov       string
+		confidence sql.NullFloat64
+	)
+	err = tx.queryRow("SELECT provenance, confidence FROM snugd_staged WHERE app_id = ? AND slot = ? AND pending_json = ?",
+		appID, slot, pendingJSON).Scan(&prov, &confidence)
+	if errors.Is(err, sql.ErrNoRows) {
+		return StagedOrigin{}, false, nil
+	}
+	if err != nil {
+		return StagedOrigin{}, false, fmt.Errorf("read staged origin (%q, %q): %w", appID, slot, err)
+	}
+	o.Provenance = Provenance(prov)
+	if confidence.Valid {
+		o.Confidence = &confidence.Float64
+	}
+	return o, true, nil
+}
+
+// DeleteStagedOrigin forgets the staged origin of (appID, slot), if any.
+func (tx *Tx) DeleteStagedOrigin(appID, slot string) error {
+	if _, err := tx.exec("DELETE FROM snugd_staged WHERE app_id = ? AND slot = ?", appID, slot); err != nil {
+		return fmt.Errorf("forget staged origin (%q, %q): %w", appID, slot, err)
+	}
+	return nil
 }

@@ -227,3 +227,39 @@ func TestUpsertConnectionAcceptsEveryLegalShape(t *testing.T) {
 		})
 	}
 }
+
+func TestStagedOrigin(t *testing.T) {
+	s := openStore(t)
+	update(t, s, func(tx *Tx) error {
+		if err := tx.PutStagedOrigin("app", "s", `{"v":1}`, StagedOrigin{Provenance: ProvenanceUser}); err != nil {
+			return err
+		}
+		// A later change replaces the record.
+		return tx.PutStagedOrigin("app", "s", `{"v":2}`, StagedOrigin{Provenance: ProvenanceInference, Confidence: ptr(0.5)})
+	})
+	view(t, s, func(tx *Tx) error {
+		if o, ok, err := tx.StagedOrigin("app", "s", `{"v":2}`); err != nil || !ok || o.Provenance != ProvenanceInference || *o.Confidence != 0.5 {
+			t.Errorf("StagedOrigin(v2) = %+v, %v, %v; want inference 0.5", o, ok, err)
+		}
+		// A record describes exactly its own change.
+		for _, q := range [][3]string{{"app", "s", `{"v":1}`}, {"app", "s", `{"v": 2}`}, {"app", "t", `{"v":2}`}, {"other", "s", `{"v":2}`}} {
+			if o, ok, err := tx.StagedOrigin(q[0], q[1], q[2]); err != nil || ok {
+				t.Errorf("StagedOrigin%q = %+v, %v, %v; want nothing", q, o, ok, err)
+			}
+		}
+		return nil
+	})
+	update(t, s, func(tx *Tx) error { return tx.DeleteStagedOrigin("app", "s") })
+	view(t, s, func(tx *Tx) error {
+		if _, ok, _ := tx.StagedOrigin("app", "s", `{"v":2}`); ok {
+			t.Error("StagedOrigin after DeleteStagedOrigin found a record")
+		}
+		return nil
+	})
+	err := s.Update(t.Context(), func(tx *Tx) error {
+		return tx.PutStagedOrigin("app", "s", "{}", StagedOrigin{Provenance: "assistant"})
+	})
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("PutStagedOrigin(provenance assistant) = %v, want ErrInvalid", err)
+	}
+}

@@ -45,9 +45,11 @@
 //
 // snug_connections is §12.2's USERDB_DDL byte for byte, without CHECK
 // constraints; UpsertConnection enforces the spec's value sets and the
-// writers' invariants in Go instead. snugd_hosts, snugd_pairings and
-// snugd_journal are snugd's own (hashed host tokens, pairing requests, a
-// metadata-only journal bounded to its newest Options.JournalKeep entries).
+// writers' invariants in Go instead. snugd_hosts, snugd_pairings,
+// snugd_journal and snugd_staged are snugd's own (hashed host tokens,
+// pairing requests, a metadata-only journal bounded to its newest
+// Options.JournalKeep entries, and the channel each staged change came
+// from).
 //
 // Timestamps are TimeFormat: RFC 3339, UTC, exactly three fractional digits,
 // taken from Options.Now once per transaction (Tx.Now).

@@ -199,25 +199,25 @@ func TestMigrationsAreNumberedInOrder(t *testing.T) {
 }
 
 func TestMigrationsResumeFromTheCounter(t *testing.T) {
-	// A database left at schema 3 (by an older build) gets 4 and 5 on open.
+	// A database left at schema 3 (by an older build) gets 4 to 6 on open.
 	s := openStore(t)
 	dir := s.Dir()
 	update(t, s, func(tx *Tx) error {
-		_, err := tx.exec("DROP TABLE snugd_journal; DROP TABLE snugd_pairings; DROP TABLE snugd_hosts; UPDATE snugd_meta SET value = 3 WHERE key = 'schema_version'")
+		_, err := tx.exec("DROP TABLE snugd_staged; DROP TABLE snugd_journal; DROP TABLE snugd_pairings; DROP TABLE snugd_hosts; UPDATE snugd_meta SET value = 3 WHERE key = 'schema_version'")
 		return err
 	})
 	s.Close()
 	s = openStore(t, func(o *Options) { o.Dir = dir })
 	var n, v int
 	view(t, s, func(tx *Tx) error {
-		err := tx.queryRow("SELECT count(*) FROM sqlite_schema WHERE name IN ('snugd_hosts', 'snugd_pairings', 'snugd_journal')").Scan(&n)
+		err := tx.queryRow("SELECT count(*) FROM sqlite_schema WHERE name IN ('snugd_hosts', 'snugd_pairings', 'snugd_journal', 'snugd_staged')").Scan(&n)
 		if err != nil {
 			return err
 		}
 		return tx.queryRow("SELECT value FROM snugd_meta WHERE key = 'schema_version'").Scan(&v)
 	})
-	if n != 3 || v != 5 {
-		t.Errorf("after reopening a schema-3 database: %d of 3 tables, schema_version %d, want 3 and 5", n, v)
+	if n != 4 || v != 6 {
+		t.Errorf("after reopening a schema-3 database: %d of 4 tables, schema_version %d, want 4 and 6", n, v)
 	}
 }
 
