@@ -203,17 +203,23 @@ func TestPickOption(t *testing.T) {
 	}
 }
 
-// conformance: P3-C12.12-10
-func TestPinChangeReconsents(t *testing.T) {
+// reopener returns a function that opens a daemon on one data directory,
+// for tests that restart it.
+func reopener(t *testing.T) func() *Daemon {
 	dir := t.TempDir() + "/data"
-	ctx := t.Context()
-	open := func() *Daemon {
-		d, err := New(ctx, Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	return func() *Daemon {
+		d, err := New(t.Context(), Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
+}
+
+// conformance: P3-C12.12-10
+func TestPinChangeReconsents(t *testing.T) {
+	ctx := t.Context()
+	open := reopener(t)
 	d := open()
 	if _, err := d.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false); err != nil {
 		t.Fatal(err)
@@ -247,15 +253,8 @@ func TestPinChangeReconsents(t *testing.T) {
 //
 // conformance: P3-C12.12-01, P3-C12.12-10
 func TestRegistryDriftAtStart(t *testing.T) {
-	dir := t.TempDir() + "/data"
 	ctx := t.Context()
-	open := func() *Daemon {
-		d, err := New(ctx, Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	open := reopener(t)
 	d := open()
 	// A declared row written before the registry knew Spotify: the app's
 	// own values under the name, flagged imported.
