@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -112,10 +115,14 @@ func parseStored(raw string) (*requirement.Requirement, []requirement.Violation)
 	return requirement.Parse([]byte(raw), requirement.Options{})
 }
 
-// checkAppID refuses an app identity outside API.md's 1–128 characters.
+// checkAppID refuses an app identity outside API.md's 1–128 characters:
+// text, so invalid UTF-8 (a path can carry %FF) and control characters
+// (which no credential key may hold) are refused here, as a bad request,
+// rather than deep in storage.
 func checkAppID(appID string) error {
-	if n := len([]rune(appID)); n == 0 || n > maxAppIDChars {
-		return errcode.New(errcode.BadRequest, "app id must be 1-128 characters")
+	if n := utf8.RuneCountInString(appID); n == 0 || n > maxAppIDChars || !utf8.ValidString(appID) ||
+		strings.ContainsFunc(appID, unicode.IsControl) {
+		return errcode.New(errcode.BadRequest, "app id must be 1-128 characters of text")
 	}
 	return nil
 }

@@ -367,8 +367,10 @@ func TestReconnect(t *testing.T) {
 func TestAppAndSlotChecked(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	for _, app := range []string{"", strings.Repeat("a", 129)} {
+	for _, app := range []string{"", strings.Repeat("a", 129), "\xff", "app\x00"} {
 		_, err := d.Approve(ctx, app, "wx")
+		wantCode(t, err, errcode.BadRequest)
+		_, err = d.ProposeUser(ctx, app, "wx", mustJSON(t, req("wx", "api.example.com")))
 		wantCode(t, err, errcode.BadRequest)
 	}
 	for _, slot := range []string{"Wx", "-a", "a_b", strings.Repeat("a", 41)} {

@@ -132,7 +132,7 @@ func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reaso
 		return false, "structurally unusable: " + in.Unusable, nil
 	}
 	if checkAppID(in.AppID) != nil {
-		return false, "the app id is not 1-128 characters", nil
+		return false, "the app id is not 1-128 characters of text", nil
 	}
 	if !requirement.ValidSlot(in.Slot) {
 		return false, "the slot does not match " + requirement.SlotPattern, nil
