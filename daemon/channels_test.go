@@ -140,7 +140,7 @@ func TestDirectiveBorrow(t *testing.T) {
 	}
 }
 
-// conformance: P3-C12.1-11, P3-C12.1-12, P3-C12.1-13, P3-C12.10-03
+// conformance: P3-C12.1-11, P3-C12.1-12, P3-C12.1-13
 func TestInstallStarter(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()

@@ -377,6 +377,17 @@ func TestAppAndSlotChecked(t *testing.T) {
 		_, err := d.Approve(ctx, "app", slot)
 		wantCode(t, err, errcode.BadRequest)
 	}
+	// The app id is the host's call's, never the proposal's: a requirement
+	// or a directive that names one is refused, not obeyed.
+	claimed := req("wx", "api.example.com")
+	claimed["appId"] = "other"
+	_, err := d.ProposeUser(ctx, "app", "wx", mustJSON(t, claimed))
+	wantCode(t, err, errcode.RequirementInvalid)
+	_, err = d.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com"), map[string]any{"appId": "other"}), false)
+	wantCode(t, err, errcode.DirectiveInvalid)
+	if cs, _ := d.Connections(ctx, "other"); len(cs) != 0 {
+		t.Fatalf("a claimed app id got %d rows", len(cs))
+	}
 }
 
 // conformance: P3-C12.8-01
