@@ -155,8 +155,8 @@ PRAGMA mmap_size = 0;`
 // with trusted_schema off; refuses (ErrNotUserDB) a file that is not SQLite,
 // whose user_version is not 6, whose snug_connections is missing, a view, a
 // virtual table, lacks a column or computes one, holds more than
-// MaxImportRows rows or more than MaxImportBytes of values, or fails
-// SQLite's quick check of that table. Every
+// MaxImportRows rows or more than MaxImportBytes of values, fails SQLite's
+// quick check of that table, or has a non-empty write-ahead log beside it. Every
 // other row is returned, a structurally unusable one (a wrong column type,
 // NULL in a NOT NULL column, a value over MaxImportValueBytes, text that is
 // not UTF-8) with Unusable saying why. It never reads snug_secrets or any
@@ -168,6 +168,13 @@ func ReadUserDB(ctx context.Context, path string) ([]ImportRow, error) {
 	}
 	if err := checkSQLiteHeader(path); err != nil {
 		return nil, err
+	}
+	// The file is read immutable, so SQLite ignores a write-ahead log
+	// beside it: committed transactions still in there would silently be
+	// missing (a Snug app that has the file open holds its newest rows
+	// there). Such a file is refused instead of read stale.
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("%w: %s has changes in %s-wal that are not in the file yet: close the program that has it open, then import again", ErrNotUserDB, path, filepath.Base(path))
 	}
 	hook := func(c *sqlite3.SQLiteConn) error {
 		// A value past this length fails the whole read instead of being

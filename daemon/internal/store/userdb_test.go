@@ -2,12 +2,15 @@ package store
 
 import (
 	"bytes"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // validRow is an INSERT of one well-formed row.
@@ -211,6 +214,28 @@ func TestReadUserDBReadsWALModeAndOddNames(t *testing.T) {
 	rows, err := ReadUserDB(t.Context(), p)
 	if err != nil || len(rows) != 1 || rows[0].AppID != "app" {
 		t.Fatalf("ReadUserDB = %+v, %v, want the one row", rows, err)
+	}
+}
+
+// A user DB still open in another program keeps its newest transactions in
+// its -wal file, which an immutable read ignores: the file is refused, never
+// read without them.
+func TestReadUserDBRefusesPendingWAL(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "user.db")
+	db := sql.OpenDB(connector{drv: &sqlite3.SQLiteDriver{}, dsn: fileURI(p, "")})
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	// The table reaches the file; the row stays in the log.
+	if _, err := db.Exec("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;" + specDDL + "; PRAGMA user_version = 6; PRAGMA wal_checkpoint(TRUNCATE);" + validRow("app", "s")); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadUserDB(t.Context(), p)
+	if !errors.Is(err, ErrNotUserDB) || !strings.Contains(err.Error(), "-wal") {
+		t.Fatalf("ReadUserDB(open WAL-mode file) = %d rows, %v; want a refusal naming the -wal file", len(rows), err)
+	}
+	db.Close()
+	if rows, err := ReadUserDB(t.Context(), p); err != nil || len(rows) != 1 {
+		t.Fatalf("ReadUserDB after the writer closed = %d rows, %v; want the row", len(rows), err)
 	}
 }
 
