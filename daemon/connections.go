@@ -124,6 +124,12 @@ func checkAppID(appID string) error {
 		strings.ContainsFunc(appID, unicode.IsControl) {
 		return errcode.New(errcode.BadRequest, "app id must be 1-128 characters of text")
 	}
+	// auth:_flow:<id> and auth:_state_hmac are app-agnostic keys beside
+	// the apps' auth:<appId>:… slices (§13); an app id beginning with "_"
+	// could alias them.
+	if appID[0] == '_' {
+		return errcode.New(errcode.BadRequest, "app id must not begin with _: such names are reserved for snugd's own state")
+	}
 	return nil
 }
 
