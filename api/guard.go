@@ -47,7 +47,8 @@ import (
 //     an admitted origin;
 //  7. TCP, authed routes: the bearer token, bound to its origin (401,
 //     403), with failures rate-limited per origin and per token (429; a
-//     valid token is never held back); redeem shares the
+//     valid token is never held back); the request's context is bound to
+//     the host's pairing, so unpairing cancels it; redeem shares the
 //     failed-authentication limit (a wrong verifier counts), and pairing
 //     requests have their own, per origin (pair handler);
 //  8. the body: any Content-Type but JSON is 415 (which closes text/plain
@@ -68,7 +69,6 @@ type ctxKey int
 const (
 	routeKey ctxKey = iota
 	paramsKey
-	hostKey
 )
 
 // channel is one listener's chain.
@@ -167,7 +167,14 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 				ch.s.fails.fail(keys)
 				return errorOf(ch.s.log, err), false
 			}
-			ctx = context.WithValue(ctx, hostKey, h)
+			// Unpairing the host cancels this request wherever it is:
+			// a parked confirm is denied, an event stream ends.
+			bound, release, err := ch.s.d.BindHost(ctx, h.ID)
+			if err != nil {
+				return errorOf(ch.s.log, err), false
+			}
+			defer release()
+			ctx = bound
 		case rt.origin == originRedeem:
 			if wait := ch.s.fails.blocked(failureKeys(origin, "")); wait > 0 {
 				return rateLimited(w, wait), false

@@ -163,6 +163,12 @@ type hostEntry struct {
 	hash    [sha256.Size]byte
 	seen    atomic.Int64 // unix nanoseconds of the last authentication; 0 when none since load
 	touched atomic.Int64 // unix nanoseconds of the last persisted last_seen_at
+
+	// calls are the cancel functions of the host's requests in flight
+	// (BindHost); remove cancels them. Guarded by callsMu.
+	callsMu  sync.Mutex
+	calls    map[uint64]context.CancelFunc
+	nextCall uint64
 }
 
 func newHostEntry(h store.Host) *hostEntry {
@@ -186,13 +192,20 @@ func (b *hostBook) add(e *hostEntry) {
 	}
 }
 
-// remove drops the host with id; b.mu is held for writing.
+// remove drops the host with id and cancels its requests in flight (their
+// contexts are cancelled when remove returns); b.mu is held for writing.
 func (b *hostBook) remove(id string) {
 	for k, e := range b.byHash {
 		if e.host.ID != id {
 			continue
 		}
 		delete(b.byHash, k)
+		e.callsMu.Lock()
+		for _, cancel := range e.calls {
+			cancel()
+		}
+		e.calls = nil
+		e.callsMu.Unlock()
 		if e.host.Surface == SurfaceWeb {
 			if b.origins[e.host.Origin]--; b.origins[e.host.Origin] <= 0 {
 				delete(b.origins, e.host.Origin)
@@ -296,6 +309,47 @@ func (d *Daemon) AuthenticateHost(ctx context.Context, token, origin string) (Ho
 	h := e.host
 	h.LastSeenAt = &now
 	return h, nil
+}
+
+// BindHost returns a copy of ctx that is also cancelled the moment host id
+// is unpaired, and the function that releases it when the request ends.
+// DeleteHost cancels every bound context before it returns, so what an
+// unpaired host already has running stops with its token: its event
+// stream ends, a call it parked on a confirm is denied, and a fetch not
+// yet sent is not sent. A host unpaired between AuthenticateHost and
+// BindHost is UNAUTHORIZED, like its token. Safe for concurrent use.
+func (d *Daemon) BindHost(ctx context.Context, id string) (context.Context, context.CancelFunc, error) {
+	if err := d.rlockHosts(ctx); err != nil {
+		return nil, nil, err
+	}
+	defer d.hosts.mu.RUnlock()
+	var e *hostEntry
+	for _, x := range d.hosts.byHash {
+		if x.host.ID == id {
+			e = x
+			break
+		}
+	}
+	if e == nil {
+		return nil, nil, errcode.New(errcode.Unauthorized, "unknown host token")
+	}
+	// e is in the book and the book is read-locked, so remove has not
+	// run on it: the cancel registered here is one remove will call.
+	ctx, cancel := context.WithCancel(ctx)
+	e.callsMu.Lock()
+	defer e.callsMu.Unlock()
+	if e.calls == nil {
+		e.calls = map[uint64]context.CancelFunc{}
+	}
+	e.nextCall++
+	n := e.nextCall
+	e.calls[n] = cancel
+	return ctx, func() {
+		cancel()
+		e.callsMu.Lock()
+		delete(e.calls, n)
+		e.callsMu.Unlock()
+	}, nil
 }
 
 // touchHost persists last_seen_at when the last write is older than

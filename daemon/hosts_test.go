@@ -334,6 +334,54 @@ func TestDeleteHostRevokesAtOnce(t *testing.T) {
 	wantCode(t, d.DeleteHost(ctx, h.ID), errcode.HostNotFound)
 }
 
+// TestDeleteHostCancelsBoundCalls: what a host already has running is
+// cancelled by the time DeleteHost returns, and a host unpaired after it
+// authenticated cannot bind a request any more; other hosts' calls run on.
+func TestDeleteHostCancelsBoundCalls(t *testing.T) {
+	d, _, _ := newHostsDaemon(t)
+	ctx := t.Context()
+	h, err := d.AuthenticateHost(ctx, pairHost(t, d, SurfaceDesktop, ""), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := d.AuthenticateHost(ctx, pairHost(t, d, SurfaceWeb, webOrigin), webOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, release1, err := d.BindHost(ctx, h.ID)
+	if err != nil {
+		t.Fatalf("BindHost = %v", err)
+	}
+	defer release1()
+	ended, release2, err := d.BindHost(ctx, h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release2() // a request that ended before the unpairing
+	if ended.Err() == nil {
+		t.Errorf("a released context is not cancelled")
+	}
+	kept, release3, err := d.BindHost(ctx, other.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release3()
+	if first.Err() != nil {
+		t.Fatalf("bound context cancelled before the unpairing: %v", first.Err())
+	}
+	if err := d.DeleteHost(ctx, h.ID); err != nil {
+		t.Fatal(err)
+	}
+	if first.Err() == nil {
+		t.Errorf("BindHost's context after DeleteHost returned = live, want cancelled")
+	}
+	if kept.Err() != nil {
+		t.Errorf("another host's bound context = %v, want live", kept.Err())
+	}
+	_, _, err = d.BindHost(ctx, h.ID)
+	wantCode(t, err, errcode.Unauthorized)
+}
+
 // TestHostsSurviveRestart: the index loads from the stored hashes.
 func TestHostsSurviveRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
