@@ -576,13 +576,37 @@ func (d *Daemon) RedeemPairing(ctx context.Context, id, verifier, requestOrigin 
 		return Redemption{}, d.passCoded("redeem pairing", err)
 	}
 	if host != nil {
-		d.hosts.mu.Lock()
-		d.hosts.add(newHostEntry(*host))
-		delete(d.hosts.failures, id)
-		d.hosts.mu.Unlock()
+		if err := d.indexRedeemed(ctx, *host, id); err != nil {
+			return Redemption{}, err
+		}
 		d.log.Info("host paired", "host_id", host.ID, "surface", string(host.Surface), "origin", host.Origin)
 	}
 	return out, nil
+}
+
+// indexRedeemed adds the host a redemption created to the book, unless it
+// was unpaired since the redemption committed: the administrator may list
+// and delete it in that moment, and DeleteHost, which holds the book for
+// writing across its own transaction, finds nothing in the book to remove
+// then. The check and the add happen under the same write lock.
+func (d *Daemon) indexRedeemed(ctx context.Context, h store.Host, pairingID string) error {
+	d.hosts.mu.Lock()
+	defer d.hosts.mu.Unlock()
+	delete(d.hosts.failures, pairingID)
+	// The token is already minted: a caller that went away must not
+	// leave its host out of the book.
+	err := d.store.View(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		_, err := tx.Host(h.ID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // unpaired already: the token never authenticates
+	}
+	if err != nil {
+		return d.internal("index host", err)
+	}
+	d.hosts.add(newHostEntry(h))
+	return nil
 }
 
 // verifierFailed counts a wrong verifier for pairing id and denies the

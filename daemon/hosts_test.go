@@ -382,6 +382,49 @@ func TestDeleteHostCancelsBoundCalls(t *testing.T) {
 	wantCode(t, err, errcode.Unauthorized)
 }
 
+// TestRedeemRacingDeleteHost: the administrator lists and deletes a host
+// the moment its redemption commits; once DeleteHost has succeeded the
+// token never authenticates, however the two interleave. The window is
+// narrow, so the race is run many times (before the fix, about one run
+// in six left a deleted host's token working until a restart).
+func TestRedeemRacingDeleteHost(t *testing.T) {
+	d, _, _ := newHostsDaemon(t)
+	ctx := t.Context()
+	for i := range 150 {
+		p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: SurfaceDesktop, Challenge: challengeOf(testVerifer)}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.ApprovePairing(ctx, p.Code); err != nil {
+			t.Fatal(err)
+		}
+		deleted := make(chan bool, 1)
+		go func() {
+			for {
+				hs, err := d.Hosts(ctx)
+				if err != nil {
+					deleted <- false
+					return
+				}
+				if len(hs) > 0 {
+					deleted <- d.DeleteHost(ctx, hs[0].ID) == nil
+					return
+				}
+			}
+		}()
+		r, err := d.RedeemPairing(ctx, p.ID, testVerifer, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !<-deleted {
+			t.Fatalf("run %d: DeleteHost failed", i)
+		}
+		if _, err := d.AuthenticateHost(ctx, r.Token.Reveal(), ""); err == nil {
+			t.Fatalf("run %d: AuthenticateHost after DeleteHost succeeded = nil, want UNAUTHORIZED", i)
+		}
+	}
+}
+
 // TestHostsSurviveRestart: the index loads from the stored hashes.
 func TestHostsSurviveRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
