@@ -25,6 +25,9 @@ func (s *Server) net(c echo.Context) error {
 	if req.AppID == "" || len(req.Frame) == 0 {
 		return errcode.New(errcode.BadRequest, "appId and frame are required")
 	}
+	if !plainText(req.AppID) {
+		return errcode.New(errcode.BadRequest, "appId holds control characters") // as a path would refuse it
+	}
 	var delivery daemon.Delivery
 	switch req.Delivery {
 	case "app":
@@ -132,6 +135,9 @@ func (s *Server) arm(c echo.Context) error {
 	var req StandingRequest
 	if err := bind(c, &req); err != nil {
 		return err
+	}
+	if !plainText(req.AppID) {
+		return errcode.New(errcode.BadRequest, "appId holds control characters") // as a path would refuse it
 	}
 	spec := daemon.StandingSpec{
 		AppID: req.AppID, Slot: req.Slot, Target: req.Target, Trigger: req.Trigger, MaxSends: req.MaxSends,

@@ -273,3 +273,26 @@ func TestStandingNeedsGesture(t *testing.T) {
 		t.Errorf("connection standing = %+v, want null", rows[0].Standing)
 	}
 }
+
+// TestBodyAppIDRefusesControls: an appId in a body follows the same rule
+// as one in a path: control characters and invalid UTF-8 are refused. An
+// appId reaches the journal and the confirm queue, which snugd ctl prints
+// to the administrator's terminal; an escape sequence in it could redraw
+// the screen and make a confirm read as another request.
+func TestBodyAppIDRefusesControls(t *testing.T) {
+	e, up := newExecEnv(t)
+	ctx := t.Context()
+	c := e.host(e.pair("desktop", ""), "")
+	for _, id := range []string{"app1\x1b[1A\x1b[2K", "app1\r", "app\x00", "app\u0085"} {
+		_, err := c.Net(ctx, NetRequest{AppID: id, Frame: netFrame("GET", "https://"+upHost+"/x"), Delivery: "app"})
+		wantAPIError(t, err, 400, errcode.BadRequest)
+		_, err = c.ArmStanding(ctx, StandingRequest{AppID: id, Slot: "mail", Target: "t1", Trigger: "reply", MaxSends: 1, WindowSeconds: 60, UserGesture: true})
+		wantAPIError(t, err, 400, errcode.BadRequest)
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("upstream saw %d requests, want 0", n)
+	}
+	if j, err := e.ctl.Journal(ctx, JournalOptions{}); err != nil || len(j.Entries) != 0 {
+		t.Errorf("Journal = %+v, %v, want nothing recorded", j, err)
+	}
+}

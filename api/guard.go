@@ -416,8 +416,15 @@ func pathUnescape(seg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0 {
+	if !plainText(v) {
 		return "", fmt.Errorf("path segment holds invalid characters")
 	}
 	return v, nil
+}
+
+// plainText reports whether an identifier is valid UTF-8 without control
+// characters: what an appId holds, in a path or in a body. Identifiers are
+// printed by snugd ctl, where an escape sequence could redraw the screen.
+func plainText(v string) bool {
+	return utf8.ValidString(v) && strings.IndexFunc(v, unicode.IsControl) < 0
 }
