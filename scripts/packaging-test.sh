@@ -17,6 +17,15 @@ if dpkg-query -W -f='${Status}' snugd 2>/dev/null | grep -q 'ok installed'; then
 	echo "packaging test: skipped (a snugd package is installed on this machine and the test would remove it)"
 	exit 0
 fi
+# The purge deletes the system data directory. One that exists already is
+# someone's: a root "snugd run" (or "go run ./cmd/snugd") keeps its
+# database and master key there, and the test must never delete them.
+for dir in /var/lib/snugd /var/lib/private/snugd; do
+	if [ -e "$dir" ] || [ -L "$dir" ]; then
+		echo "packaging test: skipped ($dir exists: the package's purge would delete it; move it away to run this test)"
+		exit 0
+	fi
+done
 
 fail() {
 	echo "packaging test: FAIL: $*" >&2
