@@ -77,6 +77,7 @@ func setUpHarness(t *testing.T) *harness {
 	if os.Geteuid() != 0 {
 		t.Skip("the end-to-end harness needs root (network namespaces); run scripts/e2e.sh as root")
 	}
+	lockHarness(t)
 	h := &harness{dir: t.TempDir()}
 	h.pki = newPKI(t, h.dir)
 	pubNS().setUp(t)

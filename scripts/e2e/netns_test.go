@@ -4,9 +4,13 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -42,6 +46,41 @@ func ipCmd(ctx context.Context, args ...string) error {
 		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// harnessLock is the lock file that lets one harness run at a time on a
+// machine: the namespaces and links have fixed names, so a second run
+// would tear down the first one's upstreams in the middle of its checks.
+const harnessLock = "/run/lock/snugd-e2e.lock"
+
+// lockHarness waits (bounded) for the machine's harness lock and holds it
+// until the test ends, after the namespaces are gone (cleanups run last
+// registered first).
+func lockHarness(t *testing.T) {
+	t.Helper()
+	name := harnessLock
+	if _, err := os.Stat(filepath.Dir(name)); err != nil {
+		name = filepath.Join(os.TempDir(), filepath.Base(harnessLock))
+	}
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatalf("harness lock: %v", err)
+	}
+	t.Cleanup(func() { f.Close() }) // closing releases the lock
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			t.Fatalf("harness lock %s: %v", name, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another end-to-end run has held %s for 2 minutes", name)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // setUp creates the namespace and its veth pair, after removing what a
