@@ -269,7 +269,7 @@ func TestE2E(t *testing.T) {
 		if _, ok := r.Headers["x-debug"]; ok {
 			t.Errorf("a non-whitelisted upstream header crossed: %v", r.Headers)
 		}
-		reqs := h.pub.requestsSince(mark)
+		reqs := h.pub.awaitRequests(mark, 1)
 		if len(reqs) != 1 {
 			t.Fatalf("upstream saw %d requests, want 1", len(reqs))
 		}
@@ -317,7 +317,7 @@ func TestE2E(t *testing.T) {
 		if res.err != nil || !res.r.OK || res.r.Status != 200 {
 			t.Fatalf("confirmed POST = %+v, %v", res.r, res.err)
 		}
-		reqs := h.pub.requestsSince(mark)
+		reqs := h.pub.awaitRequests(mark, 1)
 		if len(reqs) != 1 || reqs[0].Method != "POST" || reqs[0].Body != `{"size":"1"}` || !reqs[0].SigOK {
 			t.Errorf("upstream saw %+v, want one signed POST with the body", reqs)
 		}
@@ -347,7 +347,7 @@ func TestE2E(t *testing.T) {
 			t.Errorf("GET /redirect = %+v, want NET_REDIRECT_BLOCKED", r)
 		}
 		time.Sleep(200 * time.Millisecond) // a follow-up request, if any, would land now
-		reqs := h.pub.requestsSince(mark)
+		reqs := h.pub.awaitRequests(mark, 1)
 		if len(reqs) != 1 || reqs[0].Path != "/redirect" {
 			t.Errorf("upstream saw %+v, want only the one request to /redirect", reqs)
 		}

@@ -284,6 +284,28 @@ func (u *upstream) requestsSince(mark int) []event {
 	return out
 }
 
+// awaitRequests waits (up to 10 s) until at least n requests were reported
+// after mark and returns them all. The upstream reports a request before it
+// answers, but its report travels through a pipe that a goroutine here
+// reads: when snugd's answer arrives first, the report may still be in the
+// pipe, and a count taken then would miss it (and the next check, with a
+// later mark, would find it).
+func (u *upstream) awaitRequests(mark, n int) []event {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		reqs := u.requestsSince(mark)
+		if len(reqs) >= n {
+			return reqs
+		}
+		select {
+		case <-u.notify:
+		case <-ctx.Done():
+			return reqs
+		}
+	}
+}
+
 // mark returns the number of events so far, for requestsSince.
 func (u *upstream) mark() int {
 	u.mu.Lock()
