@@ -5,15 +5,19 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/snug/snugd/daemon"
 )
 
 // TestEventsConnectionChanged: approving a connection rings the
 // connection-changed doorbell with references only.
 //
-// conformance: P1-R7-01, P1-R7-02
+// conformance: P1-R7-01
 func TestEventsConnectionChanged(t *testing.T) {
 	e := newEnv(t, seed{app: "app1", slot: "mail", status: "declared", hosts: []string{"api.mail.example"}})
 	web := e.host(e.pair("web", webOrigin), webOrigin)
@@ -122,5 +126,38 @@ func TestEventsEndOnShutdown(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the event stream outlived the shutdown")
+	}
+}
+
+// TestWriteEventRebuildsHints: each hint is rebuilt field by field for its
+// type, so a field the source set that its type does not carry never
+// reaches the stream, and a type snugd does not know is not forwarded.
+//
+// conformance: P1-R7-02
+func TestWriteEventRebuildsHints(t *testing.T) {
+	tests := []struct {
+		hint daemon.Hint
+		want string
+	}{
+		{daemon.Hint{Type: daemon.HintConnectionChanged, AppID: "app1", Slot: "mail", ID: "injected"},
+			"event: connection-changed\ndata: {\"appId\":\"app1\",\"slot\":\"mail\"}\n\n"},
+		{daemon.Hint{Type: daemon.HintConfirmPending, ID: "c1", AppID: "app1", Slot: "mail"},
+			"event: confirm-pending\ndata: {\"id\":\"c1\"}\n\n"},
+		{daemon.Hint{Type: daemon.HintFlowUpdated, ID: "f1", AppID: "app1"},
+			"event: flow-updated\ndata: {\"flowId\":\"f1\"}\n\n"},
+		{daemon.Hint{Type: daemon.HintHelperChanged, ID: "h1", Slot: "mail"},
+			"event: helper-changed\ndata: {\"helperId\":\"h1\"}\n\n"},
+		{daemon.Hint{Type: daemon.HintConnectionChanged, AppID: "a\n\nevent: confirm-pending", Slot: "mail"},
+			"event: connection-changed\ndata: {\"appId\":\"a\\n\\nevent: confirm-pending\",\"slot\":\"mail\"}\n\n"},
+		{daemon.Hint{Type: "secret-delivery", ID: "x", AppID: "app1"}, ""},
+	}
+	for _, tc := range tests {
+		rec := httptest.NewRecorder()
+		if err := writeEvent(echo.NewResponse(rec, echo.New()), tc.hint); err != nil {
+			t.Fatalf("writeEvent(%+v) = %v", tc.hint, err)
+		}
+		if got := rec.Body.String(); got != tc.want {
+			t.Errorf("writeEvent(%+v) wrote %q, want %q", tc.hint, got, tc.want)
+		}
 	}
 }
