@@ -60,8 +60,11 @@ const (
 	// be redeemed, so an approval in the last seconds is not lost to a
 	// host's polling interval.
 	RedeemGrace = 2 * time.Minute
-	// MaxPendingPairings bounds the pairing requests waiting at once; more
-	// are refused RATE_LIMITED.
+	// MaxPendingPairings bounds the pairing requests waiting at once, per
+	// surface; more are refused RATE_LIMITED. Web and desktop requests are
+	// counted apart: any web page may ask to pair (its own origin), and a
+	// page that fills the web requests must not keep a desktop host, which
+	// no page can impersonate, from pairing.
 	MaxPendingPairings = 16
 	// MaxVerifierFailures is how many wrong verifiers a request survives;
 	// the next one denies it.
@@ -403,7 +406,7 @@ func (d *Daemon) PairingOrigin(ctx context.Context, id string) (origin string, o
 //
 // Errors: BAD_REQUEST for a malformed request, FORBIDDEN for an Origin
 // that is not the one being paired, RATE_LIMITED when MaxPendingPairings
-// requests are already waiting.
+// requests of the same surface are already waiting.
 func (d *Daemon) Pair(ctx context.Context, req PairRequest, requestOrigin string) (Pairing, error) {
 	if err := checkHostName(req.Name); err != nil {
 		return Pairing{}, err
@@ -444,7 +447,7 @@ func (d *Daemon) Pair(ctx context.Context, req PairRequest, requestOrigin string
 		}
 		pending := 0
 		for _, q := range all {
-			if q.State == store.PairingPending {
+			if q.State == store.PairingPending && Surface(q.Surface) == req.Surface {
 				pending++
 			}
 		}

@@ -304,12 +304,26 @@ func TestPairingExpiry(t *testing.T) {
 	})
 }
 
+// TestMaxPendingPairings: each surface has its own bound, so web pages
+// that fill the waiting web requests (any page may ask, from as many
+// origins as it has names) cannot keep a desktop host from pairing.
 func TestMaxPendingPairings(t *testing.T) {
 	d, _, _ := newHostsDaemon(t)
-	for range MaxPendingPairings {
-		webPair(t, d, testVerifer)
+	desktop := PairRequest{Name: "desktop", Surface: SurfaceDesktop, Challenge: challengeOf(testVerifer)}
+	for i := range MaxPendingPairings {
+		origin := fmt.Sprintf("https://spam%d.example", i)
+		if _, err := d.Pair(t.Context(), PairRequest{Name: "spam", Surface: SurfaceWeb, Origin: origin, Challenge: challengeOf(testVerifer)}, origin); err != nil {
+			t.Fatalf("Pair(web %d) = %v", i, err)
+		}
 	}
-	_, err := d.Pair(t.Context(), PairRequest{Name: "one more", Surface: SurfaceDesktop, Challenge: challengeOf(testVerifer)}, "")
+	_, err := d.Pair(t.Context(), PairRequest{Name: "one more", Surface: SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(testVerifer)}, webOrigin)
+	wantCode(t, err, errcode.RateLimited)
+	for i := range MaxPendingPairings {
+		if _, err := d.Pair(t.Context(), desktop, ""); err != nil {
+			t.Fatalf("Pair(desktop %d) with %d web requests waiting = %v, want nil", i, MaxPendingPairings, err)
+		}
+	}
+	_, err = d.Pair(t.Context(), desktop, "")
 	wantCode(t, err, errcode.RateLimited)
 }
 
