@@ -141,15 +141,7 @@ func loadConfig(dataDir string, flags configFlags) (config, error) {
 }
 
 func readConfigFile(name string) ([]byte, error) {
-	// Stat before opening: opening a FIFO would block.
-	before, err := os.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !before.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	f, err := os.Open(name)
+	f, err := openRegular(name)
 	if err != nil {
 		return nil, err
 	}
@@ -157,9 +149,6 @@ func readConfigFile(name string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !os.SameFile(before, fi) {
-		return nil, fmt.Errorf("%s changed while being opened", name)
 	}
 	if err := checkConfigFileMode(fi); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

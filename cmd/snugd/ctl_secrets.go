@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"unicode/utf8"
 )
@@ -24,14 +23,7 @@ func readSecretInput(stdin io.Reader, name string) ([]byte, error) {
 	if name == "-" {
 		return readBounded(stdin, maxValuesSize, "standard input")
 	}
-	before, err := os.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !before.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	f, err := os.Open(name)
+	f, err := openRegular(name)
 	if err != nil {
 		return nil, err
 	}
@@ -39,9 +31,6 @@ func readSecretInput(stdin io.Reader, name string) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !os.SameFile(before, fi) {
-		return nil, fmt.Errorf("%s changed while being opened", name)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("%s has mode %04o: a file holding credentials must not be readable by group or others (chmod 600 %s)", name, fi.Mode().Perm(), name)

@@ -241,16 +241,29 @@ func readBodyFile(name string) ([]byte, error) {
 }
 
 // openRegular opens name for reading, refusing anything but a regular file
-// (a FIFO would block).
+// (opening a FIFO would block, so it is looked at before it is opened), and
+// a file swapped between that look and the open. The caller closes it.
 func openRegular(name string) (*os.File, error) {
-	fi, err := os.Stat(name)
+	before, err := os.Stat(name)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
+	if !before.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
-	return os.Open(name)
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !os.SameFile(before, fi) {
+		err = fmt.Errorf("%s changed while being opened", name)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // renderTarget checks the request as the executor's gates would before a
