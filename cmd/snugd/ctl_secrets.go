@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime"
 	"unicode/utf8"
 )
@@ -18,12 +19,18 @@ const maxValuesSize = 256 << 10
 // stdin when name is "-". A file must be a regular file that neither group
 // nor others may access (0600 or stricter; on Windows its ACL decides): a
 // values file others can read is a leaked credential, so it is refused
-// rather than used. Errors name the file, never its contents.
+// rather than used. Errors name the file only once it is known to exist,
+// never its contents: a name that opens nothing may be a credential typed
+// in the file's place, and is not repeated.
 func readSecretInput(stdin io.Reader, name string) ([]byte, error) {
 	if name == "-" {
 		return readBounded(stdin, maxValuesSize, "standard input")
 	}
 	f, err := openRegular(name)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("the values file cannot be opened: %w (its name is not repeated: a credential goes in the file, or on standard input, never on the command line)", pe.Err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -171,6 +171,9 @@ func TestCtlUsage(t *testing.T) {
 		{args: []string{"ctl", "--data-dir", "/nonexistent", "status", "--bogus"}, code: exitUsage, wantErr: "flag provided but not defined"},
 		// A credential typed on the command line is refused and not repeated.
 		{args: []string{"ctl", "--data-dir", "/nonexistent", "credentials", "set", "app", "slot", "sk_live_abcdef123456"}, code: exitUsage, wantErr: "never taken from the command line"},
+		// So is one typed where the values file's name belongs.
+		{args: []string{"ctl", "--data-dir", "/nonexistent", "credentials", "set", "app", "slot", "--file", `{"api_key":"sk_live_abcdef123456"}`}, code: exitNo, wantErr: "no such file"},
+		{args: []string{"ctl", "template", "render", "--requirement", "testdata/coinbase-exchange.json", "--values", "sk_live_abcdef123456", "--method", "GET", "--url", "https://api.exchange.coinbase.com/accounts"}, code: exitNo, wantErr: "no such file"},
 	}
 	for _, tc := range tests {
 		code, out, errOut := runCmd(t, "", tc.args...)
