@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/snug/snugd/api"
 )
 
 const hostsSynopsis = "hosts list|approve CODE|deny CODE|revoke ID [--json]"
@@ -45,7 +47,7 @@ func ctlHosts(ctx context.Context, c *ctl, args []string) int {
 			return c.fail(err)
 		}
 		if c.json {
-			return c.printJSON(p)
+			return c.printJSON(api.DecisionResponse{Pairing: p}) // the API's answer, as is
 		}
 		c.out("%s: %q (%s%s) is %s", p.Code, p.Name, p.Surface, originSuffix(p.Origin), p.State)
 		if p.State == "approved" {

@@ -237,6 +237,13 @@ func TestCtlHosts(t *testing.T) {
 	if code != exitNo || errOut == "" {
 		t.Errorf("second approve = %d, %q; want 1 with the refusal", code, errOut)
 	}
+	// --json prints what POST /v1/hosts/deny answers, as every command does.
+	p3, _ := td.pair(t, "Another Desktop")
+	code, out, _ = td.ctl(t, "", "hosts", "deny", p3.Code, "--json")
+	var dr api.DecisionResponse
+	if code != exitOK || json.Unmarshal([]byte(out), &dr) != nil || dr.Pairing.PairingID != p3.PairingID || dr.Pairing.State != "denied" {
+		t.Errorf("hosts deny --json = %d, %q; want {\"pairing\": …} denied", code, out)
+	}
 	if code, _, errOut = td.ctl(t, "", "hosts", "revoke", hs.Hosts[0].HostID); code != exitOK {
 		t.Fatalf("hosts revoke = %d (stderr %q)", code, errOut)
 	}
