@@ -31,6 +31,14 @@ func cmdRun(ctx context.Context, e env, args []string) int {
 	if code, ok := parseArgs(flags, args); !ok {
 		return code
 	}
+	// A usage error changes nothing: it is refused before the data
+	// directory or config.json is created.
+	if rf.config.Port != 0 {
+		if err := checkPort(rf.config.Port); err != nil {
+			fmt.Fprintf(e.stderr, "snugd run: --port: %v\n", err)
+			return exitUsage
+		}
+	}
 	err := runService(ctx, e, func(ctx context.Context, e env) error { return runDaemon(ctx, e, rf) })
 	if err != nil {
 		fmt.Fprintf(e.stderr, "snugd run: %v\n", err)

@@ -135,15 +135,35 @@ func TestRunPortInUse(t *testing.T) {
 	}
 }
 
+// TestRunUsage: a usage error exits 2 and creates nothing, neither the
+// data directory it names nor the default one (as root that is
+// /var/lib/snugd, which the packaging test then refuses to purge).
 func TestRunUsage(t *testing.T) {
 	var stderr bytes.Buffer
-	e := env{stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "" }}
-	for _, args := range [][]string{{"--nope"}, {"extra"}, {"--port", "80"}} {
-		stderr.Reset()
-		code := cmdRun(t.Context(), e, args)
-		if code == exitOK {
-			t.Errorf("snugd run %q = 0, want a failure", args)
+	home := t.TempDir()
+	e := env{stdout: io.Discard, stderr: &stderr, getenv: func(k string) string {
+		if k == "HOME" || k == "XDG_DATA_HOME" {
+			return home
 		}
+		return ""
+	}}
+	dir := filepath.Join(t.TempDir(), "never")
+	for _, args := range [][]string{{"--nope"}, {"extra"}, {"--port", "80"}, {"--port", "70000"}} {
+		for _, withDir := range []bool{false, true} {
+			if withDir {
+				args = append([]string{"--data-dir", dir}, args...)
+			}
+			stderr.Reset()
+			if code := cmdRun(t.Context(), e, args); code != exitUsage {
+				t.Errorf("snugd run %q = %d, want %d", args, code, exitUsage)
+			}
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a usage error created %s: %v", dir, err)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("a usage error created %v in the per-user data location", entries)
 	}
 }
 
