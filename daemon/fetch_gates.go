@@ -286,7 +286,22 @@ func mutating(method string) bool {
 // credential is read. The standing gate (§17) is consulted first and wraps
 // the session memory (ruling R10); neither is consulted on the probe path,
 // whose confirm seat carries no slot and no body.
+//
+// Gates 3 and 4 decided on the index snapshot taken when the request
+// arrived, and gate 5's lookup and the user's answer can take minutes. So
+// whatever the method, the gate ends by re-deciding the grant on the
+// current index (regrant): a revoke or a re-approval that narrowed the
+// ceiling while the request waited refuses it before any credential is
+// read, never after.
 func (d *Daemon) confirm(ctx context.Context, f *fetch) *errcode.Error {
+	if err := d.askConfirm(ctx, f); err != nil {
+		return err
+	}
+	return d.regrant(ctx, f)
+}
+
+// askConfirm obtains the answer to a mutating request's confirm.
+func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 	if !mutating(f.req.Method) {
 		return nil
 	}
@@ -319,6 +334,35 @@ func (d *Daemon) confirm(ctx context.Context, f *fetch) *errcode.Error {
 		return refuse(errcode.NetConfirmDenied, "the user did not confirm the request")
 	}
 	f.approval = "user"
+	return nil
+}
+
+// regrant re-runs gates 3 and 4 on the current index when the acting
+// app's rows changed since f's snapshot (every committed connection write
+// publishes a new entry for its app). The request goes on only when the
+// same slot is still the one approved grant covering the host, with the
+// same kind and transport class (gate 5's stand-downs depend on both); it
+// then uses the current row, whose templates match the credentials read
+// next. A change it cannot follow refuses with the code a fresh request
+// would get, or NET_NOT_APPROVED.
+func (d *Daemon) regrant(ctx context.Context, f *fetch) *errcode.Error {
+	idx := d.index.Load()
+	app := idx.apps[f.call.AppID]
+	if app == f.app {
+		return nil
+	}
+	target := *f.target
+	g := &fetch{call: f.call, req: f.req, target: &target, index: idx, app: app}
+	if err := d.checkGrant(ctx, g); err != nil {
+		return err
+	}
+	if err := d.checkCeiling(ctx, g); err != nil {
+		return err
+	}
+	if g.grant.slot != f.grant.slot || g.grant.req.Kind != f.grant.req.Kind || g.lan != f.lan {
+		return refuse(errcode.NetNotApproved, "the connection changed while the request waited")
+	}
+	f.index, f.app, f.grant = idx, app, g.grant
 	return nil
 }
 

@@ -2,11 +2,14 @@ package daemon
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/transports"
 )
 
 // forgeRow writes a connection row straight into storage (as an import or
@@ -213,4 +216,122 @@ func linkedReq(slot, host string) map[string]any {
 
 func storeRow(app, slot, reqJSON string, imported bool) store.Connection {
 	return store.Connection{AppID: app, Slot: slot, RequirementJSON: reqJSON, Status: store.StatusDeclared, Imported: imported}
+}
+
+// gatedResolver answers like its inner resolver once release is closed,
+// and reports on asked that a lookup is waiting.
+type gatedResolver struct {
+	inner   transports.Resolver
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	select {
+	case g.asked <- struct{}{}:
+	default:
+	}
+	<-g.release
+	return g.inner.LookupNetIP(ctx, network, host)
+}
+
+// TestGrantChangedWhileWaiting: gates 3 and 4 decide on the index as the
+// request arrived, but the confirm wait (and gate 5's lookup) can last
+// minutes. A revoke, a re-approval that moved the ceiling, or a second
+// claimant appearing meanwhile refuses the request before any credential
+// is read or anything is sent; a write to another of the app's rows that
+// leaves the grant as it was does not.
+//
+// conformance: P3-X14-08, P3-X14-10, P3-X14-12
+func TestGrantChangedWhileWaiting(t *testing.T) {
+	ctx := context.Background()
+	keyed := func(t *testing.T, r *rig) {
+		r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	}
+	cases := []struct {
+		name   string
+		setup  func(t *testing.T, r *rig)
+		change func(t *testing.T, r *rig)
+		method string
+		url    string
+		want   errcode.Code
+	}{
+		{"re-approval moved the ceiling", keyed, func(t *testing.T, r *rig) {
+			if _, err := r.d.stagePending(ctx, "app1", mustAdmit(t, apiKeyReq("ex", "other.example.com"))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.d.Reapprove(ctx, "app1", "ex"); err != nil {
+				t.Fatal(err)
+			}
+		}, "POST", "https://api.example.com/send", errcode.NetHostBlocked},
+		{"re-approval moved a connection URL's host", keyed, func(t *testing.T, r *rig) {
+			if _, err := r.d.stagePending(ctx, "app1", mustAdmit(t, apiKeyReq("ex", "other.example.com"))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.d.Reapprove(ctx, "app1", "ex"); err != nil {
+				t.Fatal(err)
+			}
+		}, "POST", "snug-connection://ex/send", errcode.NetHostBlocked},
+		{"keyless connection revoked", func(t *testing.T, r *rig) { r.connect(t, "app1", noneReq("open", apiHost), nil) },
+			func(t *testing.T, r *rig) {
+				if _, err := r.d.Revoke(ctx, "app1", "open"); err != nil {
+					t.Fatal(err)
+				}
+			}, "POST", "https://api.example.com/send", errcode.NetNotApproved},
+		{"a second claimant approved", keyed, func(t *testing.T, r *rig) {
+			r.connect(t, "app1", noneReq("open", apiHost), nil)
+		}, "POST", "https://api.example.com/send", errcode.NetAmbiguousConnection},
+		{"revoked during the lookup", keyed, func(t *testing.T, r *rig) {
+			if _, err := r.d.Revoke(ctx, "app1", "ex"); err != nil {
+				t.Fatal(err)
+			}
+		}, "GET", "https://api.example.com/items", errcode.NetNotApproved},
+		{"another row written", keyed, func(t *testing.T, r *rig) {
+			r.connect(t, "app1", noneReq("open", "b.example.com"), nil)
+		}, "POST", "https://api.example.com/send", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := &gatedResolver{asked: make(chan struct{}, 1), release: make(chan struct{})}
+			r := newRig(t, func(c *Config) {
+				c.ConfirmTimeout = time.Hour
+				gate.inner = c.Public.Resolver
+				c.Public.Resolver = gate
+			})
+			tc.setup(t, r)
+			var body map[string]any
+			if tc.method == "POST" {
+				body = map[string]any{"body": `{"x":1}`}
+			}
+			ch := r.parkedNet(ctx, t, "app1", frame(tc.method, tc.url, body))
+			if tc.method == "GET" {
+				<-gate.asked
+				tc.change(t, r)
+				close(gate.release)
+			} else {
+				close(gate.release)
+				cs := waitConfirms(t, r.d, 1)
+				tc.change(t, r)
+				if err := r.d.DecideConfirm(cs[0].ID, true, RememberOnce); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := <-ch
+			if res.Code != tc.want {
+				t.Fatalf("Net after the change = %q, want %q", res.Code, tc.want)
+			}
+			if tc.want == "" {
+				if got := r.up.last(t).Header.Get("X-Key"); got != secretKey {
+					t.Errorf("upstream X-Key = %q, want the credential", got)
+				}
+				return
+			}
+			if n := len(r.up.requests()); n != 0 {
+				t.Errorf("the refused request reached the upstream %d times", n)
+			}
+			if n := r.reads.Load(); n != 0 {
+				t.Errorf("the refused request read credentials %d times", n)
+			}
+		})
+	}
 }
