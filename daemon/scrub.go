@@ -22,9 +22,9 @@ const ScrubMark = "[scrubbed]"
 // The zero scrubber is empty and replaces nothing.
 type scrubber struct {
 	vals  []string
-	cands []string          // every spelling of vals, longest first
-	r     *strings.Replacer // built the first time something matches
-	built int               // len(vals) when cands (and r) were built
+	cands []string // every spelling of vals, longest first
+	steps []int    // steps[i]: the shortest period of cands[i]
+	built int      // len(vals) when cands was built
 }
 
 // add records values that were injected (empty ones are ignored).
@@ -39,39 +39,91 @@ func (s *scrubber) add(vs ...string) {
 // candidates returns every spelling to scrub, longest first.
 func (s *scrubber) candidates() []string {
 	if s.built != len(s.vals) || s.cands == nil {
-		s.cands, s.r, s.built = scrubCandidates(s.vals), nil, len(s.vals)
+		s.cands, s.built = scrubCandidates(s.vals), len(s.vals)
+		s.steps = make([]int, len(s.cands))
+		for i, c := range s.cands {
+			s.steps[i] = shortestPeriod(c)
+		}
 	}
 	return s.cands
 }
 
-// apply returns x with every candidate replaced by ScrubMark.
+// apply returns x with every byte that lies inside an occurrence of any
+// candidate replaced: each maximal run of such bytes becomes one
+// ScrubMark. Occurrences are found independently per candidate,
+// overlapping ones included, so two values that overlap in the text
+// ("abcdefgh" and "efghijkl" in "abcdefghijkl") leave no tail of either
+// behind, which a leftmost, non-overlapping replacement would.
 func (s *scrubber) apply(x string) string {
 	if len(s.vals) == 0 || x == "" {
 		return x
 	}
 	cands := s.candidates()
-	if s.r == nil {
-		// The common case is that nothing matches: answer it with a
-		// substring search per spelling before building a replacer.
-		found := false
-		for _, c := range cands {
-			if strings.Contains(x, c) {
-				found = true
+	var covered []bool // allocated at the first match; the common case has none
+	for k, c := range cands {
+		i := strings.Index(x, c)
+		if i < 0 {
+			continue
+		}
+		if covered == nil {
+			covered = make([]bool, len(x))
+		}
+		end := 0 // covered[:end] is already set for this candidate
+		for {
+			for j := max(i, end); j < i+len(c); j++ {
+				covered[j] = true
+			}
+			end = i + len(c)
+			// The next occurrence cannot start closer than the shortest
+			// period: two occurrences s apart make s a period of c.
+			next := i + s.steps[k]
+			n := strings.Index(x[next:], c)
+			if n < 0 {
 				break
 			}
+			i = next + n
 		}
-		if !found {
-			return x
-		}
-		s.r = newScrubReplacer(cands)
 	}
-	return s.r.Replace(x)
+	if covered == nil {
+		return x
+	}
+	var b strings.Builder
+	b.Grow(len(x))
+	for i := 0; i < len(x); {
+		j := i
+		for j < len(x) && covered[j] == covered[i] {
+			j++
+		}
+		if covered[i] {
+			b.WriteString(ScrubMark)
+		} else {
+			b.WriteString(x[i:j])
+		}
+		i = j
+	}
+	return b.String()
+}
+
+// shortestPeriod returns the smallest p > 0 with c[i] == c[i+p] for every
+// i, from the prefix function (Knuth–Morris–Pratt): len(c) for a string
+// with no border.
+func shortestPeriod(c string) int {
+	pi := make([]int, len(c))
+	for i := 1; i < len(c); i++ {
+		k := pi[i-1]
+		for k > 0 && c[i] != c[k] {
+			k = pi[k-1]
+		}
+		if c[i] == c[k] {
+			k++
+		}
+		pi[i] = k
+	}
+	return len(c) - pi[len(c)-1]
 }
 
 // scrubCandidates expands raw values into every spelling the scrub looks
-// for, unique and longest first: at each position of the text the
-// replacer tries them in this order, so a longer value is never left with
-// a shorter one's tail.
+// for, unique and longest first.
 func scrubCandidates(raw []string) []string {
 	out := make([]string, 0, 6*len(raw))
 	for _, v := range raw {
@@ -94,21 +146,11 @@ func scrubCandidates(raw []string) []string {
 	return slices.Compact(out)
 }
 
-func newScrubReplacer(cands []string) *strings.Replacer {
-	pairs := make([]string, 0, 2*len(cands))
-	for _, c := range cands {
-		pairs = append(pairs, c, ScrubMark)
-	}
-	return strings.NewReplacer(pairs...)
-}
-
 // scrubWith replaces every spelling of the raw values in x.
 func scrubWith(x string, raw []string) string {
-	cands := scrubCandidates(raw)
-	if len(cands) == 0 {
-		return x
-	}
-	return newScrubReplacer(cands).Replace(x)
+	s := scrubber{}
+	s.add(raw...)
+	return s.apply(x)
 }
 
 // escapeRFC3986 percent-encodes every byte but RFC 3986's unreserved

@@ -26,6 +26,75 @@ func TestScrubber(t *testing.T) {
 	}
 }
 
+// TestScrubOverlap: values that overlap in the text, or a value that
+// overlaps itself, leave no byte of any occurrence behind. A leftmost,
+// non-overlapping replacement scrubbed the first and left the tail of the
+// second ("ijkl" below) in the answer.
+//
+// conformance: P3-X14-40, P3-X14.1-01
+func TestScrubOverlap(t *testing.T) {
+	cases := []struct {
+		vals []string
+		in   string
+		want string
+	}{
+		{[]string{"abcdefgh", "efghijkl"}, "xxabcdefghijklyy", "xx" + ScrubMark + "yy"},
+		{[]string{"efghijkl", "abcdefgh"}, "xxabcdefghijklyy", "xx" + ScrubMark + "yy"},
+		{[]string{"abab"}, "xababab", "x" + ScrubMark},
+		{[]string{"aa"}, "baaab aab", "b" + ScrubMark + "b " + ScrubMark + "b"},
+		{[]string{"k3y", "y/z"}, "k3y%2Fz", ScrubMark},
+		{[]string{"tok3n", "3n/x"}, "tok3n%2fx tok3n%2Fx", ScrubMark + " " + ScrubMark},
+		{[]string{"abc"}, "abcabc", ScrubMark},
+		{[]string{"abc"}, "ab c", "ab c"},
+	}
+	for _, tc := range cases {
+		var s scrubber
+		s.add(tc.vals...)
+		if got := s.apply(tc.in); got != tc.want {
+			t.Errorf("scrub(%q).apply(%q) = %q, want %q", tc.vals, tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzScrub checks the value scrub against a naive reference: every byte
+// inside any occurrence of any spelling of any value is gone, and every
+// other byte survives in order.
+func FuzzScrub(f *testing.F) {
+	for _, s := range [][3]string{
+		{"abcdefgh", "efghijkl", "xxabcdefghijklyy"},
+		{"abab", "b", "xababab"},
+		{"a b/c", "c", "a+b%2Fc a%20b%2fc"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, v1, v2, text string) {
+		var s scrubber
+		s.add(v1, v2)
+		got := s.apply(text)
+		covered := make([]bool, len(text))
+		for _, c := range scrubCandidates([]string{v1, v2}) {
+			for i := 0; i+len(c) <= len(text); i++ {
+				if text[i:i+len(c)] == c {
+					for j := i; j < i+len(c); j++ {
+						covered[j] = true
+					}
+				}
+			}
+		}
+		var want strings.Builder
+		for i := 0; i < len(text); i++ {
+			if !covered[i] {
+				want.WriteByte(text[i])
+			} else if i == 0 || !covered[i-1] {
+				want.WriteString(ScrubMark)
+			}
+		}
+		if got != want.String() {
+			t.Fatalf("scrub(%q, %q).apply(%q) = %q, want %q", v1, v2, text, got, want.String())
+		}
+	})
+}
+
 // conformance: P3-L16-03
 func TestScrubPrivateIPv4(t *testing.T) {
 	cases := map[string]string{
