@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -317,15 +318,15 @@ func (g *standingGate) decide(ctx context.Context, d *Daemon, f *fetch, seat Con
 	if !ok {
 		return standingNoOpinion // another endpoint: not this trigger class
 	}
-	bodyTarget, ok := bodyFieldTarget(rule.BodyField, seat.Body)
-	if !ok {
+	bodyTarget, ambiguous, ok := bodyFieldTarget(rule.BodyField, seat.Body)
+	if !ok && !ambiguous {
 		return standingNoOpinion // one source alone is never trusted
 	}
 	entry := store.JournalEntry{
 		AppID: seat.AppID, Slot: seat.Slot, Host: f.journalHost(), Method: seat.Method,
 		Gate: "confirm", Unattended: true,
 	}
-	if pathTarget != bodyTarget {
+	if ambiguous || pathTarget != bodyTarget {
 		entry.Outcome, entry.Code, entry.Note = "standing-refused", string(errcode.NetConfirmDenied), "target sources disagree"
 		d.journalNow(ctx, entry)
 		return standingRefuse
@@ -404,30 +405,111 @@ func pathSegmentTarget(pattern string, u *url.URL) (string, bool) {
 	return target, ok
 }
 
-// bodyFieldTarget reads the dotted field of a JSON object body as a string.
-func bodyFieldTarget(field, body string) (string, bool) {
+// bodyFieldTarget reads the dotted field of a JSON object body as a
+// string. ok is false when the body is not one JSON value or the field is
+// missing or not a string or number. ambiguous reports a body that spells
+// a key on the field's path more than once, exactly or in another case:
+// parsers disagree on which of two duplicate keys wins (first or last),
+// and many match names case-insensitively, so the provider could read
+// another target than the one compared here. That is a disagreement of
+// the sources, refused like any other (§17 rule 4).
+func bodyFieldTarget(field, body string) (target string, ambiguous, ok bool) {
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil || dec.More() {
-		return "", false
+	v, found, ambiguous, err := findField(dec, strings.Split(field, "."))
+	if err != nil {
+		return "", false, false
 	}
-	for _, key := range strings.Split(field, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return "", false
-		}
-		if v, ok = m[key]; !ok {
-			return "", false
-		}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", false, false // trailing data: not one JSON value
+	}
+	if ambiguous {
+		return "", true, false
+	}
+	if !found {
+		return "", false, false
 	}
 	switch t := v.(type) {
 	case string:
-		return t, t != ""
+		return t, false, t != ""
 	case json.Number:
 		if _, err := strconv.ParseFloat(t.String(), 64); err == nil {
-			return t.String(), true
+			return t.String(), false, true
 		}
 	}
-	return "", false
+	return "", false, false
+}
+
+// findField decodes the next JSON value from dec and follows path into
+// it: each step must be an object holding the key exactly once, in one
+// spelling (another member that equals it case-insensitively makes the
+// path ambiguous). It consumes the whole value either way.
+func findField(dec *json.Decoder, path []string) (v any, found, ambiguous bool, err error) {
+	if len(path) == 0 {
+		err = dec.Decode(&v)
+		return v, err == nil, false, err
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, false, false, err
+	}
+	if d, isDelim := tok.(json.Delim); !isDelim || d != '{' {
+		if isDelim {
+			err = skipRest(dec)
+		}
+		return nil, false, false, err
+	}
+	seen := 0
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, false, false, err
+		}
+		key, _ := kt.(string)
+		if !strings.EqualFold(key, path[0]) {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, false, false, err
+			}
+			continue
+		}
+		seen++
+		sub, subFound, subAmbiguous, err := findField(dec, path[1:])
+		if err != nil {
+			return nil, false, false, err
+		}
+		ambiguous = ambiguous || subAmbiguous || key != path[0]
+		if seen == 1 {
+			v, found = sub, subFound
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, false, false, err
+	}
+	if seen > 1 {
+		ambiguous = true
+	}
+	if ambiguous {
+		return nil, false, true, nil
+	}
+	return v, found, false, nil
+}
+
+// skipRest consumes the rest of an array or object whose opening
+// delimiter dec has just returned.
+func skipRest(dec *json.Decoder) error {
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
 }

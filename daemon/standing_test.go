@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +29,10 @@ func chatReq() map[string]any {
 func reply(thread, bodyThread string) []byte {
 	return frame("POST", "https://api.example.com/v1/threads/"+thread+"/messages",
 		map[string]any{"body": `{"message":{"thread_id":"` + bodyThread + `","text":"on my way"}}`})
+}
+
+func threadBody(pathThread, body string) []byte {
+	return frame("POST", "https://api.example.com/v1/threads/"+pathThread+"/messages", map[string]any{"body": body})
 }
 
 func newStandingRig(t *testing.T, opts ...func(*Config)) *rig {
@@ -142,6 +149,13 @@ func TestStandingGate(t *testing.T) {
 		{"another endpoint", frame("POST", "https://api.example.com/v1/threads/T1/archive", map[string]any{"body": `{"message":{"thread_id":"T1"}}`}), true, errcode.NetConfirmDenied},
 		{"another method", frame("PUT", "https://api.example.com/v1/threads/T1/messages", map[string]any{"body": `{"message":{"thread_id":"T1"}}`}), true, errcode.NetConfirmDenied},
 		{"off-ceiling host", frame("POST", "https://evil.example.com/v1/threads/T1/messages", map[string]any{"body": `{"message":{"thread_id":"T1"}}`}), false, errcode.NetHostBlocked},
+		// A body that names the target twice is two sources in one: a
+		// first-wins parser upstream reads T2 where a last-wins one reads T1.
+		{"duplicate body field", threadBody("T1", `{"message":{"thread_id":"T2","thread_id":"T1"}}`), false, errcode.NetConfirmDenied},
+		{"duplicate parent object", threadBody("T1", `{"message":{"thread_id":"T2"},"message":{"thread_id":"T1"}}`), false, errcode.NetConfirmDenied},
+		{"case variant of the field", threadBody("T1", `{"message":{"Thread_Id":"T2","thread_id":"T1"}}`), false, errcode.NetConfirmDenied},
+		{"case variant of the parent", threadBody("T1", `{"MESSAGE":{"thread_id":"T2"},"message":{"thread_id":"T1"}}`), false, errcode.NetConfirmDenied},
+		{"duplicates off the path are fine", threadBody("T1", `{"message":{"thread_id":"T1","text":"a","text":"b"}}`), false, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,8 +178,8 @@ func TestStandingGate(t *testing.T) {
 			refused++
 		}
 	}
-	if approved != 1 || refused != 2 {
-		t.Errorf("journal: %d approved, %d refused unattended acts; want 1, 2", approved, refused)
+	if approved != 2 || refused != 6 {
+		t.Errorf("journal: %d approved, %d refused unattended acts; want 2, 6", approved, refused)
 	}
 
 	// The standing gate is consulted before the session memory: with
@@ -255,4 +269,44 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingApprove {
 		t.Fatalf("decide(app send) = %d, want approve", v)
 	}
+}
+
+// FuzzBodyFieldTarget: the target read from a request body never panics,
+// is found only in a valid JSON body, and when found (and not ambiguous)
+// is what a plain decode of the body reads at that path.
+func FuzzBodyFieldTarget(f *testing.F) {
+	for _, s := range [][2]string{
+		{"message.thread_id", `{"message":{"thread_id":"T1","text":"x"}}`},
+		{"thread_id", `{"thread_id":"T2","thread_id":"T1"}`},
+		{"thread_id", `{"Thread_ID":"T1"}`},
+		{"a.b", `{"a":[{"b":1}],"a":{"b":2}}`},
+		{"id", `{"id":12.5e3} {}`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, field, body string) {
+		target, ambiguous, ok := bodyFieldTarget(field, body)
+		if ok && ambiguous {
+			t.Fatalf("bodyFieldTarget(%q, %q) is both found and ambiguous", field, body)
+		}
+		if !ok {
+			return
+		}
+		var v any
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("bodyFieldTarget(%q, %q) = %q from a body that does not decode: %v", field, body, target, err)
+		}
+		for _, key := range strings.Split(field, ".") {
+			m, isMap := v.(map[string]any)
+			if !isMap {
+				t.Fatalf("bodyFieldTarget(%q, %q) = %q, but the path is not objects", field, body, target)
+			}
+			v = m[key]
+		}
+		if got := fmt.Sprint(v); got != target {
+			t.Fatalf("bodyFieldTarget(%q, %q) = %q, a plain decode reads %q", field, body, target, got)
+		}
+	})
 }
