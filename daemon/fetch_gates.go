@@ -638,12 +638,30 @@ func transportError(err error) *errcode.Error {
 	return refuse(errcode.NetFetchFailed, "the upstream could not be reached")
 }
 
+// encoded reports whether h names a content coding other than identity.
+func encoded(h http.Header) bool {
+	for name, vs := range h {
+		if !strings.EqualFold(name, "Content-Encoding") {
+			continue
+		}
+		for _, v := range vs {
+			for c := range strings.SplitSeq(v, ",") {
+				if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // Gate 10: read. The body arrived capped at 1 MiB while reading (the
 // transports, ruling R5). Every injected value is scrubbed from the body
 // and from the whitelisted header values, raw and percent-encoded; a
 // model-bound result loses every RFC-1918 literal too (§14.2); the headers
 // are whitelist-filtered and content-length recomputed (R21). An upstream
-// status outside 100–599 is NET_FETCH_FAILED.
+// status outside 100–599 is NET_FETCH_FAILED, and so is a body in a
+// content coding (gzip and the like): the scrub would be blind to it.
 func (d *Daemon) readResponse(_ context.Context, f *fetch) *errcode.Error {
 	r := f.resp
 	if len(r.body) > wire.MaxNetResponseBody {
@@ -651,6 +669,11 @@ func (d *Daemon) readResponse(_ context.Context, f *fetch) *errcode.Error {
 	}
 	if r.status < 100 || r.status > 599 {
 		return refuse(errcode.NetFetchFailed, "the upstream answered with an invalid status")
+	}
+	if len(r.body) > 0 && encoded(r.header) {
+		// Gate 7 sends no Accept-Encoding, so this is unasked for, and
+		// the scrub cannot see a value inside a compressed body.
+		return refuse(errcode.NetFetchFailed, "the upstream answered with a content-encoded body")
 	}
 	llm := f.call.Delivery.llm()
 	clean := func(s string) string {

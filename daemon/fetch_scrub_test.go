@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -352,4 +354,58 @@ func TestLANRowUnchangedByProfile(t *testing.T) {
 	if rows[PolicyDesktop].RequirementJSON != rows[PolicyBrowser].RequirementJSON {
 		t.Fatal("the stored requirement depends on the transport policy")
 	}
+}
+
+// TestEncodedBodyRefused: gate 7 never forwards Accept-Encoding, so an
+// upstream (or helper) that compresses anyway answers in a coding the
+// scrub cannot read: the credential it echoes would cross inside the
+// compressed bytes. Such a body is refused; identity and an empty body
+// pass.
+//
+// conformance: P3-X14-40
+func TestEncodedBodyRefused(t *testing.T) {
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		z := gzip.NewWriter(&b)
+		io.WriteString(z, s)
+		z.Close()
+		return b.Bytes()
+	}
+	cases := []struct {
+		name     string
+		encoding []string
+		body     []byte
+		want     errcode.Code
+	}{
+		{"gzip", []string{"gzip"}, gz("key=" + secretKey), errcode.NetFetchFailed},
+		{"uppercase, listed after identity", []string{"identity, GZIP"}, gz("key=" + secretKey), errcode.NetFetchFailed},
+		{"second header line", []string{"identity", "br"}, []byte("\x1b\x00key"), errcode.NetFetchFailed},
+		{"identity", []string{"identity"}, []byte("plain"), ""},
+		{"encoded but empty", []string{"gzip"}, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+			r.up.handle(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header()["Content-Encoding"] = tc.encoding
+				w.Write(tc.body)
+			})
+			res, _ := r.net(t, "app1", frame("GET", "https://api.example.com/", nil))
+			if res.Code != tc.want {
+				t.Fatalf("Net = %q, want %q", res.Code, tc.want)
+			}
+			if got := r.up.last(t).Header.Get("Accept-Encoding"); got != "" {
+				t.Errorf("upstream was offered Accept-Encoding %q", got)
+			}
+		})
+	}
+	t.Run("helper", func(t *testing.T) {
+		h := &fakeHelper{status: 200, header: http.Header{"Content-Encoding": {"gzip"}}, body: string(gz("tok"))}
+		r := newRig(t, func(c *Config) { c.LocalTransports = map[string]LocalTransport{"whatsapp": h} })
+		r.connect(t, "app1", linkedReq("wa", "whatsapp.sidecar.invalid"), map[string]string{"helper_token": "tok"})
+		if res, _ := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/x", nil)); res.Code != errcode.NetFetchFailed {
+			t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
+		}
+	})
 }
