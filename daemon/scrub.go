@@ -23,7 +23,6 @@ const ScrubMark = "[scrubbed]"
 type scrubber struct {
 	vals  []string
 	cands []string // every spelling of vals, longest first
-	steps []int    // steps[i]: the shortest period of cands[i]
 	built int      // len(vals) when cands was built
 }
 
@@ -40,10 +39,6 @@ func (s *scrubber) add(vs ...string) {
 func (s *scrubber) candidates() []string {
 	if s.built != len(s.vals) || s.cands == nil {
 		s.cands, s.built = scrubCandidates(s.vals), len(s.vals)
-		s.steps = make([]int, len(s.cands))
-		for i, c := range s.cands {
-			s.steps[i] = shortestPeriod(c)
-		}
 	}
 	return s.cands
 }
@@ -60,7 +55,7 @@ func (s *scrubber) apply(x string) string {
 	}
 	cands := s.candidates()
 	var covered []bool // allocated at the first match; the common case has none
-	for k, c := range cands {
+	for _, c := range cands {
 		i := strings.Index(x, c)
 		if i < 0 {
 			continue
@@ -68,6 +63,7 @@ func (s *scrubber) apply(x string) string {
 		if covered == nil {
 			covered = make([]bool, len(x))
 		}
+		step := shortestPeriod(c)
 		end := 0 // covered[:end] is already set for this candidate
 		for {
 			for j := max(i, end); j < i+len(c); j++ {
@@ -76,7 +72,7 @@ func (s *scrubber) apply(x string) string {
 			end = i + len(c)
 			// The next occurrence cannot start closer than the shortest
 			// period: two occurrences s apart make s a period of c.
-			next := i + s.steps[k]
+			next := i + step
 			n := strings.Index(x[next:], c)
 			if n < 0 {
 				break
