@@ -41,6 +41,7 @@ type fetch struct {
 	header   http.Header         // gate 7 (or 6a)
 	sendURL  *url.URL            // gate 8: target with query credentials placed
 	pin      string              // gate 8: the LAN row's certificate pin
+	pinned   bool                // gate 8: the LAN row has a pin, or state that does not say: https only
 	departed bool                // gate 6a: the request went to a helper
 	scrub    scrubber            // gates 6a and 8: every value injected
 	resp     *upstream           // gate 9 (or 6a)
@@ -483,17 +484,25 @@ func unsendable(name string) bool {
 // TokenSource; none injects nothing and reads no credential. Query
 // credentials are placed only now, after the ceiling decision, and the
 // final URL is re-checked against the ceiling.
+//
+// A LAN request reads the slot's state for the device's pin. Once a pin
+// is recorded, every later request verifies against it (§12.11), so plain
+// http, which cannot, is refused: gate 4's http admission is for a device
+// that was never paired over TLS, not a way around its pin.
 func (d *Daemon) inject(ctx context.Context, f *fetch) *errcode.Error {
 	if f.departed {
 		return nil
 	}
 	g := f.grant
 	var values map[string]string
-	if g.injects || (f.lan && f.target.Scheme == "https") {
+	if g.injects || f.lan {
 		var err *errcode.Error
 		if values, err = d.credentials(ctx, f); err != nil {
 			return err
 		}
+	}
+	if f.lan && f.target.Scheme == "http" && f.pinned {
+		return refuse(errcode.NetSchemeBlocked, "the device is paired over https, so plain http is refused")
 	}
 	if g.req.Kind.IsOAuth() {
 		if d.exec.tokens == nil {
@@ -529,9 +538,11 @@ func (d *Daemon) credentials(ctx context.Context, f *fetch) (map[string]string, 
 			if !f.lan {
 				continue
 			}
-			if st, err := unmarshalConnState(v); err == nil && st.LANPin != nil {
+			st, err := unmarshalConnState(v)
+			if err == nil && st.LANPin != nil {
 				f.pin = st.LANPin.Fingerprint
 			}
+			f.pinned = err != nil || st.LANPin != nil
 			continue
 		}
 		if strings.HasPrefix(name, "_") {

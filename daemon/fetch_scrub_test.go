@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/wire"
 )
 
@@ -408,4 +409,49 @@ func TestEncodedBodyRefused(t *testing.T) {
 			t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
 		}
 	})
+}
+
+// TestLANPinnedRefusesHTTP: once a LAN device's pin is recorded, every
+// later request verifies against it (§12.11). Plain http cannot, so it is
+// refused before anything is dialed: otherwise an app could take the
+// credential around the pin, in clear text, to whatever answers at the
+// address. A device never paired over TLS still takes http.
+//
+// conformance: P3-C12.11-15, P3-X14-14
+func TestLANPinnedRefusesHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state func(t *testing.T, r *rig)
+		url   string
+		want  errcode.Code
+	}{
+		{"unpinned http", nil, "http://192.168.1.20/api", ""},
+		{"pinned http", func(t *testing.T, r *rig) { r.setPin(t, "app1", "hue", r.lanPin()) }, "http://192.168.1.20/api", errcode.NetSchemeBlocked},
+		{"pinned http, another port", func(t *testing.T, r *rig) { r.setPin(t, "app1", "hue", r.lanPin()) }, "http://192.168.1.20:8080/api", errcode.NetSchemeBlocked},
+		{"pinned https", func(t *testing.T, r *rig) { r.setPin(t, "app1", "hue", r.lanPin()) }, "https://192.168.1.20/api", ""},
+		{"unreadable state, http", func(t *testing.T, r *rig) {
+			err := r.d.store.Update(context.Background(), func(tx *store.Tx) error {
+				return tx.PutSecret(store.ConnectionStateKey("app1", "hue"), store.Secret("{not json"))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.d.secretCache.forget()
+		}, "http://192.168.1.20/api", errcode.NetSchemeBlocked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
+			if tc.state != nil {
+				tc.state(t, r)
+			}
+			res, _ := r.net(t, "app1", frame("GET", tc.url, nil))
+			if res.Code != tc.want {
+				t.Fatalf("Net(%s) = %q, want %q", tc.url, res.Code, tc.want)
+			}
+			if tc.want != "" && r.lanDial.count() != 0 {
+				t.Errorf("refused request dialed the device %d times", r.lanDial.count())
+			}
+		})
+	}
 }
