@@ -106,8 +106,6 @@ func TestJournal(t *testing.T) {
 }
 
 // TestTestConnection runs the testRequest through the same pipeline.
-//
-// conformance: P3-X14-29
 func TestTestConnection(t *testing.T) {
 	r := newRig(t)
 	v := apiKeyReq("ex", apiHost)

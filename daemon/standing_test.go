@@ -11,6 +11,7 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/wire"
 )
 
 func chatTargets(r *requirement.Requirement) []StandingTarget {
@@ -268,6 +269,30 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 	seat.Probe, seat.Slot, seat.Body = false, "chat", `{"message":{"thread_id":"T1"}}`
 	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingApprove {
 		t.Fatalf("decide(app send) = %d, want approve", v)
+	}
+
+	// Through gate 6 itself: a probe-path request that an armed standing
+	// approval and the session memory would both answer for an app send
+	// still asks the user, with a seat that carries no slot and no body.
+	r.d.confirms.mu.Lock()
+	r.d.confirms.session[sessionKey{"app1", apiHost, "POST"}] = struct{}{}
+	r.d.confirms.mu.Unlock()
+	idx := r.d.index.Load()
+	pf := &fetch{call: NetCall{AppID: "app1", Delivery: DeliveryApp}, probe: true, index: idx, app: idx.apps["app1"],
+		grant: idx.apps["app1"].row("chat"), host: apiHost, target: u,
+		req: wire.NetRequest{Method: "POST", Body: `{"message":{"thread_id":"T1"}}`, HasBody: true}}
+	done := make(chan *errcode.Error, 1)
+	go func() { done <- r.d.confirm(context.Background(), pf) }()
+	cs := waitConfirms(t, r.d, 1)
+	if c := cs[0]; !c.Probe || c.Slot != "" || c.Body != "" || c.Host != apiHost {
+		t.Errorf("probe confirm seat = %+v, want no slot, no body, Probe set", c)
+	}
+	r.d.DecideConfirm(cs[0].ID, false, RememberOnce)
+	if err := <-done; err == nil || err.Code != errcode.NetConfirmDenied {
+		t.Fatalf("probe confirm = %v, want NET_CONFIRM_DENIED", err)
+	}
+	if s, _ := r.d.StandingFor("app1", "chat"); s.SendsInWindow != 1 {
+		t.Errorf("SendsInWindow = %d, want 1: the probe must not count", s.SendsInWindow)
 	}
 }
 
