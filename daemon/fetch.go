@@ -218,29 +218,30 @@ func (d *Daemon) TransportPolicy() TransportPolicy {
 }
 
 // A gate is one step of the pipeline. It returns nil to pass the request
-// on, or the *errcode.Error that ends it.
+// on, or the *errcode.Error that ends it. run is a method expression, so
+// the list binds nothing per request.
 type gate struct {
 	name string
-	run  func(ctx context.Context, f *fetch) *errcode.Error
+	run  func(d *Daemon, ctx context.Context, f *fetch) *errcode.Error
 }
 
 // gates lists, in order, every check a connected fetch must pass (§14's
 // table). Each gate is a small method with its own table test; this is the
 // only place the order is written down.
-func (d *Daemon) gates() []gate {
+func gates() []gate {
 	return []gate{
-		{"shape", d.checkShape},             // 1: NET_INVALID_REQUEST
-		{"resolution", d.resolveConnection}, // §15: NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
-		{"binding", d.bindApp},              // 2: NET_INVALID_REQUEST (no host-assigned identity)
-		{"grant", d.checkGrant},             // 3: NET_NOT_APPROVED, NET_IMPORTED_UNAPPROVED, NET_AMBIGUOUS_CONNECTION, NET_HOST_BLOCKED
-		{"ceiling", d.checkCeiling},         // 4: NET_SCHEME_BLOCKED, NET_HOST_BLOCKED
-		{"ssrf", d.checkSSRF},               // 5: NET_SSRF_BLOCKED, NET_FETCH_FAILED
-		{"confirm", d.confirm},              // 6: NET_CONFIRM_DENIED; decided before any credential is read
-		{"local", d.sendLocal},              // 6a: NET_FETCH_FAILED; departs to a helper after gate 6
-		{"strip", d.strip},                  // 7: never refuses
-		{"inject", d.inject},                // 8: NET_AUTH_FAILED, NET_FETCH_FAILED, NET_HOST_BLOCKED
-		{"fetch", d.fetchUpstream},          // 9: NET_REDIRECT_BLOCKED, NET_SSRF_BLOCKED, NET_SIZE_EXCEEDED, NET_FETCH_FAILED
-		{"read", d.readResponse},            // 10: NET_SIZE_EXCEEDED, NET_FETCH_FAILED
+		{"shape", (*Daemon).checkShape},             // 1: NET_INVALID_REQUEST
+		{"resolution", (*Daemon).resolveConnection}, // §15: NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
+		{"binding", (*Daemon).bindApp},              // 2: NET_INVALID_REQUEST (no host-assigned identity)
+		{"grant", (*Daemon).checkGrant},             // 3: NET_NOT_APPROVED, NET_IMPORTED_UNAPPROVED, NET_AMBIGUOUS_CONNECTION, NET_HOST_BLOCKED
+		{"ceiling", (*Daemon).checkCeiling},         // 4: NET_SCHEME_BLOCKED, NET_HOST_BLOCKED
+		{"ssrf", (*Daemon).checkSSRF},               // 5: NET_SSRF_BLOCKED, NET_FETCH_FAILED
+		{"confirm", (*Daemon).confirm},              // 6: NET_CONFIRM_DENIED; decided before any credential is read; the grant re-decided
+		{"local", (*Daemon).sendLocal},              // 6a: NET_FETCH_FAILED; departs to a helper after gate 6
+		{"strip", (*Daemon).strip},                  // 7: never refuses
+		{"inject", (*Daemon).inject},                // 8: NET_AUTH_FAILED, NET_FETCH_FAILED, NET_HOST_BLOCKED, NET_SCHEME_BLOCKED
+		{"fetch", (*Daemon).fetchUpstream},          // 9: NET_REDIRECT_BLOCKED, NET_SSRF_BLOCKED, NET_SIZE_EXCEEDED, NET_FETCH_FAILED
+		{"read", (*Daemon).readResponse},            // 10: NET_SIZE_EXCEEDED, NET_FETCH_FAILED
 	}
 }
 
@@ -250,7 +251,7 @@ func (d *Daemon) gates() []gate {
 // safe for concurrent use.
 func (d *Daemon) Net(ctx context.Context, call NetCall) NetResult {
 	f := &fetch{call: call, start: d.now(), index: d.index.Load()}
-	return d.run(ctx, f, d.gates())
+	return d.run(ctx, f, gates())
 }
 
 // TestConnection runs the requirement's testRequest (always GET) of
@@ -291,7 +292,7 @@ func (d *Daemon) TestConnection(ctx context.Context, appID, slot string) (NetRes
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not form a valid request")
 	}
 	f := &fetch{call: NetCall{AppID: appID, Frame: frame, Delivery: DeliveryApp}, probe: true, start: d.now(), index: idx}
-	return d.run(ctx, f, d.gates()), nil
+	return d.run(ctx, f, gates()), nil
 }
 
 // probeScheme is the scheme a probe uses: https, the LAN row's too (the
@@ -301,7 +302,7 @@ func probeScheme(*requirement.Requirement) string { return "https" }
 // run passes f through gates in order, then answers and journals it.
 func (d *Daemon) run(ctx context.Context, f *fetch, gates []gate) NetResult {
 	for _, g := range gates {
-		if err := g.run(ctx, f); err != nil {
+		if err := g.run(d, ctx, f); err != nil {
 			f.failedGate, f.err = g.name, err
 			break
 		}
