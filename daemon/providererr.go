@@ -141,25 +141,41 @@ func htmlHead(s string) string {
 	return b.String()
 }
 
-// dropElements removes every <tag …>…</tag> element (case-insensitive).
+// dropElements removes every <tag …>…</tag> element (case-insensitive),
+// each leaving a space, in one pass: the body is the provider's and may
+// hold a million elements.
 func dropElements(s, tag string) string {
 	open, closing := "<"+tag, "</"+tag
+	lower := asciiLower(s)
+	var b strings.Builder
+	gt := true // whether a '>' may still follow
 	for {
-		lower := asciiLower(s)
 		i := strings.Index(lower, open)
 		if i < 0 {
-			return s
+			break
 		}
 		j := strings.Index(lower[i:], closing)
 		if j < 0 {
-			return s[:i]
+			s = s[:i]
+			break
 		}
 		end := i + j + len(closing)
-		if k := strings.IndexByte(lower[end:], '>'); k >= 0 {
-			end += k + 1
+		if gt {
+			if k := strings.IndexByte(lower[end:], '>'); k >= 0 {
+				end += k + 1
+			} else {
+				gt = false
+			}
 		}
-		s = s[:i] + " " + s[end:]
+		b.WriteString(s[:i])
+		b.WriteByte(' ')
+		s, lower = s[end:], lower[end:]
 	}
+	if b.Len() == 0 {
+		return s
+	}
+	b.WriteString(s)
+	return b.String()
 }
 
 // plainText makes s one line of plain text: HTML entities decoded, then

@@ -96,3 +96,27 @@ func FuzzProviderErrorText(f *testing.F) {
 		}
 	})
 }
+
+// TestProviderErrorManyElements: a page of nothing but script and style
+// elements, with and without a '>' after the last closing tag, loses all
+// of them and keeps the text between them.
+func TestProviderErrorManyElements(t *testing.T) {
+	page := "<html>" + strings.Repeat("<script>x</script><STYLE>y</style>", 20000) + "<p>down for maintenance</p>"
+	if got := ProviderErrorText(page, nil); got != "down for maintenance" {
+		t.Errorf("ProviderErrorText(%d-byte page) = %q, want %q", len(page), got, "down for maintenance")
+	}
+	if got := dropElements("a<script>1</script b<script 2</script c", "script"); got != "a  b  c" {
+		t.Errorf("dropElements(no '>') = %q, want %q", got, "a  b  c")
+	}
+}
+
+// BenchmarkProviderErrorHostilePage: a 1 MiB error page of 60,000 empty
+// script elements. Removing them one by one from the whole remaining page
+// made this quadratic.
+func BenchmarkProviderErrorHostilePage(b *testing.B) {
+	page := "<html>" + strings.Repeat("<script></script>", (1<<20)/17)
+	cands := []string{"sk_live_0123456789"}
+	for b.Loop() {
+		ProviderErrorText(page, cands)
+	}
+}
