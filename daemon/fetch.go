@@ -19,8 +19,10 @@ package daemon
 // grant and ceiling are read from the in-memory index (one atomic load, no
 // SQL); gate 5 resolves the host once and every later dial goes to those
 // checked addresses only; the confirm of gate 6 is decided before the one
-// credential read (readSecrets) at gate 6a or 8. A refused request never
-// reads a credential.
+// credential read (readSecrets) at gate 6a or 8, and gate 6 ends by
+// re-deciding the grant on the current index, so nothing that changed
+// while the request waited is outrun. A request refused at gates 1–6
+// never reads a credential.
 //
 // # What the app sees
 //
