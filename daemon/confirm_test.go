@@ -164,29 +164,11 @@ func TestSessionMemory(t *testing.T) {
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	r.connect(t, "app1", noneReq("b", "b.example.com"), nil)
 	r.connect(t, "app2", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	ask := func(app string, f []byte, decide bool, remember Remember) (prompted bool, code errcode.Code) {
-		t.Helper()
-		ch := r.parkedNet(context.Background(), t, app, f)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			select {
-			case res := <-ch:
-				return false, res.Code
-			default:
-			}
-			if cs := r.d.Confirms(); len(cs) > 0 {
-				r.d.DecideConfirm(cs[0].ID, decide, remember)
-				return true, (<-ch).Code
-			}
-			time.Sleep(time.Millisecond)
-		}
-		t.Fatal("request neither finished nor prompted")
-		return false, ""
-	}
-	if p, code := ask("app1", post("{}"), true, RememberSession); !p || code != "" {
+	ask := r.promptAnswer
+	if p, code := ask(t, "app1", post("{}"), true, RememberSession); !p || code != "" {
 		t.Fatalf("first = %v %q, want a prompt and ok", p, code)
 	}
-	if p, code := ask("app1", post("{}"), false, RememberOnce); p || code != "" {
+	if p, code := ask(t, "app1", post("{}"), false, RememberOnce); p || code != "" {
 		t.Fatalf("same key = %v %q, want no prompt", p, code)
 	}
 	for _, tc := range []struct {
@@ -197,14 +179,14 @@ func TestSessionMemory(t *testing.T) {
 		{"app1", frame("POST", "https://b.example.com/send", map[string]any{"body": "{}"})},
 		{"app2", post("{}")},
 	} {
-		if p, code := ask(tc.app, tc.f, false, RememberOnce); !p || code != errcode.NetConfirmDenied {
+		if p, code := ask(t, tc.app, tc.f, false, RememberOnce); !p || code != errcode.NetConfirmDenied {
 			t.Fatalf("other key %s %s = %v %q, want a prompt", tc.app, tc.f, p, code)
 		}
 	}
 	if err := r.d.SetCredentials(context.Background(), "app1", "ex", map[string]string{"api_key": "rotated"}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := ask("app1", post("{}"), false, RememberOnce); !p {
+	if p, _ := ask(t, "app1", post("{}"), false, RememberOnce); !p {
 		t.Fatal("session memory survived a connection write")
 	}
 }

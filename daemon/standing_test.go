@@ -58,11 +58,18 @@ func arm(t *testing.T, r *rig, target string, mod func(*StandingSpec)) Standing 
 	return s
 }
 
-// outcome runs f and reports whether the user was asked and the code;
-// every prompt is denied.
+// outcome runs f for app1 and reports whether the user was asked and the
+// code; every prompt is denied.
 func (r *rig) outcome(t *testing.T, f []byte) (prompted bool, code errcode.Code) {
 	t.Helper()
-	ch := r.parkedNet(context.Background(), t, "app1", f)
+	return r.promptAnswer(t, "app1", f, false, RememberOnce)
+}
+
+// promptAnswer runs f for app and, if the user is asked, answers allow
+// with remember. It reports whether the user was asked and the code.
+func (r *rig) promptAnswer(t *testing.T, app string, f []byte, allow bool, remember Remember) (prompted bool, code errcode.Code) {
+	t.Helper()
+	ch := r.parkedNet(context.Background(), t, app, f)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -71,7 +78,7 @@ func (r *rig) outcome(t *testing.T, f []byte) (prompted bool, code errcode.Code)
 		default:
 		}
 		if cs := r.d.Confirms(); len(cs) > 0 {
-			r.d.DecideConfirm(cs[0].ID, false, RememberOnce)
+			r.d.DecideConfirm(cs[0].ID, allow, remember)
 			return true, (<-ch).Code
 		}
 		time.Sleep(time.Millisecond)
