@@ -417,7 +417,7 @@ func TestEncodedBodyRefused(t *testing.T) {
 // credential around the pin, in clear text, to whatever answers at the
 // address. A device never paired over TLS still takes http.
 //
-// conformance: P3-C12.11-15, P3-X14-14
+// conformance: P3-C12.11-14, P3-X14-14
 func TestLANPinnedRefusesHTTP(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
