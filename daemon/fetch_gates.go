@@ -418,8 +418,10 @@ func (d *Daemon) sendLocal(ctx context.Context, f *fetch) *errcode.Error {
 
 // Gate 7: strip. The app's headers, minus every credential-shaped header
 // (the C1 belt to gate 1's braces), Accept-Encoding (a compressed body
-// would blind gate 10's scrub) and the hop-by-hop and transport-owned
-// headers.
+// would blind gate 10's scrub), the hop-by-hop and transport-owned
+// headers, and the method-override headers: many servers take
+// X-HTTP-Method-Override: DELETE on a request as a DELETE, so the method
+// sent must be the one gate 6 judged (a GET is never confirmed).
 func (d *Daemon) strip(_ context.Context, f *fetch) *errcode.Error {
 	if f.departed {
 		return nil
@@ -467,13 +469,14 @@ func stripRequestHeaders(h http.Header) {
 	}
 }
 
-// unsendable reports whether name is Accept-Encoding, hop-by-hop or owned
-// by the transport.
+// unsendable reports whether name is Accept-Encoding, hop-by-hop, owned
+// by the transport or a method override.
 func unsendable(name string) bool {
 	c := headerCanon(name)
 	switch c {
 	case "accept-encoding", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
-		"upgrade", "host", "content-length", "expect":
+		"upgrade", "host", "content-length", "expect",
+		"x-http-method-override", "x-http-method", "x-method-override":
 		return true
 	}
 	return strings.HasPrefix(c, "proxy-")

@@ -214,14 +214,23 @@ func TestStripBelt(t *testing.T) {
 		"Accept-Encoding": "gzip", "Connection": "close", "Te": "trailers", "Proxy-Foo": "x", "Upgrade": "h2c",
 		"X-Keep": "yes",
 	}
+	// Method overrides: a GET is never confirmed, so a server that takes
+	// X-HTTP-Method-Override: DELETE must never see one.
+	overrides := map[string]string{"X-HTTP-Method-Override": "DELETE", "x_http_method": "PUT", "X-Method-Override": "PATCH"}
+	sent := map[string]string{}
+	for _, m := range []map[string]string{headers, overrides} {
+		for k, v := range m {
+			sent[k] = v
+		}
+	}
 	f := &fetch{call: NetCall{AppID: "app1", Delivery: DeliveryApp}, start: r.d.now(), index: r.d.index.Load(),
-		req: wire.NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "GET", Headers: headers}}
+		req: wire.NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "GET", Headers: sent}}
 	res := r.d.run(context.Background(), f, gates()[1:]) // every gate but the shape gate
 	if res.Code != "" {
 		t.Fatalf("Net = %q", res.Code)
 	}
 	got := r.up.last(t).Header
-	for name := range headers {
+	for name := range sent {
 		if name == "X-Keep" {
 			continue
 		}
@@ -231,6 +240,23 @@ func TestStripBelt(t *testing.T) {
 	}
 	if got.Get("X-Api-Key") != "" || got.Get("X-Keep") != "yes" {
 		t.Errorf("upstream headers = %v", got)
+	}
+
+	// The same overrides through the whole executor, gate 1 included: the
+	// GET is sent as a GET, unconfirmed, without them.
+	res, _ = r.net(t, "app1", frame("GET", "https://api.example.com/x", map[string]any{"headers": map[string]any{
+		"X-HTTP-Method-Override": "DELETE", "X-HTTP-Method": "DELETE", "X-Method-Override": "DELETE"}}))
+	if res.Code != "" {
+		t.Fatalf("Net(GET with overrides) = %q", res.Code)
+	}
+	last := r.up.last(t)
+	for name := range last.Header {
+		if strings.Contains(strings.ToLower(name), "method") {
+			t.Errorf("upstream got %s: %q", name, last.Header.Get(name))
+		}
+	}
+	if last.Method != "GET" {
+		t.Errorf("upstream method = %s, want GET", last.Method)
 	}
 }
 
