@@ -55,7 +55,7 @@ func (d *Daemon) Facts(appID string) []Fact {
 			Provider: ScrubPrivateIPv4(g.req.Provider.Name),
 			Kind:     g.req.Kind,
 			Status:   g.status,
-			Scopes:   ScrubPrivateIPv4(clipRunes(strings.Join(g.req.Scopes, ", "), maxScopeSummary)),
+			Scopes:   clipRunes(ScrubPrivateIPv4(strings.Join(g.req.Scopes, ", ")), maxScopeSummary), // scrub before the cut, or a cut address survives
 			Address:  "snug-connection://" + g.slot + "/",
 		}
 		if g.req.LANHost != nil {

@@ -48,6 +48,17 @@ func TestFacts(t *testing.T) {
 	if r.d.Facts("nobody") != nil {
 		t.Error("facts for an unknown app")
 	}
+
+	// A long scope list cut in the middle of an address: the scrub comes
+	// before the cut, so no three-octet head of it survives.
+	w := apiKeyReq("long", "long.example.com")
+	w["scopes"] = []any{strings.Repeat("s", 199), strings.Repeat("t", 86) + ",192.168.100.200"}
+	r.connect(t, "app1", w, nil)
+	for _, f := range r.d.Facts("app1") {
+		if f.Slot == "long" && (strings.Contains(f.Scopes, "192.168") || len([]rune(f.Scopes)) > maxScopeSummary) {
+			t.Errorf("long scopes = %q (%d runes), want the address scrubbed before the cut", f.Scopes, len([]rune(f.Scopes)))
+		}
+	}
 }
 
 // TestJournal: one metadata-only entry per request; never a credential,
