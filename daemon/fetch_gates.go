@@ -710,14 +710,12 @@ func (d *Daemon) readResponse(_ context.Context, f *fetch) *errcode.Error {
 		header[name] = out
 	}
 	if r.status >= 400 {
-		pe := ProviderErrorText(string(r.body), f.scrub.candidates())
-		if llm {
-			pe = ScrubPrivateIPv4(pe)
-		}
-		if f.conn != nil {
-			pe = f.conn.scrubResolved(pe)
-		}
-		f.providerError = pe
+		f.providerError = providerErrorText(string(r.body), f.scrub.candidates(), func(s string) string {
+			if llm {
+				s = ScrubPrivateIPv4(s)
+			}
+			return f.conn.scrubResolved(s) // nil-safe: a no-op without a connection URL
+		})
 	}
 	resp, err := wire.NewNetResponse(f.req.RequestID, f.req.URL, r.status, header, body)
 	if err != nil {

@@ -481,3 +481,36 @@ func TestLANPinnedRefusesHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderErrorCutAfterScrub: the §15 and §14.2 scrubs of the
+// provider-error extract run before it is cut to 160 characters, so a
+// resolved host or a private address the cut goes through does not
+// survive as its head.
+//
+// conformance: P3-U15-19, P3-X14.2-01, P3-X14.3-01
+func TestProviderErrorCutAfterScrub(t *testing.T) {
+	pad := strings.Repeat("x", 150)
+	for _, tc := range []struct {
+		name, url, msg, leak string
+		del                  Delivery
+	}{
+		{"resolved host", "snug-connection://ex/v1", pad + " " + apiHost + " refused", "api.exam", DeliveryApp},
+		{"private address, model-bound", "https://api.example.com/v1", pad + " 192.168.100.200 refused", "192.168.1", DeliveryLLM},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+			r.up.handle(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusForbidden)
+				io.WriteString(w, `{"message":"`+tc.msg+`"}`)
+			})
+			res, _ := r.netCtx(t, context.Background(), "app1", frame("GET", tc.url, nil), tc.del)
+			if res.Status != 403 {
+				t.Fatalf("Net = %q/%d, want a 403 response", res.Code, res.Status)
+			}
+			if pe := res.ProviderError; strings.Contains(pe, tc.leak) || !strings.HasPrefix(pe, pad) {
+				t.Errorf("ProviderError = %q, want the extract without %q", pe, tc.leak)
+			}
+		})
+	}
+}

@@ -44,10 +44,20 @@ func providerErrorFields() [][]any {
 // passes the form parameters it submitted. It is not a credential guard:
 // the value scrub is the control.
 func ProviderErrorText(body string, candidates []string) string {
+	return providerErrorText(body, candidates, nil)
+}
+
+// providerErrorText is ProviderErrorText with a further scrub applied to
+// the extract before it is cut to length (a cut would leave the head of
+// what that scrub looks for): the executor's §14.2 and §15 scrubs.
+func providerErrorText(body string, candidates []string, also func(string) string) string {
 	body = strings.ToValidUTF8(body, "\uFFFD")
 	scrubbed := scrubWith(body, candidates) // scrub first
 	text := extractProviderError(scrubbed)
 	text = scrubWith(text, candidates) // re-scrub the extract
+	if also != nil {
+		text = also(text)
+	}
 	return clipRunes(text, MaxProviderErrorChars)
 }
 
