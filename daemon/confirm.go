@@ -56,6 +56,16 @@ const (
 // late second decision is a no-op rather than NOT_FOUND.
 const decidedKeep = 1024
 
+// Bounds of the queue. Each parked confirm holds a request (its body up to
+// 256 KiB) and its caller for up to the confirm timeout, and an app can
+// send as many mutating requests as its host forwards; nobody can review
+// more than a few at once. A request beyond either bound is denied at once,
+// without asking.
+const (
+	maxParkedPerApp = 16
+	maxParked       = 256
+)
+
 type confirmBroker struct {
 	timeout time.Duration
 	hints   *hintBus
@@ -90,18 +100,27 @@ func newConfirmBroker(timeout time.Duration, hints *hintBus, now func() time.Tim
 	}
 }
 
+// askResult is how ask ended.
+type askResult int
+
+const (
+	askDenied  askResult = iota // the user denied, or a timeout, the caller or the daemon did
+	askAllowed                  // the user allowed
+	askFull                     // denied without asking: the queue is at a bound, or closed
+)
+
 // ask parks c and waits for its decision: the user's, a timeout (deny),
-// the caller going away (deny) or the daemon closing (deny). It reports
-// whether the request may proceed.
-func (b *confirmBroker) ask(ctx context.Context, c Confirm) bool {
+// the caller going away (deny) or the daemon closing (deny). A confirm
+// beyond the queue's bounds is not parked at all (askFull).
+func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
 	c.ID = randomID(16)
 	c.CreatedAt = b.now()
 	c.ExpiresAt = c.CreatedAt.Add(b.timeout)
 	p := &parkedConfirm{c: c, done: make(chan bool, 1)}
 	b.mu.Lock()
-	if b.closed {
+	if b.closed || len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp {
 		b.mu.Unlock()
-		return false
+		return askFull
 	}
 	p.gen = b.gen[c.AppID]
 	b.queue = append(b.queue, p)
@@ -112,12 +131,30 @@ func (b *confirmBroker) ask(ctx context.Context, c Confirm) bool {
 	defer timer.Stop()
 	select {
 	case allow := <-p.done:
-		return allow
+		return answer(allow)
 	case <-ctx.Done():
 	case <-timer.C:
 	}
 	b.resolve(p, false, RememberOnce) // a no-op if the user decided first
-	return <-p.done
+	return answer(<-p.done)
+}
+
+func answer(allow bool) askResult {
+	if allow {
+		return askAllowed
+	}
+	return askDenied
+}
+
+// parkedBy counts appID's parked confirms. The caller holds b.mu.
+func (b *confirmBroker) parkedBy(appID string) int {
+	n := 0
+	for _, q := range b.queue {
+		if q.c.AppID == appID {
+			n++
+		}
+	}
+	return n
 }
 
 // resolve decides p once. It is the only writer of p.done.

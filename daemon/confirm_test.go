@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -105,7 +107,7 @@ func TestDenyAfterDecide(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		got = b.ask(ctx, Confirm{AppID: "a", Host: "h", Method: "POST"})
+		got = b.ask(ctx, Confirm{AppID: "a", Host: "h", Method: "POST"}) == askAllowed
 	}()
 	var p *parkedConfirm
 	for p == nil {
@@ -133,7 +135,9 @@ func TestConfirmTimeout(t *testing.T) {
 		b := newConfirmBroker(2*time.Minute, newHintBus(), time.Now)
 		start := time.Now()
 		done := make(chan bool)
-		go func() { done <- b.ask(context.Background(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) }()
+		go func() {
+			done <- b.ask(context.Background(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) == askAllowed
+		}()
 		synctest.Wait()
 		if len(b.pending()) != 1 {
 			t.Fatal("confirm not parked")
@@ -201,4 +205,71 @@ func TestCloseDeniesParkedConfirms(t *testing.T) {
 	if res := <-ch; res.Code != errcode.NetConfirmDenied {
 		t.Fatalf("parked request after close = %q, want NET_CONFIRM_DENIED", res.Code)
 	}
+}
+
+// TestConfirmQueueBounded: an app that floods mutating requests parks at
+// most maxParkedPerApp of them; the rest are denied at once, without a
+// prompt, while other apps still get theirs; and the whole queue holds at
+// most maxParked.
+//
+// conformance: P3-X14-24, P3-X14-27
+func TestConfirmQueueBounded(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
+	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	r.connect(t, "app2", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var parked []<-chan NetResult
+	for range maxParkedPerApp {
+		parked = append(parked, r.parkedNet(ctx, t, "app1", post("{}")))
+	}
+	waitConfirms(t, r.d, maxParkedPerApp)
+	res, resp := r.net(t, "app1", post("{}"))
+	if res.Code != errcode.NetConfirmDenied || !strings.Contains(resp.Error.Message, "too many") {
+		t.Fatalf("request beyond the bound = %q %+v, want NET_CONFIRM_DENIED at once", res.Code, resp.Error)
+	}
+	if n := len(r.d.Confirms()); n != maxParkedPerApp {
+		t.Errorf("parked = %d, want %d", n, maxParkedPerApp)
+	}
+	other := r.parkedNet(ctx, t, "app2", post("{}"))
+	waitConfirms(t, r.d, maxParkedPerApp+1)
+	// Deciding one of app1's makes room for the next.
+	for _, c := range r.d.Confirms() {
+		if c.AppID == "app1" {
+			r.d.DecideConfirm(c.ID, false, RememberOnce)
+			break
+		}
+	}
+	for len(r.d.Confirms()) != maxParkedPerApp {
+		time.Sleep(time.Millisecond)
+	}
+	parked = append(parked, r.parkedNet(ctx, t, "app1", post("{}")))
+	waitConfirms(t, r.d, maxParkedPerApp+1)
+	cancel()
+	for _, ch := range append(parked, other) {
+		<-ch
+	}
+	if n := len(r.up.requests()); n != 0 {
+		t.Errorf("upstream requests = %d, want 0", n)
+	}
+
+	// The daemon-wide bound, on the broker alone.
+	b := newConfirmBroker(time.Hour, newHintBus(), time.Now)
+	bctx, bcancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range maxParked {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.ask(bctx, Confirm{AppID: fmt.Sprintf("app%d", i), Host: "h", Method: "POST"})
+		}()
+	}
+	for len(b.pending()) < maxParked {
+		time.Sleep(time.Millisecond)
+	}
+	if got := b.ask(bctx, Confirm{AppID: "late", Host: "h", Method: "POST"}); got != askFull {
+		t.Errorf("ask beyond maxParked = %d, want askFull", got)
+	}
+	bcancel()
+	wg.Wait()
 }

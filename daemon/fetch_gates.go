@@ -331,7 +331,10 @@ func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 			return nil
 		}
 	}
-	if !d.confirms.ask(ctx, seat) {
+	switch d.confirms.ask(ctx, seat) {
+	case askFull:
+		return refuse(errcode.NetConfirmDenied, "too many requests are waiting for the user's confirmation")
+	case askDenied:
 		return refuse(errcode.NetConfirmDenied, "the user did not confirm the request")
 	}
 	f.approval = "user"
