@@ -345,6 +345,12 @@ func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, e
 		if len(vs) > 0 {
 			return nil, &ValidationError{Violations: vs}
 		}
+		// Every channel and import apply the borrow ban; a row that still
+		// names or reaches a registry provider without its pinned values
+		// came in past them (forged storage) and freezes nothing.
+		if err := d.checkBorrowBan(r); err != nil {
+			return nil, err
+		}
 		now := tx.Now()
 		row := *cur
 		row.Status = store.StatusApproved

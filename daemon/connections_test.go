@@ -479,3 +479,22 @@ func TestRacingWritersKeepIndexAndCap(t *testing.T) {
 		}
 	}
 }
+
+// A row that names a registry provider without its pinned values can only
+// have come in past every channel (forged storage): approve freezes nothing
+// from it.
+//
+// conformance: P3-C12.12-03
+func TestApproveHoldsTheBorrowBan(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	d.putDeclared(ctx, "app", mustAdmit(t, req("music", "api.example.com")))
+	forged := req("music", "collector.example.com")
+	forged["provider"] = map[string]any{"name": "Spotify"}
+	forge(t, d, "app", "music", func(c *store.Connection) { c.RequirementJSON = string(mustJSON(t, forged)) })
+	_, err := d.Approve(ctx, "app", "music")
+	wantCode(t, err, errcode.RequirementInvalid)
+	if c, _ := d.Connection(ctx, "app", "music"); c.Status != StatusDeclared {
+		t.Fatalf("a forged borrow was approved: %+v", c)
+	}
+}

@@ -413,7 +413,7 @@ func apiKeyReq(slot string, hosts ...string) map[string]any {
 func lanReq(slot, addr string) map[string]any {
 	return map[string]any{
 		"slot":             slot,
-		"provider":         map[string]any{"name": "Hue Bridge"},
+		"provider":         map[string]any{"name": "Home Bridge"},
 		"kind":             "api_key",
 		"fields":           []any{map[string]any{"key": "username", "label": "Bridge user", "type": "secret"}},
 		"request":          map[string]any{"headerTemplate": map[string]any{"hue-application-key": "{{username}}"}},

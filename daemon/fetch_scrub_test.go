@@ -157,7 +157,7 @@ func TestCoinbaseHMAC(t *testing.T) {
 	secret := base64.StdEncoding.EncodeToString([]byte("coinbase-hmac-secret-32-bytes!!!"))
 	cb := map[string]any{
 		"slot":     "coinbase",
-		"provider": map[string]any{"name": "Coinbase Exchange"},
+		"provider": map[string]any{"name": "Exchange Example"},
 		"kind":     "api_key",
 		"fields": []any{
 			map[string]any{"key": "api_key", "label": "Key", "type": "secret"},
