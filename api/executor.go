@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -53,10 +54,19 @@ func (s *Server) testConnection(c echo.Context) error {
 	return frame(c, res)
 }
 
+// ProviderErrorHeader carries, beside a net-response whose upstream status
+// was 400 or more, the executor's ≤160-character extract of the provider's
+// error (§14.3: scrubbed, extracted, re-scrubbed) for a host that shows it
+// to a person. It is percent-encoded UTF-8; it never enters the frame.
+const ProviderErrorHeader = "Snugd-Provider-Error"
+
 // frame writes an executor answer as it is: never re-encoded.
 func frame(c echo.Context, res daemon.NetResult) error {
 	if !res.Answer {
 		return errcode.New(errcode.NetInvalidRequest, "the frame carries no usable requestId, so it is not answered")
+	}
+	if res.ProviderError != "" {
+		c.Response().Header().Set(ProviderErrorHeader, url.PathEscape(res.ProviderError))
 	}
 	return c.Blob(http.StatusOK, "application/json", res.Frame)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,12 @@ func newExecEnv(t *testing.T) (*env, *upstream) {
 		u.seen = append(u.seen, r.Header.Clone())
 		u.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/fail" {
+			// A provider error echoing the credential it was sent.
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"message":"invalid key `+r.Header.Get("X-Key")+` for café"}}`)
+			return
+		}
 		io.WriteString(w, `{"pong":true}`)
 	}))
 	u.srv.StartTLS()
@@ -150,6 +157,35 @@ func TestNetOverTheAPI(t *testing.T) {
 	}
 	if _, err := c.TestConnection(ctx, "app1", "mail"); !errors.Is(err, errcode.NotFound) {
 		t.Errorf("TestConnection without a testRequest = %v, want NOT_FOUND", err)
+	}
+}
+
+// TestProviderErrorHeader: beside a frame whose upstream failed, the host
+// gets the provider's error extract (§14.3) in a header, scrubbed and
+// percent-encoded; the frame itself is unchanged.
+//
+// conformance: P3-X14.3-03
+func TestProviderErrorHeader(t *testing.T) {
+	e, _ := newExecEnv(t)
+	token := e.pair("desktop", "")
+	body, _ := json.Marshal(NetRequest{AppID: "app1", Frame: netFrame("GET", "https://"+upHost+"/fail"), Delivery: "app"})
+	resp, got := e.do(req{method: "POST", path: "/v1/net", body: string(body),
+		header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}})
+	if r := parseFrame(t, []byte(got)); !r.OK() || r.Status != 401 {
+		t.Fatalf("frame = %+v, want the upstream's 401 as a response", r)
+	}
+	raw := resp.Header.Get(ProviderErrorHeader)
+	extract, err := url.PathUnescape(raw)
+	if err != nil || !strings.Contains(extract, "invalid key") || !strings.Contains(extract, "café") {
+		t.Fatalf("%s = %q (%q, %v), want the error message", ProviderErrorHeader, raw, extract, err)
+	}
+	if strings.Contains(extract, execSecret) || strings.Contains(got, execSecret) {
+		t.Fatalf("the credential echoed by the provider reached the host: %q", extract)
+	}
+	resp, _ = e.do(req{method: "POST", path: "/v1/net", body: strings.Replace(string(body), "/fail", "/ok", 1),
+		header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}})
+	if v := resp.Header.Get(ProviderErrorHeader); v != "" {
+		t.Fatalf("a successful answer carries %s = %q", ProviderErrorHeader, v)
 	}
 }
 

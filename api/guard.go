@@ -251,7 +251,7 @@ func (ch *channel) preflight(w http.ResponseWriter, r *http.Request, origin, esc
 // corsHeaders admits origin to read the response.
 func corsHeaders(h http.Header, origin string) {
 	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Expose-Headers", "Snugd-Version, Retry-After")
+	h.Set("Access-Control-Expose-Headers", "Snugd-Version, Retry-After, "+ProviderErrorHeader)
 }
 
 // securityHeaders go on every response, refusals included.
