@@ -242,7 +242,7 @@ func connectionJSON(c daemon.Connection, st *daemon.ConnState) ConnectionJSON {
 		AppID: c.AppID, Slot: c.Slot, Status: string(c.Status), NeedsReapproval: c.NeedsReapproval(),
 		Requirement: json.RawMessage(c.RequirementJSON), PendingRequirement: json.RawMessage("null"),
 		RequirementVersion: c.RequirementVersion, AllowedHosts: c.AllowedHosts, Provenance: string(c.Provenance),
-		Confidence: c.Confidence, Imported: c.Imported, Borrowed: c.Provenance == daemon.ProvenanceRegistry,
+		Confidence: c.Confidence, Imported: c.Imported, Borrowed: c.Borrowed,
 		CreatedAt: Time{c.CreatedAt}, UpdatedAt: Time{c.UpdatedAt}, ApprovedAt: timePtr(c.ApprovedAt), RevokedAt: timePtr(c.RevokedAt),
 	}
 	if !json.Valid(j.Requirement) {

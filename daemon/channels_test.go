@@ -303,3 +303,25 @@ func TestRegistryDriftAtStart(t *testing.T) {
 		t.Fatalf("Reapprove of the re-resolved change: %v", err)
 	}
 }
+
+// A borrow on the user channel keeps provenance user but is disclosed on
+// the row itself, wherever the row is shown.
+//
+// conformance: P3-C12.12-05
+func TestBorrowDisclosedOnTheRow(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	if _, err := d.ProposeUser(ctx, "app", "music", mustJSON(t, spotifyish("music"))); err != nil {
+		t.Fatal(err)
+	}
+	d.putDeclared(ctx, "app", mustAdmit(t, req("own", "api.example.com")))
+	cs, err := d.Connections(ctx, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if want := c.Slot == "music"; c.Borrowed != want {
+			t.Errorf("%s: Borrowed = %v, want %v (provenance %s)", c.Slot, c.Borrowed, want, c.Provenance)
+		}
+	}
+}

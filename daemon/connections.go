@@ -67,6 +67,9 @@ type Connection struct {
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
 	Invalid            []requirement.Violation
+	// Borrowed reports whether the stored requirement is exactly the
+	// registry's pinned values for its provider (§12.12): disclose it.
+	Borrowed bool
 }
 
 // NeedsReapproval reports whether an approved row has a staged change:
@@ -156,7 +159,7 @@ func (d *Daemon) Connections(ctx context.Context, appID string) ([]Connection, e
 	}
 	out := make([]Connection, len(rows))
 	for i, row := range rows {
-		out[i] = fromRow(row)
+		out[i] = d.view(row)
 	}
 	return out, nil
 }
@@ -178,7 +181,14 @@ func (d *Daemon) Connection(ctx context.Context, appID, slot string) (Connection
 	if err != nil {
 		return Connection{}, d.rowError("read connection", err)
 	}
-	return fromRow(row), nil
+	return d.view(row), nil
+}
+
+// view is the row as the API shows it: fromRow plus the borrow disclosure.
+func (d *Daemon) view(row store.Connection) Connection {
+	c := fromRow(row)
+	_, c.Borrowed = d.borrowOf(c.Requirement)
+	return c
 }
 
 func fromRow(row store.Connection) Connection {
@@ -501,7 +511,7 @@ func (d *Daemon) write(ctx context.Context, appID, slot string, decide func(*sto
 	}
 	d.publishApp(appID, app)
 	d.connectionChanged(appID, slot)
-	return fromRow(stored), nil
+	return d.view(stored), nil
 }
 
 // rowError passes coded errors through and turns store failures into codes.
