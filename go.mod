@@ -3,24 +3,21 @@ module github.com/snug/snugd
 go 1.26.0
 
 require (
-	github.com/cenkalti/backoff v2.2.1+incompatible // indirect
-	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
-	github.com/grandcat/zeroconf v1.0.0 // indirect
-	github.com/kardianos/service v1.3.0 // indirect
-	github.com/labstack/echo/v4 v4.16.0 // indirect
+	github.com/golang-jwt/jwt/v5 v5.3.1
+	github.com/kardianos/service v1.3.0
+	github.com/labstack/echo/v4 v4.16.0
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.44.0
+)
+
+require (
 	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
-	github.com/mattn/go-sqlite3 v1.14.53 // indirect
-	github.com/mdp/qrterminal/v3 v3.2.1 // indirect
-	github.com/miekg/dns v1.1.27 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
-	rsc.io/qr v0.2.0 // indirect
 )
