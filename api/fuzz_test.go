@@ -92,7 +92,9 @@ func FuzzChain(f *testing.F) {
 			hdr.Get("Content-Security-Policy") != "default-src 'none'; frame-ancestors 'none'" {
 			t.Fatalf("security headers missing: %v", hdr)
 		}
-		if rec.Code == http.StatusInternalServerError {
+		// The deadline only ends streams and parked calls; a request it cut
+		// short on a loaded machine is not a handler failure.
+		if rec.Code == http.StatusInternalServerError && ctx.Err() == nil {
 			t.Fatalf("%s %s answered 500: %s", method, target, rec.Body)
 		}
 		hostOK := false
