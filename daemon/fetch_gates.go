@@ -61,7 +61,8 @@ type upstream struct {
 }
 
 // refuse builds a gate's refusal. Messages are fixed sentences: they name
-// no host, address, header or value (§15: host-clean).
+// no host, address or value (§15: host-clean). Gate 1 passes the parser's
+// message through, which may name a header the app itself sent.
 func refuse(code errcode.Code, msg string) *errcode.Error { return errcode.New(code, msg) }
 
 // Gate 1: shape. ParseNetRequest is the hand-written, fail-closed parser of

@@ -11,7 +11,8 @@ import (
 // A ParseError is a frame that was refused. Code is what an answer
 // carries: UNSUPPORTED_VERSION when v is not 1 (R1), NET_INVALID_REQUEST
 // for a malformed net-request (ruling R2), HOST_ERROR for the other
-// frames. Message is safe to send back: it names fields and rules, never a
+// frames. Message is safe to send back to the frame's sender: it names
+// fields, rules and at most a header name the frame itself carried, never a
 // value from the frame. RequestID is the requestId recovered from the raw
 // frame when it carried exactly one plausible string id (1–128
 // characters); when it is empty the frame MUST NOT be answered (R1).
