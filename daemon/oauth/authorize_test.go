@@ -282,6 +282,11 @@ func TestParseTokenResponse(t *testing.T) {
 		!slices.Equal(tok.Scopes, []string{"repo", "gist"}) || !slices.Equal(tok.Wider, []string{"gist"}) {
 		t.Fatalf("ParseTokenResponse = %+v", tok)
 	}
+	// Twitch's array form.
+	tok, err = oauth.ParseTokenResponse([]byte(`{"access_token":"a","token_type":"bearer","scope":["chat:read","user:read:email"],"refresh_token":""}`), []string{"chat:read"}, now)
+	if err != nil || !slices.Equal(tok.Scopes, []string{"chat:read", "user:read:email"}) || !slices.Equal(tok.Wider, []string{"user:read:email"}) || tok.RefreshToken != "" {
+		t.Fatalf("ParseTokenResponse(scope array) = %+v, %v", tok, err)
+	}
 	// No scope in the answer: granted = requested (RFC 6749 §5.1).
 	tok, _ = oauth.ParseTokenResponse([]byte(`{"access_token":"a","token_type":"Bearer"}`), []string{"r"}, now)
 	if !slices.Equal(tok.Scopes, []string{"r"}) || tok.Wider != nil || !tok.Expiry().IsZero() {
@@ -297,6 +302,8 @@ func TestParseTokenResponse(t *testing.T) {
 		`{"access_token":1,"token_type":"Bearer"}`,
 		`{"error":"invalid_grant"}`,
 		`[]`, ``, `{"access_token":"a","token_type":"Bearer"} {}`,
+		`{"access_token":"a","token_type":"Bearer","scope":[1]}`,
+		`{"access_token":"a","token_type":"Bearer","scope":{}}`,
 	} {
 		if _, err := oauth.ParseTokenResponse([]byte(b), nil, now); err == nil {
 			t.Errorf("ParseTokenResponse(%s) = nil error", b)

@@ -376,6 +376,7 @@ var (
 	errTokenType  = errors.New("token answer: token_type is not Bearer")
 	errTokenValue = errors.New("token answer: a token holds characters a header cannot carry")
 	errExpiresIn  = errors.New("token answer: expires_in is not a non-negative whole number of seconds")
+	errScope      = errors.New("token answer: scope is neither a string nor a list of strings")
 )
 
 // maxExpiresIn bounds expires_in to a sane range (about 68 years).
@@ -385,8 +386,9 @@ const maxExpiresIn = 1<<31 - 1
 // access_token (b64token, RFC 6750 §2.1, so it can ride in a header),
 // token_type (Bearer, case-insensitive; required), expires_in (a number, or
 // a string of digits as some providers send), refresh_token (printable)
-// and scope (space-delimited; GitHub's commas are read too). requested are
-// the requested or pinned scopes: granted ones beyond them land in Wider.
+// and scope (space-delimited; GitHub's commas and Twitch's JSON array are
+// read too). requested are the requested or pinned scopes: granted ones
+// beyond them land in Wider.
 // Unknown members (id_token…) are ignored. A body that carries an error
 // member and no access token is an error answer.
 func ParseTokenResponse(body []byte, requested []string, now time.Time) (Token, error) {
@@ -395,7 +397,7 @@ func ParseTokenResponse(body []byte, requested []string, now time.Time) (Token, 
 		TokenType    *string         `json:"token_type"`
 		ExpiresIn    json.RawMessage `json:"expires_in"`
 		RefreshToken *string         `json:"refresh_token"`
-		Scope        *string         `json:"scope"`
+		Scope        json.RawMessage `json:"scope"`
 		Error        any             `json:"error"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -427,8 +429,10 @@ func ParseTokenResponse(body []byte, requested []string, now time.Time) (Token, 
 		return Token{}, err
 	}
 	t.ExpiresIn = time.Duration(secs) * time.Second
-	if v.Scope != nil {
-		t.Scopes = splitScopes(*v.Scope)
+	if len(v.Scope) > 0 && string(v.Scope) != "null" {
+		if t.Scopes, err = parseScope(v.Scope); err != nil {
+			return Token{}, err
+		}
 	} else {
 		t.Scopes = slices.Clone(requested)
 	}
@@ -455,6 +459,21 @@ func parseExpiresIn(raw json.RawMessage) (int64, error) {
 		return 0, errExpiresIn
 	}
 	return n, nil
+}
+
+// parseScope reads the answer's scope: RFC 6749's space-delimited string
+// (GitHub's commas read too), or the JSON array of strings Twitch sends
+// (checked 2026-12-01: https://dev.twitch.tv/docs/authentication/getting-tokens-oauth/).
+func parseScope(raw json.RawMessage) ([]string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return splitScopes(s), nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, errScope
+	}
+	return splitScopes(strings.Join(list, " ")), nil
 }
 
 func splitScopes(s string) []string {
