@@ -159,6 +159,9 @@ func (f *Flow) UnmarshalBinary(b []byte) error {
 // an error message leaks nothing.
 func (f Flow) String() string { return "oauth flow " + f.ID }
 
+// GoString keeps %#v from printing the verifier.
+func (f Flow) GoString() string { return f.String() }
+
 // stateMAC is HMAC-SHA256 under key over everything the flow binds: ID,
 // app, slot, host, surface, origin, redirect and expiry, each
 // length-prefixed so no two different flows share an input.

@@ -47,9 +47,11 @@ type call struct {
 }
 
 // Fresh returns a token for key that does not need a refresh. load reads
-// the stored token; when it needs one, refresh obtains a new token and
-// stores it (rotated refresh token and access token in one write) before
-// returning it. Concurrent callers for one key share one refresh: the
+// the stored token (the zero Token when there is none); when there is none
+// or it expires within Skew, refresh obtains a new one — Client.Refresh
+// for an authorization-code row, Client.ClientCredentials for a
+// client-credentials row — and stores it (rotated refresh token and access
+// token in one write) before returning it. Concurrent callers for one key share one refresh: the
 // first runs it, the others wait for its result, errors included.
 //
 // Inside the shared call load runs again before refresh, so a caller that
@@ -65,7 +67,7 @@ func (r *Refresher) Fresh(ctx context.Context, key Key, load func(context.Contex
 	if err != nil {
 		return Token{}, err
 	}
-	if !NeedsRefresh(t.Expiry(), r.now()) {
+	if !r.needs(t) {
 		return t, nil
 	}
 	r.mu.Lock()
@@ -96,10 +98,17 @@ func (r *Refresher) run(ctx context.Context, key Key, c *call, load func(context
 		close(c.done)
 	}()
 	t, err := load(ctx)
-	if err == nil && NeedsRefresh(t.Expiry(), r.now()) {
+	if err == nil && r.needs(t) {
 		t, err = refresh(ctx, t)
 	}
 	c.tok, c.err = t, err
+}
+
+// needs reports whether t must be (re)obtained: there is no access token
+// yet (a client-credentials row before its first use), or it expires
+// within Skew.
+func (r *Refresher) needs(t Token) bool {
+	return t.AccessToken == "" || NeedsRefresh(t.Expiry(), r.now())
 }
 
 func (r *Refresher) now() time.Time {

@@ -120,3 +120,18 @@ func TestRefresherRechecksInsideTheFlight(t *testing.T) {
 		t.Fatalf("Fresh(fresh) = %q", got.AccessToken)
 	}
 }
+
+// TestRefresherObtainsAMissingToken: a client-credentials row has no token
+// before its first use; Fresh obtains one (issue 17: "fetched at first use").
+func TestRefresherObtainsAMissingToken(t *testing.T) {
+	var r oauth.Refresher
+	calls := 0
+	got, err := r.Fresh(t.Context(), oauth.Key{}, func(context.Context) (oauth.Token, error) { return oauth.Token{}, nil },
+		func(context.Context, oauth.Token) (oauth.Token, error) {
+			calls++
+			return oauth.Token{AccessToken: "first"}, nil
+		})
+	if err != nil || got.AccessToken != "first" || calls != 1 {
+		t.Fatalf("Fresh(no token) = %q, %v after %d calls; want one fetch", got.AccessToken, err, calls)
+	}
+}

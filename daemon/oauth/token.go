@@ -70,6 +70,20 @@ type Endpoint struct {
 	AuthStyle    AuthStyle
 }
 
+// String, GoString and LogValue keep the client secret out of logs.
+func (ep Endpoint) String() string {
+	return "oauth endpoint " + ep.TokenURL + " client " + ep.ClientID + " secret REDACTED"
+}
+
+// GoString keeps %#v from printing the client secret.
+func (ep Endpoint) GoString() string { return ep.String() }
+
+// LogValue logs the endpoint without the client secret.
+func (ep Endpoint) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("token_url", ep.TokenURL), slog.String("revoke_url", ep.RevokeURL),
+		slog.String("client_id", ep.ClientID))
+}
+
 // Token is a token-endpoint success (RFC 6749 §5.1).
 type Token struct {
 	AccessToken string
@@ -99,8 +113,12 @@ func (t Token) Expiry() time.Time {
 	return t.ObtainedAt.Add(t.ExpiresIn)
 }
 
-// String and LogValue keep the token values out of logs and messages.
+// String, GoString and LogValue keep the token values out of logs and
+// messages.
 func (t Token) String() string { return "oauth token REDACTED" }
+
+// GoString keeps %#v from printing the token values.
+func (t Token) GoString() string { return t.String() }
 
 // LogValue logs the token's metadata, never its values.
 func (t Token) LogValue() slog.Value {
@@ -193,7 +211,7 @@ func (c *Client) token(ctx context.Context, op string, ep Endpoint, form url.Val
 	}
 	t, err := ParseTokenResponse(body, requested, now())
 	if err != nil {
-		return Token{}, e2(op, err, body, submittedSecrets(ep, secrets))
+		return Token{}, answerError(op, err, body, submittedSecrets(ep, secrets))
 	}
 	if usedRefresh != "" {
 		t.Rotated = t.RefreshToken != "" && t.RefreshToken != usedRefresh
@@ -204,8 +222,8 @@ func (c *Client) token(ctx context.Context, op string, ep Endpoint, form url.Val
 	return t, nil
 }
 
-// e2 is the error for a 2xx answer that is not a token.
-func e2(op string, err error, body []byte, secrets []string) *Error {
+// answerError is the error for a 2xx answer that is not a token.
+func answerError(op string, err error, body []byte, secrets []string) *Error {
 	var te *tokenAnswerError
 	if errors.As(err, &te) && te.code != "" {
 		return &Error{Op: op, Class: classify(http.StatusOK, te.code), Code: te.code, Status: http.StatusOK,

@@ -328,12 +328,9 @@ func TestTokenFaults(t *testing.T) {
 
 	t.Run("timeout", func(t *testing.T) {
 		release := make(chan struct{})
-		as.setFault(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
-		})
+		// The endpoint stalls until the subtest ends, whatever the client
+		// does meanwhile.
+		as.setFault(func(w http.ResponseWriter, r *http.Request) { <-release })
 		defer as.setFault(nil)
 		defer close(release)
 		c := *d.client
@@ -384,6 +381,15 @@ func checkEcho(t *testing.T, oe *oauth.Error, secrets []string) {
 			if strings.Contains(r, s) {
 				t.Errorf("a rendering of the error names a submitted secret: %q", r)
 			}
+		}
+	}
+	ep := oauth.Endpoint{TokenURL: "https://id.example/token", ClientID: "c", ClientSecret: secrets[0]}
+	tok := oauth.Token{AccessToken: secrets[0], RefreshToken: secrets[0]}
+	logged.Reset()
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "ep", ep, "tok", tok)
+	for _, r := range []string{fmt.Sprint(ep), fmt.Sprintf("%+v", ep), fmt.Sprintf("%#v", ep), fmt.Sprint(tok), fmt.Sprintf("%+v", tok), fmt.Sprintf("%#v", tok), logged.String()} {
+		if strings.Contains(r, secrets[0]) {
+			t.Errorf("an Endpoint or Token rendering names its secret: %q", r)
 		}
 	}
 	if !strings.Contains(oe.Error(), "refused") && !strings.Contains(oe.Error(), "unavailable") {
