@@ -135,3 +135,45 @@ func TestNonHTTPSEndpointRefused(t *testing.T) {
 		t.Fatalf("the transport was asked %d times, want none", len(rec.reqs))
 	}
 }
+
+// ceilingRefusal is what the daemon's transport will return for a host
+// outside the row's frozen ceiling, before any dial.
+type ceilingRefusal struct{ host string }
+
+func (e *ceilingRefusal) Error() string { return "host outside the ceiling" }
+
+type ceilingTransport struct {
+	allowed []string
+	sent    int
+}
+
+func (c *ceilingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !slices.Contains(c.allowed, r.URL.Hostname()) {
+		return nil, &ceilingRefusal{host: r.URL.Hostname()}
+	}
+	c.sent++
+	return nil, errNoNetwork
+}
+
+// TestTransportRefusalReachesTheCaller: the seam the daemon's ceiling
+// check uses. A refusal the transport makes comes back inside the *Error,
+// reachable with errors.As, so the daemon can answer it as the ceiling
+// refusal it is rather than as a transient failure.
+func TestTransportRefusalReachesTheCaller(t *testing.T) {
+	tr := &ceilingTransport{allowed: []string{"id.example"}}
+	c := &oauth.Client{HTTP: &http.Client{Transport: tr}}
+	ep := oauth.Endpoint{TokenURL: "https://elsewhere.example/token", RevokeURL: "https://elsewhere.example/revoke", ClientID: "c", ClientSecret: "s"}
+	_, err := c.Refresh(t.Context(), ep, "r", nil)
+	var cr *ceilingRefusal
+	if !errors.As(err, &cr) || cr.host != "elsewhere.example" {
+		t.Fatalf("Refresh to a host outside the ceiling = %v, want the transport's refusal inside", err)
+	}
+	for _, e := range c.Revoke(t.Context(), ep, "a", "r") {
+		if !errors.As(e, &cr) {
+			t.Fatalf("Revoke to a host outside the ceiling = %v, want the transport's refusal inside", e)
+		}
+	}
+	if tr.sent != 0 {
+		t.Fatalf("%d requests passed the ceiling, want none", tr.sent)
+	}
+}
