@@ -31,6 +31,7 @@ var rules = []rule{
 	{pkg: "daemon/internal/store/...", allow: []string{"github.com/mattn/go-sqlite3"}, neverDeps: []string{module + "/"}},
 	{pkg: "daemon/requirement", allow: []string{module + "/daemon/template", "golang.org/x/net", "golang.org/x/text"}, neverDeps: core},
 	{pkg: "daemon/registry", allow: []string{module + "/daemon/requirement", module + "/daemon/template"}, neverDeps: core},
+	{pkg: "daemon/oauth", neverDeps: []string{module + "/"}},
 	{pkg: "daemon/starter", allow: []string{module + "/daemon/requirement", module + "/daemon/template"}, neverDeps: core},
 	{pkg: "daemon/...", allow: []string{module + "/daemon", module + "/transports", module + "/lan", module + "/linkdevice", "github.com/mattn/go-sqlite3", "golang.org/x/crypto", "golang.org/x/net", "golang.org/x/text", "golang.org/x/sys"}, neverDeps: append([]string{"github.com/labstack", "github.com/kardianos"}, core...)},
 	{pkg: "transports/...", allow: append([]string{module + "/transports"}, leafVocabulary...), neverDeps: append([]string{module + "/daemon/internal", module + "/lan", module + "/linkdevice"}, core...)},

@@ -49,7 +49,7 @@ func TestLoadShipped(t *testing.T) {
 	g := shipped(t)
 	want := []string{
 		"coinbase-advanced-trade", "coinbase-exchange", "coingecko", "github", "nasa",
-		"openweather", "philips-hue", "sim", "simplefin", "spotify",
+		"openweather", "philips-hue", "sim", "simplefin", "spotify", "twitch",
 	}
 	var ids []string
 	for _, e := range g.Entries() {
@@ -101,7 +101,8 @@ func TestShippedEntries(t *testing.T) {
 		// Pairing is not a kind: SimpleFIN's family is registry data over basic_auth.
 		"simplefin": {hosts: []string{"bridge.simplefin.org"}, kind: requirement.KindBasicAuth,
 			header: map[string]string{"Authorization": "Basic {{base64(access_credentials)}}"}, family: FamilyTokenClaim},
-		"sim": {hosts: []string{"sim.sidecar.invalid"}, kind: requirement.KindLinkedDevice, family: FamilyDeviceLink, callable: ptr(false)},
+		"sim":    {hosts: []string{"sim.sidecar.invalid"}, kind: requirement.KindLinkedDevice, family: FamilyDeviceLink, callable: ptr(false)},
+		"twitch": {hosts: []string{"api.twitch.tv", "id.twitch.tv"}, kind: requirement.KindOAuth2ClientCreds, header: map[string]string{"Client-Id": "{{client_id}}"}},
 	}
 	for id, w := range cases {
 		t.Run(id, func(t *testing.T) {
@@ -159,6 +160,41 @@ func TestShippedEntries(t *testing.T) {
 		}
 		if e.DesktopRedirect != PostureLoopback || e.WebRegistration == nil || len(e.Scopes) == 0 {
 			t.Errorf("spotify = %+v, want loopback, web seats and pinned scopes", e)
+		}
+	})
+	t.Run("github-oauth-option-is-a-confidential-client", func(t *testing.T) {
+		e, _ := g.Lookup("github")
+		o := e.Options[1]
+		keys := []string{}
+		for _, f := range o.Fields {
+			keys = append(keys, f.Key)
+		}
+		if !slices.Equal(keys, []string{"client_id", "client_secret"}) || o.Endpoints.Revoke != "" {
+			t.Errorf("github oauth-app fields %v, revoke %q: want client_id and client_secret, no RFC 7009 endpoint", keys, o.Endpoints.Revoke)
+		}
+		if !slices.Equal(e.Scopes, []string{"read:user", "notifications"}) {
+			t.Errorf("github pinned scopes = %v", e.Scopes)
+		}
+	})
+	t.Run("twitch-client-credentials", func(t *testing.T) {
+		e, _ := g.Lookup("twitch")
+		if len(e.Options) != 1 {
+			t.Fatalf("twitch options = %d, want the one client-credentials option", len(e.Options))
+		}
+		o := e.Options[0]
+		if o.Endpoints.Token != "https://id.twitch.tv/oauth2/token" || o.Endpoints.Revoke != "https://id.twitch.tv/oauth2/revoke" || o.Endpoints.Authorize != "" {
+			t.Errorf("twitch endpoints = %+v, want token and revoke on id.twitch.tv and no authorize", o.Endpoints)
+		}
+		if len(o.Fields) != 2 || o.Fields[1].Key != "client_secret" || o.Fields[1].Type != requirement.FieldSecret {
+			t.Errorf("twitch fields = %+v, want client_id and a secret client_secret", o.Fields)
+		}
+		// A client-credentials entry vouches for no redirect: it never
+		// redirects, and the web seats need an OAuth kind with a flow.
+		if e.DesktopRedirect != "" || e.WebRedirect != "" || e.WebRegistration != nil {
+			t.Errorf("twitch carries redirect seats: desktop %q web %q", e.DesktopRedirect, e.WebRedirect)
+		}
+		if e.Scopes != nil {
+			t.Errorf("twitch pins scopes %v; an app access token needs none", e.Scopes)
 		}
 	})
 	t.Run("pairing-seats", func(t *testing.T) {

@@ -1,0 +1,104 @@
+package oauth_test
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/daemon/oauth"
+)
+
+// FuzzParseCallback: whatever a redirect's query holds, ParseCallback
+// either refuses it or returns one printable, bounded code and state that
+// the query holds exactly once; an error answer never carries provider
+// text.
+func FuzzParseCallback(f *testing.F) {
+	for _, s := range []string{
+		"code=abc&state=s1", "state=s1&code=a%2Fb&iss=https%3A%2F%2Fidp.example",
+		"code=abc&state=s1&code=def", "error=access_denied&state=s1",
+		"error=access_denied&error_description=no&error_uri=https%3A%2F%2Fx&state=s1",
+		"error=%3Cscript%3E&state=s1", "code=abc;state=s1", "code=%zz&state=s1", "",
+		"code=a%00b&state=s", "code=caf%C3%A9&state=s", "code=" + strings.Repeat("a", 2049) + "&state=s",
+		"code=abc&state=AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		"error=access_denied&code=x&state=s", "code=abc&state=s1&scope=read+write&session_state=x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		code, state, err := oauth.ParseCallback(raw)
+		var ae *oauth.AuthorizeError
+		switch {
+		case errors.As(err, &ae):
+			if code != "" || state == "" {
+				t.Fatalf("an error answer returned code %q state %q", code, state)
+			}
+			if strings.Contains(ae.Error(), "description") {
+				t.Fatalf("AuthorizeError %q is not a fixed sentence", ae.Error())
+			}
+			return
+		case err != nil:
+			if !errors.Is(err, oauth.ErrCallback) || code != "" || state != "" {
+				t.Fatalf("refusal = %q, %q, %v", code, state, err)
+			}
+			return
+		}
+		q, perr := url.ParseQuery(raw)
+		if perr != nil || len(q["code"]) != 1 || len(q["state"]) != 1 || q.Get("code") != code || q.Get("state") != state {
+			t.Fatalf("ParseCallback(%q) = %q, %q; the query does not hold them once", raw, code, state)
+		}
+		for _, s := range []string{code, state} {
+			for i := 0; i < len(s); i++ {
+				if s[i] < 0x20 || s[i] > 0x7e {
+					t.Fatalf("ParseCallback(%q) returned an unprintable byte", raw)
+				}
+			}
+		}
+		if len(code) > 2048 || len(state) > 256 || len(raw) > 8<<10 {
+			t.Fatalf("ParseCallback(%q) passed an oversized answer", raw)
+		}
+	})
+}
+
+// FuzzParseTokenResponse: a token answer either is refused or yields a
+// bearer token a header can carry, a printable refresh token and a sane
+// lifetime.
+func FuzzParseTokenResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"access_token":"a","token_type":"Bearer","expires_in":3600,"refresh_token":"r","scope":"x y"}`,
+		`{"access_token":"gho_abc","token_type":"bearer","scope":"repo,gist"}`,
+		`{"access_token":"a","token_type":"Bearer","expires_in":"3600"}`,
+		`{"access_token":"a","token_type":"Bearer","expires_in":-1}`,
+		`{"access_token":"a\r\nX: y","token_type":"Bearer"}`,
+		`{"error":"invalid_grant","error_description":"no"}`,
+		`{"access_token":"a","token_type":"Bearer"}{}`, `[]`, `null`, ``,
+		`{"access_token":"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln","token_type":"Bearer","id_token":"x"}`,
+		`{"access_token":"a==","token_type":"BEARER","expires_in":1e3}`,
+	} {
+		f.Add([]byte(s))
+	}
+	now := time.Unix(1_800_000_000, 0)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tok, err := oauth.ParseTokenResponse(body, []string{"x"}, now)
+		if err != nil {
+			return
+		}
+		if tok.AccessToken == "" || strings.ContainsAny(tok.AccessToken, " \t\r\n\x00") || tok.TokenType != "Bearer" {
+			t.Fatalf("accepted access token %q type %q", tok.AccessToken, tok.TokenType)
+		}
+		for i := 0; i < len(tok.RefreshToken); i++ {
+			if c := tok.RefreshToken[i]; c < 0x20 || c > 0x7e {
+				t.Fatalf("accepted an unprintable refresh token")
+			}
+		}
+		if tok.ExpiresIn < 0 {
+			t.Fatalf("negative lifetime %v", tok.ExpiresIn)
+		}
+		for _, w := range tok.Wider {
+			if w == "x" {
+				t.Fatal("a requested scope is reported as wider")
+			}
+		}
+	})
+}
