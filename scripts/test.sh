@@ -22,6 +22,9 @@ staticcheck ./...
 echo "== go test -race"
 go test -race -count=1 ./...
 
+echo "== host SDK (node --test)"
+node --test api/sdk/test/
+
 if [ "$(id -u)" -eq 0 ]; then
 	echo "== packaging"
 	scripts/packaging-test.sh

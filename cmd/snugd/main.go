@@ -51,6 +51,7 @@ func commands() map[string]command {
 		"stop":      serviceCommand("stop"),
 		"restart":   serviceCommand("restart"),
 		"status":    serviceCommand("status"),
+		"webhost":   cmdWebhost,
 	}
 }
 
@@ -83,5 +84,6 @@ func usage(w io.Writer) {
                                     the OS service
   ctl [--data-dir DIR] COMMAND …    talk to the running daemon (snugd ctl help)
   version                           version and build information
+  webhost [--port N]                serve the reference browser host on 127.0.0.1 (default 4780)
 `)
 }

@@ -1,0 +1,174 @@
+// Unit tests of the runner's frame rules (Part I R1, R3, R4, §4, R7) under
+// Node's test runner, with a minimal stand-in for the DOM: node --test api/sdk/test/
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+// The smallest DOM the Runner touches: a window that receives "message"
+// events, and iframes whose contentWindow records what is posted to it.
+const listeners = [];
+globalThis.addEventListener = (type, fn) => type === "message" && listeners.push(fn);
+globalThis.removeEventListener = (type, fn) => {
+  const i = listeners.indexOf(fn);
+  if (i >= 0) listeners.splice(i, 1);
+};
+class FakeWindow {
+  constructor() { this.posted = []; }
+  postMessage(frame, target) { this.posted.push({ frame: structuredClone(frame), target }); }
+}
+class FakeIframe {
+  constructor() { this.attrs = {}; this.contentWindow = new FakeWindow(); this.onload = []; }
+  setAttribute(k, v) { this.attrs[k] = v; }
+  addEventListener(type, fn) { if (type === "load") this.onload.push(fn); }
+  remove() { this.removed = true; }
+}
+globalThis.document = { createElement: () => new FakeIframe() };
+const container = { appendChild() {} };
+const dispatch = (source, data) => listeners.forEach((fn) => fn({ source, data }));
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+const { Runner, checkOpenURL, withRunnerCSP, challengeOf, RUNNER_CSP } = await import("../snugd-host.js");
+
+function fakeSnugd() {
+  const calls = [];
+  return {
+    calls,
+    async net(appId, frame) {
+      calls.push({ appId, frame });
+      return { frame: { type: "snug:net-response", v: 1, requestId: frame.requestId, ok: true, status: 200, headers: {}, body: "{}" } };
+    },
+  };
+}
+
+function mounted(snugd, hooks) {
+  const r = new Runner(snugd, hooks);
+  const app = r.mount(container, { appId: "host-assigned", html: "<p>hi</p>" });
+  return { r, app, win: app.iframe.contentWindow };
+}
+
+test("the iframe is sandboxed with allow-scripts only", () => {
+  const { r, app } = mounted(fakeSnugd());
+  assert.equal(app.iframe.attrs.sandbox, "allow-scripts");
+  assert.ok(app.iframe.srcdoc.startsWith('<meta http-equiv="Content-Security-Policy"'));
+  assert.match(RUNNER_CSP, /connect-src 'none'/);
+  r.close();
+});
+
+test("R4: frames are routed by source and the appId is the host's", async () => {
+  const s = fakeSnugd();
+  const { r, app, win } = mounted(s);
+  const frame = { type: "snug:net-request", v: 1, requestId: "a1", instanceId: app.instanceId, url: "snug-connection://x/", method: "GET" };
+  dispatch(new FakeWindow(), frame); // another window: ignored
+  await tick();
+  assert.equal(s.calls.length, 0);
+  dispatch(win, { ...frame, appId: "forged" });
+  await tick();
+  assert.equal(s.calls.length, 1);
+  assert.equal(s.calls[0].appId, "host-assigned");
+  assert.equal(s.calls[0].frame.appId, "forged", "the frame goes to snugd as sent: snugd's strict parse refuses the forged seat");
+  r.close();
+});
+
+test("R3: one terminal answer per requestId; stale instances and duplicates get none", async () => {
+  const s = fakeSnugd();
+  const { r, app, win } = mounted(s);
+  const frame = { type: "snug:net-request", v: 1, requestId: "dup", instanceId: app.instanceId, url: "snug-connection://x/", method: "GET" };
+  dispatch(win, frame);
+  dispatch(win, frame);
+  dispatch(win, { ...frame, requestId: "stale", instanceId: "i-old" });
+  await tick();
+  await tick();
+  const answers = win.posted.filter((p) => p.frame.type === "snug:net-response");
+  assert.deepEqual(answers.map((p) => p.frame.requestId), ["dup"]);
+  assert.equal(answers[0].target, "*");
+  r.close();
+});
+
+test("R1: another version is answered only with a plausible requestId", async () => {
+  const { r, win } = mounted(fakeSnugd());
+  dispatch(win, { type: "snug:app-message", v: 2, requestId: "r1" });
+  dispatch(win, { type: "snug:app-message", v: 2, requestId: "" });
+  dispatch(win, { type: "snug:app-message", v: 2 });
+  await tick();
+  const errs = win.posted.filter((p) => p.frame.type === "snug:app-response");
+  assert.equal(errs.length, 1);
+  assert.equal(errs[0].frame.error.code, "UNSUPPORTED_VERSION");
+  r.close();
+});
+
+test("app messages and db requests get exactly one error; unknown types none", async () => {
+  const { r, app, win } = mounted(fakeSnugd());
+  dispatch(win, { type: "snug:app-message", v: 1, requestId: "m1", instanceId: app.instanceId, appId: "x", action: "go" });
+  dispatch(win, { type: "snug:db-request", v: 1, requestId: "d1", instanceId: app.instanceId, op: "kvGet" });
+  dispatch(win, { type: "snug:future-thing", v: 1, requestId: "f1" });
+  await tick();
+  const types = win.posted.map((p) => p.frame.type).filter((t) => t !== "snug:host-ready");
+  assert.deepEqual(types, ["snug:app-response", "snug:db-response"]);
+  r.close();
+});
+
+test("§4: open-url is refused unless https without userinfo, and opened only when the hook says yes", async () => {
+  const opened = [];
+  globalThis.open = (url) => opened.push(url);
+  let answer = false;
+  const { r, app, win } = mounted(fakeSnugd(), { openUrl: async () => answer });
+  const ask = (requestId, url) => dispatch(win, { type: "snug:open-url-request", v: 1, requestId, instanceId: app.instanceId, url });
+  ask("o1", "http://example.com/");
+  ask("o2", "https://user:pw@example.com/");
+  ask("o3", "https://example.com/a");
+  await tick();
+  answer = true;
+  ask("o4", "https://example.com/b");
+  await tick();
+  const res = Object.fromEntries(win.posted.filter((p) => p.frame.type === "snug:open-url-result").map((p) => [p.frame.requestId, p.frame.status]));
+  assert.deepEqual(res, { o1: "refused", o2: "refused", o3: "declined", o4: "opened" });
+  assert.deepEqual(opened, ["https://example.com/b"]);
+  assert.equal(checkOpenURL({ type: "snug:open-url-request", v: 1, requestId: "x", instanceId: "i", url: "https://a.example/", target: "_top" }), null);
+  r.close();
+});
+
+test("R7: a connection hint is rebuilt field by field for its own app only", async () => {
+  const s = fakeSnugd();
+  const r = new Runner(s);
+  const a = r.mount(container, { appId: "app-a", html: "" });
+  const b = r.mount(container, { appId: "app-b", html: "" });
+  r.hint({ event: "connection-changed", data: { appId: "app-a", slot: "mail", secret: "x".repeat(10), html: "<b>" } });
+  const got = a.iframe.contentWindow.posted.map((p) => p.frame);
+  assert.deepEqual(got, [{ type: "snug:host-event", v: 1, event: "connection-event", data: { slot: "mail" } }]);
+  assert.equal(b.iframe.contentWindow.posted.length, 0);
+  r.close();
+});
+
+test("a new announce supersedes work in flight", async () => {
+  let release;
+  const s = {
+    calls: [],
+    net(appId, frame, { signal }) {
+      return new Promise((resolve, reject) => {
+        release = resolve;
+        signal.addEventListener("abort", () => {
+          const e = new Error("cancelled");
+          e.code = "ABORTED";
+          reject(e);
+        });
+      });
+    },
+  };
+  const { r, app, win } = mounted(s);
+  dispatch(win, { type: "snug:net-request", v: 1, requestId: "slow", instanceId: app.instanceId, url: "snug-connection://x/", method: "GET" });
+  await tick();
+  dispatch(win, { type: "snug:app-announce", v: 1, appId: "x", displayName: "X" });
+  await tick();
+  const answers = win.posted.filter((p) => p.frame.type === "snug:net-response");
+  assert.equal(answers.length, 1);
+  assert.equal(answers[0].frame.error.code, "SUPERSEDED");
+  r.close();
+});
+
+test("the pairing challenge is RFC 7636's S256", async () => {
+  // RFC 7636 Appendix B.
+  assert.equal(await challengeOf("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"), "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+});
+
+test("withRunnerCSP keeps the doctype first", () => {
+  assert.match(withRunnerCSP("<!doctype html><html></html>"), /^<!doctype html><meta http-equiv="Content-Security-Policy"/);
+});
