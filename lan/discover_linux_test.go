@@ -72,7 +72,7 @@ func TestDiscoverAvahi(t *testing.T) {
 	setUpNetwork(t)
 	startAvahi(t)
 
-	bridges, err := discoverIn(t, cliNS, lan.DiscoverConfig{})
+	bridges, err := discoverIn(t.Context(), cliNS, lan.DiscoverConfig{})
 	if err != nil {
 		t.Fatalf("Discover = %v", err)
 	}
@@ -119,9 +119,18 @@ func TestDiscoverAvahi(t *testing.T) {
 	}
 
 	t.Run("max", func(t *testing.T) {
-		bridges, err := discoverIn(t, cliNS, lan.DiscoverConfig{Max: 2})
+		bridges, err := discoverIn(t.Context(), cliNS, lan.DiscoverConfig{Max: 2})
 		if err != nil || len(bridges) != 2 {
 			t.Fatalf("Discover(Max 2) = %d bridges, %v; want 2", len(bridges), err)
+		}
+	})
+
+	t.Run("canceled", func(t *testing.T) {
+		// The caller's ctx ends the browse: Discover returns what it has.
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := discoverIn(ctx, cliNS, lan.DiscoverConfig{Timeout: lan.MaxDiscoverTimeout}); err != nil {
+			t.Fatalf("Discover(canceled) = %v, want what it found and no error", err)
 		}
 	})
 
@@ -132,7 +141,7 @@ func TestDiscoverAvahi(t *testing.T) {
 		// An hour is capped at MaxDiscoverTimeout. The slack is generous:
 		// the check is that the browse ends, not how fast.
 		start := time.Now()
-		if _, err := discoverIn(t, cliNS, lan.DiscoverConfig{Timeout: time.Hour}); err != nil {
+		if _, err := discoverIn(t.Context(), cliNS, lan.DiscoverConfig{Timeout: time.Hour}); err != nil {
 			t.Fatalf("Discover(hour) = %v", err)
 		}
 		if d := time.Since(start); d > 3*lan.MaxDiscoverTimeout {
@@ -362,8 +371,7 @@ func xmlEscape(s string) string {
 // belongs to the namespace; sockets keep their namespace whichever thread
 // later uses them. The thread is never unlocked, so it ends with the
 // goroutine and no other goroutine ever runs in the namespace.
-func discoverIn(t *testing.T, ns string, cfg lan.DiscoverConfig) ([]lan.Bridge, error) {
-	t.Helper()
+func discoverIn(ctx context.Context, ns string, cfg lan.DiscoverConfig) ([]lan.Bridge, error) {
 	type result struct {
 		bridges []lan.Bridge
 		err     error
@@ -375,7 +383,7 @@ func discoverIn(t *testing.T, ns string, cfg lan.DiscoverConfig) ([]lan.Bridge, 
 			ch <- result{err: err}
 			return
 		}
-		b, err := lan.Discover(t.Context(), cfg)
+		b, err := lan.Discover(ctx, cfg)
 		ch <- result{b, err}
 	}()
 	r := <-ch
