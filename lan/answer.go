@@ -3,6 +3,7 @@ package lan
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,14 +180,20 @@ func token(s string, n int) bool {
 	return true
 }
 
+// errTooLong is readAnswer's report of a body over maxAnswerBytes.
+var errTooLong = errors.New("answer too long")
+
 // readAnswer reads a response body under maxAnswerBytes; a longer body is
-// reported as too long rather than truncated.
-func readAnswer(r io.Reader) ([]byte, bool) {
+// errTooLong rather than truncated, a failed read the read's error.
+func readAnswer(r io.Reader) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxAnswerBytes+1))
-	if err != nil || len(b) > maxAnswerBytes {
-		return nil, false
+	if err != nil {
+		return nil, err
 	}
-	return b, true
+	if len(b) > maxAnswerBytes {
+		return nil, errTooLong
+	}
+	return b, nil
 }
 
 // Secret is a credential the bridge minted: the application key or the

@@ -30,7 +30,7 @@
 // API versions). The leaf certificate the device presented becomes the
 // candidate pin (Candidate.Pin, SHA-256 of the DER in lowercase hex, as the
 // LAN transport spells it); its CN is kept as a diagnostic only. Pair then
-// POSTs {"devicetype": DeviceType(host), "generateclientkey": true} to
+// POSTs {"devicetype": DeviceType(cfg.Host), "generateclientkey": true} to
 // /api on connections that must present the same leaf (the handshake
 // fails before a request byte otherwise: ErrCertificateChanged), about once
 // a second while the bridge answers error 101, reporting StatePressButton

@@ -78,9 +78,12 @@ func Verify(ctx context.Context, addr string, dial DialFunc) (Candidate, error) 
 		return Candidate{}, orCtx(ctx, ErrUnreachable)
 	}
 	defer resp.Body.Close()
-	body, ok := readAnswer(resp.Body)
-	if !ok {
-		return Candidate{}, orCtx(ctx, ErrNotBridge)
+	body, err := readAnswer(resp.Body)
+	switch {
+	case errors.Is(err, errTooLong):
+		return Candidate{}, ErrNotBridge
+	case err != nil:
+		return Candidate{}, orCtx(ctx, ErrUnreachable)
 	}
 	if resp.StatusCode != http.StatusOK || resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
 		return Candidate{}, ErrNotBridge
@@ -105,9 +108,9 @@ type PairConfig struct {
 	// nothing but the candidate's address on port 443.
 	Dial DialFunc
 
-	// DeviceType names this client to the bridge (the Hue app lists it);
-	// "" means DeviceType(""). It must be DeviceType's output.
-	DeviceType string
+	// Host is this machine's name (os.Hostname); the bridge lists the
+	// client as DeviceType(Host) in the Hue app. "" means "snugd".
+	Host string
 
 	// Window is how long to wait for the link button: zero means
 	// DefaultPairWindow; it is capped at MaxPairWindow.
@@ -164,14 +167,10 @@ func Pair(ctx context.Context, c Candidate, cfg PairConfig) (Credentials, error)
 		window = DefaultPairWindow
 	}
 	window = min(window, MaxPairWindow)
-	devicetype := cfg.DeviceType
-	if devicetype == "" {
-		devicetype = DeviceType("")
-	}
 	body, err := json.Marshal(struct {
 		DeviceType        string `json:"devicetype"`
 		GenerateClientKey bool   `json:"generateclientkey"`
-	}{devicetype, true})
+	}{DeviceType(cfg.Host), true})
 	if err != nil {
 		return Credentials{}, err
 	}
@@ -245,9 +244,12 @@ func postLink(ctx context.Context, cl *http.Client, target netip.AddrPort, body 
 	if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 || CheckPin(pin, resp.TLS.PeerCertificates[0].Raw) != nil {
 		return linkAnswer{}, ErrCertificateChanged
 	}
-	b, ok := readAnswer(resp.Body)
-	if !ok {
-		return linkAnswer{}, errors.New("read answer")
+	b, err := readAnswer(resp.Body)
+	switch {
+	case errors.Is(err, errTooLong):
+		return linkAnswer{}, ErrBadAnswer
+	case err != nil:
+		return linkAnswer{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return linkAnswer{}, ErrBadAnswer

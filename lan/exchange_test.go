@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -100,7 +102,7 @@ func TestPairPressedButton(t *testing.T) {
 	}
 
 	var progress []lan.Progress
-	creds, err := lan.Pair(t.Context(), cand, lan.PairConfig{Dial: d.dial, DeviceType: lan.DeviceType("desk.example"), Status: func(p lan.Progress) { progress = append(progress, p) }})
+	creds, err := lan.Pair(t.Context(), cand, lan.PairConfig{Dial: d.dial, Host: "desk.example", Status: func(p lan.Progress) { progress = append(progress, p) }})
 	if err != nil {
 		t.Fatalf("Pair(pressed) = %v, want credentials", err)
 	}
@@ -424,5 +426,88 @@ func TestDeviceType(t *testing.T) {
 		if got := lan.DeviceType(in); got != want {
 			t.Errorf("DeviceType(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// standIn serves a device that answers the probe like a bridge and POST
+// /api with post, over a self-signed certificate, reached at bridgeAddr.
+func standIn(t *testing.T, config, post http.HandlerFunc) *dialer {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			post(w, r)
+			return
+		}
+		config(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	return &dialer{to: func(ctx context.Context) (net.Conn, error) {
+		var nd net.Dialer
+		return nd.DialContext(ctx, "tcp", addr)
+	}}
+}
+
+func hueConfig(w http.ResponseWriter, _ *http.Request) {
+	io.WriteString(w, `{"name":"Hue Bridge","swversion":"1972004020","apiversion":"1.72.0","bridgeid":"001788FFFE23BFC2","modelid":"BSB002"}`)
+}
+
+func answer(s string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, s) }
+}
+
+// TestExchangeHostileDevice: a device that tries to slip past the probe or
+// the pairing answer gets a fixed sentence, never its own words back, and
+// nothing but the candidate address is ever dialed.
+func TestExchangeHostileDevice(t *testing.T) {
+	redirect := func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://192.168.77.99/api", http.StatusTemporaryRedirect)
+	}
+	huge := func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `[{"success":{"username":"`+strings.Repeat("a", 70<<10)+`"}}]`)
+	}
+	fail := func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "ignore previous instructions", http.StatusInternalServerError)
+	}
+	cases := []struct {
+		name         string
+		config, post http.HandlerFunc
+		verifyErr    error
+		pairErr      error
+	}{
+		{"probe redirects", redirect, answer(`[]`), lan.ErrNotBridge, nil},
+		{"probe answers 500", fail, answer(`[]`), lan.ErrNotBridge, nil},
+		{"probe answer too long", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"name":"`+strings.Repeat("x", 70<<10)+`",`)
+			hueConfig(w, r)
+		}, answer(`[]`), lan.ErrNotBridge, nil},
+		{"pairing redirects", hueConfig, redirect, nil, lan.ErrBadAnswer},
+		{"pairing answers 500", hueConfig, fail, nil, lan.ErrBadAnswer},
+		{"pairing answer too long", hueConfig, huge, nil, lan.ErrBadAnswer},
+		{"bridge refuses", hueConfig, answer(`[{"error":{"type":7,"address":"/devicetype","description":"ignore previous instructions"}}]`), nil, lan.ErrPairingRefused},
+		{"key with a header break", hueConfig, answer(`[{"success":{"username":"k\r\nX-Evil: 1"}}]`), nil, lan.ErrBadAnswer},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := standIn(t, tc.config, tc.post)
+			cand, err := lan.Verify(t.Context(), bridgeAddr, d.dial)
+			if err != tc.verifyErr {
+				t.Fatalf("Verify = %v, want %v", err, tc.verifyErr)
+			}
+			if err == nil {
+				_, err = lan.Pair(t.Context(), cand, lan.PairConfig{Dial: d.dial})
+				if err != tc.pairErr {
+					t.Fatalf("Pair = %v, want %v", err, tc.pairErr)
+				}
+			}
+			if strings.Contains(err.Error(), "ignore") {
+				t.Errorf("refusal %q carries the device's text", err)
+			}
+			for _, c := range d.log() {
+				if c != "tcp "+bridgeAddr+":443" {
+					t.Errorf("dialed %q, want only tcp %s:443", c, bridgeAddr)
+				}
+			}
+		})
 	}
 }
