@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/grandcat/zeroconf"
@@ -51,8 +52,8 @@ type DiscoverConfig struct {
 // nil error. Errors: ErrNoInterface when no interface qualifies, or the
 // mDNS library's failure to open its sockets or send its query.
 //
-// Discover is safe for concurrent use, though two browses at once compete
-// for answers no more than two clients on one network do.
+// Discover asks again after 1 s, 3 s and 7 s while it runs (see
+// requery). It is safe for concurrent use.
 func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -78,34 +79,84 @@ func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 		return nil, ErrNoInterface
 	}
 
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	answers := make(chan answer)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait() // every round's goroutines, and the library's, have ended
+	}()
+	stop, err := browse(ctx, ifaces, answers, &wg)
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	next := 0
+	timer := time.NewTimer(requery[0])
+	defer timer.Stop()
+	var c collector
+	for c.len() < limit {
+		select {
+		case a := <-answers:
+			c.add(bridgeFrom(a))
+		case <-timer.C:
+			// A new round opens its socket and asks before the old one
+			// closes, so no answer falls between them. If it cannot
+			// start, the old round keeps listening.
+			if s, err := browse(ctx, ifaces, answers, &wg); err == nil {
+				stop()
+				stop = s
+			}
+			if next++; next < len(requery) {
+				timer.Reset(requery[next] - time.Since(began))
+			}
+		case <-ctx.Done():
+			return c.bridges(), nil
+		}
+	}
+	return c.bridges(), nil
+}
+
+// requery is when, after the start, Discover asks again: RFC 6762 §5.2
+// wants a second query after at least one second and the intervals
+// doubling. zeroconf v1.0.0 asks once and backs off two to six seconds
+// before it asks again, and a responder that multicast its answer in the
+// last second stays silent (§6: another client's browse just now is
+// enough), so within a three-second browse one query can go unanswered.
+// Each round is a fresh resolver: the library has no way to ask again.
+var requery = []time.Duration{time.Second, 3 * time.Second, 7 * time.Second}
+
+// browse starts one round: a resolver on ifaces that sends a query and
+// forwards what it hears to answers until ctx ends or stop is called. wg
+// counts the round until the library has closed its entries channel.
+func browse(ctx context.Context, ifaces []net.Interface, answers chan<- answer, wg *sync.WaitGroup) (stop func(), err error) {
 	r, err := zeroconf.NewResolver(zeroconf.SelectIfaces(ifaces), zeroconf.SelectIPTraffic(zeroconf.IPv4))
 	if err != nil {
 		return nil, fmt.Errorf("mdns: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	rctx, cancel := context.WithCancel(ctx)
 	entries := make(chan *zeroconf.ServiceEntry)
-	// Browse starts the library's goroutines; they end when ctx does, and
-	// the library closes entries after them. Until it is closed entries
+	// Browse starts the library's goroutines; they end when rctx does,
+	// and the library then closes entries. Until it is closed entries
 	// must be drained, or the library's receive loop blocks on its send
-	// and never sees ctx end.
-	if err := r.Browse(ctx, hueService, "local.", entries); err != nil {
+	// and never sees rctx end.
+	if err := r.Browse(rctx, hueService, "local.", entries); err != nil {
 		cancel()
 		for range entries {
 		}
 		return nil, fmt.Errorf("mdns: %w", err)
 	}
-	var c collector
-	for e := range entries {
-		if c.len() >= limit {
-			continue // draining after cancel
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for e := range entries {
+			select {
+			case answers <- entryAnswer(e):
+			case <-rctx.Done(): // drain after stop or the end of Discover
+			}
 		}
-		c.add(bridgeFrom(entryAnswer(e)))
-		if c.len() >= limit {
-			cancel()
-		}
-	}
-	return c.bridges(), nil
+	}()
+	return cancel, nil
 }
 
 // entryAnswer copies what Discover reads from a library entry.
