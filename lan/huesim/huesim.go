@@ -239,17 +239,25 @@ func isConfigPath(p string) bool {
 // serveConfig answers the public configuration subset, with the field
 // names, types and spellings a BSB002 on firmware 1.72 uses.
 func (s *Sim) serveConfig(w http.ResponseWriter) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"name":             s.cfg.Name,
-		"datastoreversion": "172",
-		"swversion":        "1972004020",
-		"apiversion":       "1.72.0",
-		"mac":              "00:17:88:23:bf:c2",
-		"bridgeid":         strings.ToUpper(s.cfg.BridgeID),
-		"factorynew":       false,
-		"replacesbridgeid": nil,
-		"modelid":          s.cfg.ModelID,
-		"starterkitid":     "",
+	writeJSON(w, http.StatusOK, struct {
+		Name             string  `json:"name"`
+		DatastoreVersion string  `json:"datastoreversion"`
+		SWVersion        string  `json:"swversion"`
+		APIVersion       string  `json:"apiversion"`
+		MAC              string  `json:"mac"`
+		BridgeID         string  `json:"bridgeid"`
+		FactoryNew       bool    `json:"factorynew"`
+		ReplacesBridgeID *string `json:"replacesbridgeid"`
+		ModelID          string  `json:"modelid"`
+		StarterKitID     string  `json:"starterkitid"`
+	}{
+		Name:             s.cfg.Name,
+		DatastoreVersion: "172",
+		SWVersion:        "1972004020",
+		APIVersion:       "1.72.0",
+		MAC:              "00:17:88:23:bf:c2",
+		BridgeID:         strings.ToUpper(s.cfg.BridgeID),
+		ModelID:          s.cfg.ModelID,
 	})
 }
 
@@ -280,15 +288,20 @@ func (s *Sim) serveLink(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []any{hueError(101, "", "link button not pressed")})
 		return
 	}
-	user := randomText(40, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
-	success := map[string]string{"username": user}
+	type success struct {
+		Username  string `json:"username"`
+		ClientKey string `json:"clientkey,omitempty"`
+	}
+	ok := success{Username: randomText(40, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")}
 	if req.GenerateClientKey {
-		success["clientkey"] = randomText(32, "0123456789ABCDEF")
+		ok.ClientKey = randomText(32, "0123456789ABCDEF")
 	}
 	s.mu.Lock()
-	s.keys[user] = true
+	s.keys[ok.Username] = true
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, []any{map[string]any{"success": success}})
+	writeJSON(w, http.StatusOK, []any{struct {
+		Success success `json:"success"`
+	}{ok}})
 }
 
 // validDeviceType: "<application name ≤ 20>#<device name ≤ 19>".
@@ -341,8 +354,20 @@ func clipBody(data []any, errDesc string) map[string]any {
 	return map[string]any{"errors": errs, "data": data}
 }
 
-func hueError(typ int, address, description string) map[string]any {
-	return map[string]any{"error": map[string]any{"type": typ, "address": address, "description": description}}
+// hueErr is one element of a v1 error answer, fields in the bridge's
+// order.
+type hueErr struct {
+	Error struct {
+		Type        int    `json:"type"`
+		Address     string `json:"address"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+func hueError(typ int, address, description string) hueErr {
+	var e hueErr
+	e.Error.Type, e.Error.Address, e.Error.Description = typ, address, description
+	return e
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
