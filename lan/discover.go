@@ -53,7 +53,7 @@ type DiscoverConfig struct {
 // mDNS library's failure to open its sockets or send its query.
 //
 // Discover asks again after 1 s, 3 s and 7 s while it runs (see
-// requery). It is safe for concurrent use.
+// firstRequery). It is safe for concurrent use.
 func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -83,16 +83,17 @@ func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 	answers := make(chan answer)
 	var wg sync.WaitGroup
 	defer func() {
+		// Every round's forwarder ends once the library has closed its
+		// entries channel, which it does as it closes its sockets.
 		cancel()
-		wg.Wait() // every round's goroutines, and the library's, have ended
+		wg.Wait()
 	}()
 	stop, err := browse(ctx, ifaces, answers, &wg)
 	if err != nil {
 		return nil, err
 	}
-	began := time.Now()
-	next := 0
-	timer := time.NewTimer(requery[0])
+	wait := firstRequery
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	var c collector
 	for c.len() < limit {
@@ -107,9 +108,8 @@ func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 				stop()
 				stop = s
 			}
-			if next++; next < len(requery) {
-				timer.Reset(requery[next] - time.Since(began))
-			}
+			wait *= 2
+			timer.Reset(wait)
 		case <-ctx.Done():
 			return c.bridges(), nil
 		}
@@ -117,14 +117,14 @@ func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 	return c.bridges(), nil
 }
 
-// requery is when, after the start, Discover asks again: RFC 6762 §5.2
-// wants a second query after at least one second and the intervals
-// doubling. zeroconf v1.0.0 asks once and backs off two to six seconds
-// before it asks again, and a responder that multicast its answer in the
-// last second stays silent (§6: another client's browse just now is
-// enough), so within a three-second browse one query can go unanswered.
-// Each round is a fresh resolver: the library has no way to ask again.
-var requery = []time.Duration{time.Second, 3 * time.Second, 7 * time.Second}
+// firstRequery is when Discover first asks again; the interval then
+// doubles (1 s, 3 s, 7 s after the start), as RFC 6762 §5.2 wants.
+// zeroconf v1.0.0 asks once and backs off two to six seconds before it
+// asks again, and a responder that multicast its answer in the last second
+// stays silent (§6: another client's browse just now is enough), so
+// within a three-second browse one query can go unanswered. Each round is
+// a fresh resolver: the library has no way to ask again.
+const firstRequery = time.Second
 
 // browse starts one round: a resolver on ifaces that sends a query and
 // forwards what it hears to answers until ctx ends or stop is called. wg
