@@ -13,12 +13,19 @@ import (
 // under 1 KiB, a pairing answer under 200 bytes.
 const maxAnswerBytes = 64 << 10
 
-// hueModels are the model ids of the bridges that announce `_hue._tcp`,
-// serve HTTPS and speak CLIP v2: BSB002 (the square bridge, 2015) and
-// BSB003 (Bridge Pro, 2025). The round BSB001 has neither. Checked
-// 2026-12-01 against https://developers.meethue.com/develop/hue-api-v2/
-// and the config answers published by openHAB and home-assistant users.
-var hueModels = map[string]bool{"BSB002": true, "BSB003": true}
+// isHueModel reports whether id is the model id of a bridge that
+// announces `_hue._tcp`, serves HTTPS and speaks CLIP v2: BSB002 (the
+// square bridge, 2015) or BSB003 (Bridge Pro, 2025). The round BSB001 has
+// neither. Checked 2026-12-01 against
+// https://developers.meethue.com/develop/hue-api-v2/ and the config
+// answers openHAB and Home Assistant users publish.
+func isHueModel(id string) bool {
+	switch id {
+	case "BSB002", "BSB003":
+		return true
+	}
+	return false
+}
 
 // BridgeConfig is the public subset of a bridge's configuration, as
 // GET /api/0/config answers it without an application key. Every field
@@ -57,7 +64,7 @@ func parseConfig(body []byte) (BridgeConfig, error) {
 		return BridgeConfig{}, ErrNotBridge
 	}
 	id, ok := NormalizeBridgeID(*raw.BridgeID)
-	if !ok || !hueModels[*raw.ModelID] || !digits(*raw.SWVersion, 16) || !version(*raw.APIVersion) {
+	if !ok || !isHueModel(*raw.ModelID) || !digits(*raw.SWVersion, 16) || !version(*raw.APIVersion) {
 		return BridgeConfig{}, ErrNotBridge
 	}
 	c := BridgeConfig{BridgeID: id, ModelID: *raw.ModelID, SWVersion: *raw.SWVersion, APIVersion: *raw.APIVersion}

@@ -58,7 +58,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		if _, ok := NormalizeBridgeID(c.BridgeID); !ok || c.BridgeID != strings.ToLower(c.BridgeID) || !hueModels[c.ModelID] {
+		if _, ok := NormalizeBridgeID(c.BridgeID); !ok || c.BridgeID != strings.ToLower(c.BridgeID) || !isHueModel(c.ModelID) {
 			t.Fatalf("parseConfig accepted %+v", c)
 		}
 		if strings.ContainsFunc(c.Name, func(r rune) bool { return r < 0x20 || r > 0x7e }) || len(c.Name) > 64 {
