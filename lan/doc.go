@@ -49,6 +49,15 @@
 // CheckPin compares a certificate with a recorded pin (ErrCertificateChanged
 // on a mismatch), for re-pinning and for naming a changed certificate.
 //
+// # A bridge that moved
+//
+//	func Relocate(ctx context.Context, bridges []Bridge, from, pin, hint string, dial DialFunc) (Candidate, bool)
+//
+// probes the selectable bridges of a discovery at addresses other than the
+// row's and returns the one presenting the pinned certificate: the pin, not
+// the announced id or CN, says it is the same bridge. The caller stages the
+// new address for re-approval; the key and pin carry over.
+//
 // # Refusals
 //
 // Every error the exchange returns is one of the exported Err values, a

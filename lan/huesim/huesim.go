@@ -53,6 +53,10 @@ type Config struct {
 
 	// Listener to serve on; nil means a new listener on 127.0.0.1:0.
 	Listener net.Listener
+
+	// Certificate to present; nil means a new self-signed one. Two
+	// simulators with one certificate are one bridge at two addresses.
+	Certificate *tls.Certificate
 }
 
 // Sim is a running simulated bridge. Its methods are safe for concurrent
@@ -83,9 +87,11 @@ func Start(cfg Config) (*Sim, error) {
 	if cfg.Name == "" {
 		cfg.Name = "Hue Bridge"
 	}
-	s := &Sim{cfg: cfg, keys: make(map[string]bool)}
-	if err := s.Rotate(); err != nil {
-		return nil, err
+	s := &Sim{cfg: cfg, keys: make(map[string]bool), cert: cfg.Certificate}
+	if s.cert == nil {
+		if err := s.Rotate(); err != nil {
+			return nil, err
+		}
 	}
 	ln := cfg.Listener
 	if ln == nil {
@@ -138,6 +144,13 @@ func (s *Sim) Rotate() error {
 	defer s.mu.Unlock()
 	s.cert = cert
 	return nil
+}
+
+// Certificate is the certificate the simulator presents now.
+func (s *Sim) Certificate() *tls.Certificate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cert
 }
 
 // Fingerprint is the SHA-256 of the current leaf certificate's DER, in
