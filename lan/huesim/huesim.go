@@ -173,7 +173,7 @@ func (s *Sim) HasKey(k string) bool {
 func (s *Sim) Requests() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.requests...)
+	return append([]string{}, s.requests...)
 }
 
 // Link is what one POST /api asked for.

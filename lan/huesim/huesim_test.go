@@ -64,3 +64,22 @@ func TestShapes(t *testing.T) {
 		t.Errorf("CLIP v2 with a wrong key = %d %s, want 403 unauthorized user", code, body)
 	}
 }
+
+// TestDrive: the line protocol a harness in another process uses.
+func TestDrive(t *testing.T) {
+	sim, err := huesim.Start(huesim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	before := sim.Fingerprint()
+	var out strings.Builder
+	if err := sim.Drive(strings.NewReader("fingerprint\npress\nrotate\nrequests\nbogus\nvanish\n"), &out); err != nil {
+		t.Fatalf("Drive = %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 6 || lines[0] != "ok "+before || lines[1] != "ok" || lines[2] != "ok "+sim.Fingerprint() || lines[2] == lines[0] ||
+		lines[3] != "ok []" || lines[4] != "error unknown command" || lines[5] != "ok" {
+		t.Errorf("Drive answered %q", lines)
+	}
+}
