@@ -136,6 +136,7 @@ func routes() []route {
 		{method: del, path: "/v1/standing/:id", access: authed, limit: noBody, handle: (*Server).disarm},
 		{method: post, path: "/v1/standing/kill", access: authed, limit: smallBody, handle: (*Server).kill},
 		{method: get, path: "/v1/journal", access: authed, limit: noBody, handle: (*Server).journal},
+		{method: get, path: "/v1/flows/:flowId", access: authed, limit: noBody, handle: (*Server).flow},
 
 		{method: get, path: "/v1/registry", access: authed, limit: noBody, handle: (*Server).registry},
 		{method: get, path: "/v1/schemas", access: authed, limit: noBody, handle: (*Server).schemas},

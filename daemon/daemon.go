@@ -95,6 +95,8 @@ type Daemon struct {
 	// cachedSlotSecrets, replaced only by tests that count the reads.
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
 	secretCache secretCache
+	// flows are the pairing flows in progress (flows.go).
+	flows *flowBook
 	// hosts indexes the paired hosts by token hash (hosts.go); its zero
 	// value is ready.
 	hosts hostBook
@@ -141,6 +143,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), exec: exec, registry: reg, starters: starters}
 	d.readSecrets = d.cachedSlotSecrets
 	d.confirms = newConfirmBroker(exec.confirmTimeout, d.hints, now)
+	d.flows = newFlowBook(now, d.hints)
 	d.standing = newStandingGate(now, cfg.StandingTargets)
 	if err := d.rebuildIndex(ctx); err != nil {
 		st.Close()
@@ -165,6 +168,7 @@ func (d *Daemon) DBPath() string { return d.store.DBPath() }
 // afterwards.
 func (d *Daemon) Close() error {
 	d.confirms.close()
+	d.flows.close()
 	d.journal.close()
 	d.exec.public.CloseIdleConnections()
 	d.exec.lan.CloseIdleConnections()
