@@ -26,6 +26,7 @@ import (
 	"net/http/httptrace"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/snug/snugd/daemon/claim"
 	"github.com/snug/snugd/daemon/errcode"
@@ -40,6 +41,17 @@ const (
 	maxInfoBytes  = 64 << 10
 	maxClaimBytes = 8 << 10
 )
+
+// claimTimeout bounds a whole ceremony (lookup, probe and claim, each also
+// bounded by the request timeout), so its answer arrives within the API's
+// one-minute deadline for a quick route: an answer cut off after the
+// commit would send the user to paste a token that is already spent.
+const claimTimeout = 45 * time.Second
+
+// commitTimeout bounds the commit. It runs even when the caller has gone
+// away meanwhile: once the bridge has answered, the token is spent, and
+// dropping its credentials would help nobody.
+const commitTimeout = 10 * time.Second
 
 // ClaimRefusedError is a refused token claim: Reason is one of
 // daemon/claim's list and Error() its fixed sentence. Its code is
@@ -81,7 +93,9 @@ func (d *Daemon) ClaimSetupToken(ctx context.Context, appID, slot, setupToken st
 	if !ok || p.Family != registry.FamilyTokenClaim {
 		return Connection{}, errcode.New(errcode.NotFound, "the connection has no token-claim pairing")
 	}
-	access, err := d.claimAccess(ctx, c.AllowedHosts, p, setupToken)
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	access, err := d.claimAccess(cctx, c.AllowedHosts, p, setupToken)
+	cancel()
 	if err != nil {
 		if r, ok := claim.ReasonOf(err); ok {
 			return Connection{}, d.refuseClaim(appID, slot, r)
@@ -211,6 +225,8 @@ func claimTransportError(err error, connected bool) error {
 // takes nothing. A failed write is said plainly, without the URL: the
 // credentials are not kept anywhere else.
 func (d *Daemon) commitClaim(ctx context.Context, before Connection, field string, access claim.Access) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
 	err := d.store.Update(ctx, func(tx *store.Tx) error {
 		row, err := tx.Connection(before.AppID, before.Slot)
 		if err != nil {

@@ -60,7 +60,7 @@ type Refusal struct {
 // answer (P3-C12.12-23). The slice is the caller's own copy.
 func Refusals() []Refusal {
 	const (
-		unused   = ", so it was not used"
+		unused   = ", so the token was not used"
 		nothing  = "; nothing was stored and the setup token is used up: create a new one"
 		maybeNew = "; the setup token may be used up: create a new one"
 	)
@@ -70,7 +70,7 @@ func Refusals() []Refusal {
 		{ReasonClaimUserinfo, "the setup token's claim address carries a user name or password" + unused, TokenUnused},
 		{ReasonClaimHost, "the setup token's claim address is not on a host this connection was approved for" + unused, TokenUnused},
 		{ReasonClaimPath, "the setup token's claim address does not have the SimpleFIN claim shape" + unused, TokenUnused},
-		{ReasonAddressRefused, "the bridge's network address is not a public one" + unused, TokenUnused},
+		{ReasonAddressRefused, "the bridge's network address is not a public one, so the setup token was not used", TokenUnused},
 		{ReasonUnreachable, "the SimpleFIN Bridge could not be reached, so the setup token was not used: try again", TokenUnused},
 		{ReasonNotBridge, "the server did not answer as a SimpleFIN Bridge, so the setup token was not used", TokenUnused},
 
