@@ -91,13 +91,18 @@ func (b *Bridge) accessPath() string {
 
 // NewSetupToken mints a one-time setup token, as the bridge's "create"
 // page does: the standard base64 of a fresh claim URL.
-func (b *Bridge) NewSetupToken() string {
-	id := "TOKEN-" + randomHex(12)
+func (b *Bridge) NewSetupToken() string { return b.SetupTokenFor("TOKEN-" + randomHex(12)) }
+
+// SetupTokenFor registers the token id and returns its setup token, for a
+// bridge in another process whose tokens a test must know in advance.
+func (b *Bridge) SetupTokenFor(id string) string {
 	b.mu.Lock()
 	if b.tokens == nil {
 		b.tokens = map[string]bool{}
 	}
-	b.tokens[id] = false
+	if _, ok := b.tokens[id]; !ok {
+		b.tokens[id] = false
+	}
 	b.mu.Unlock()
 	return Encode("https://" + b.host() + b.accessPath() + "/claim/" + id)
 }
