@@ -112,7 +112,7 @@ func (d *Daemon) ClaimSetupToken(ctx context.Context, appID, slot, setupToken st
 // refuseClaim logs a refusal by its reason and returns it.
 func (d *Daemon) refuseClaim(appID, slot string, r claim.Reason) error {
 	e := &ClaimRefusedError{Reason: r, Fate: claim.Refuse(r).Fate()}
-	d.log.Warn("setup token claim refused", "app", appID, "slot", slot, "reason", string(r), "token", string(e.Fate))
+	d.log.Warn("setup token claim refused", "app", appID, "slot", slot, "reason", string(r), "token_fate", string(e.Fate))
 	return e
 }
 

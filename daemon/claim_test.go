@@ -630,3 +630,39 @@ func TestClaimNeedsTokenClaimRow(t *testing.T) {
 		t.Errorf("refused claims sent %d requests", n)
 	}
 }
+
+// TestClaimNotStored: when the one write fails, the refusal says so
+// (without the URL), nothing of the write is kept, and the log names the
+// failure without the credentials.
+// conformance: P3-C12.12-22, P3-C12.12-23
+func TestClaimNotStored(t *testing.T) {
+	b := &claimtest.Bridge{}
+	r := newClaimRig(t, b)
+	r.approveSimpleFIN(t)
+	// A stored state that no longer decodes makes the commit fail after
+	// the credential was written inside the transaction.
+	if err := r.d.store.Update(t.Context(), func(tx *store.Tx) error {
+		return tx.PutSecret(store.ConnectionStateKey(claimApp, claimSlot), store.Secret(`{"status":"bogus"}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	token := b.NewSetupToken()
+	_, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
+	if got := reasonOf(t, err); got != claim.ReasonNotStored {
+		t.Fatalf("reason = %s (%v), want %s", got, err, claim.ReasonNotStored)
+	}
+	if b.Claims() != 1 {
+		t.Errorf("bridge saw %d claims, want 1", b.Claims())
+	}
+	if got := r.stored(t); len(got) != 0 {
+		t.Errorf("a failed commit kept %d values", len(got))
+	}
+	if !strings.Contains(r.logs.String(), "store claimed credentials") {
+		t.Errorf("the log does not say the write failed:\n%s", r.logs.String())
+	}
+	for _, leak := range append([]string{token}, b.Credentials()...) {
+		if strings.Contains(r.logs.String()+err.Error(), leak) {
+			t.Errorf("the log or the error carries %q", leak)
+		}
+	}
+}
