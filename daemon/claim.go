@@ -276,8 +276,9 @@ const accessRevokedMessage = "the SimpleFIN Bridge refused the access credential
 // answered a request 403: the user revoked the access on the bridge, and
 // the wizard must offer a new claim. The app still gets the 403 as a
 // response. It runs after the executor answered, on the app's and the
-// probe's path alike, and never fails the request.
-func (d *Daemon) noteClaimAnswer(f *fetch, res NetResult) {
+// probe's path alike, and never fails the request; the app going away
+// does not stop the mark.
+func (d *Daemon) noteClaimAnswer(ctx context.Context, f *fetch, res NetResult) {
 	if res.Status != http.StatusForbidden || res.Code != "" || f.grant == nil || f.grant.req == nil || f.departed {
 		return
 	}
@@ -286,7 +287,7 @@ func (d *Daemon) noteClaimAnswer(f *fetch, res NetResult) {
 		return
 	}
 	appID, slot := f.call.AppID, f.grant.slot
-	ctx, cancel := context.WithTimeout(context.Background(), d.exec.requestTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.exec.requestTimeout)
 	defer cancel()
 	changed := false
 	err := d.store.Update(ctx, func(tx *store.Tx) error {
