@@ -223,6 +223,11 @@ func TestClaimSimpleFIN(t *testing.T) {
 	if len(reqs) != 2 || reqs[0].Method != "GET" || reqs[0].Path != "/simplefin/info" || reqs[1].Method != "POST" || !strings.HasPrefix(reqs[1].Path, "/simplefin/claim/") {
 		t.Fatalf("bridge saw %+v; want the /info probe, then one claim POST", reqs)
 	}
+	// One lookup serves the probe and the claim: a rebinding answer has no
+	// second lookup to slip into.
+	if got := r.resolver.lookups(); len(got) != 1 || got[0] != "bridge.simplefin.org" {
+		t.Errorf("lookups = %v; want bridge.simplefin.org once", got)
+	}
 	if reqs[1].Body != "" || reqs[1].User != "" {
 		t.Errorf("the claim POST carried a body %q or credentials %q", reqs[1].Body, reqs[1].User)
 	}
