@@ -14,6 +14,7 @@ require (
 	github.com/zitadel/oidc/v3 v3.52.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 	golang.org/x/text v0.44.0
 )
 

@@ -265,6 +265,16 @@ func (c *Client) SetCredentials(ctx context.Context, appID, slot string, fields 
 	return c.do(ctx, http.MethodPut, connPath(appID, slot)+"/credentials", CredentialsRequest{Fields: fields}, nil)
 }
 
+// Claim calls POST …/{slot}/claim with a SimpleFIN setup token and
+// returns the connection once its credentials are stored. A refusal is an
+// *Error with code CLAIM_REFUSED, a fixed sentence and the reason as its
+// one detail.
+func (c *Client) Claim(ctx context.Context, appID, slot, setupToken string) (ConnectionJSON, error) {
+	var out ConnectionResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/claim", ClaimRequest{SetupToken: setupToken}, &out)
+	return out.Connection, err
+}
+
 // Schemas calls GET /v1/schemas.
 func (c *Client) Schemas(ctx context.Context) ([]string, error) {
 	var out SchemasResponse

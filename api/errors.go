@@ -52,6 +52,7 @@ func statusTable() map[errcode.Code]int {
 		// details), or an install that does not match a bundled starter.
 		errcode.RequirementInvalid: http.StatusUnprocessableEntity,
 		errcode.StarterNotVouched:  http.StatusUnprocessableEntity,
+		errcode.ClaimRefused:       http.StatusUnprocessableEntity,
 		// 429.
 		errcode.RateLimited: http.StatusTooManyRequests,
 		// 500.

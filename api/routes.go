@@ -125,6 +125,7 @@ func routes() []route {
 		{method: post, path: conn + "/reconnect", access: authed, limit: smallBody, handle: (*Server).reconnect},
 		{method: put, path: conn + "/credentials", access: authed, limit: requirementBody, handle: (*Server).credentials},
 		{method: post, path: conn + "/test", access: authed, limit: smallBody, class: long, handle: (*Server).testConnection},
+		{method: post, path: conn + "/claim", access: authed, limit: smallBody, handle: (*Server).claim},
 		{method: get, path: "/v1/apps/:appId/facts", access: authed, limit: noBody, handle: (*Server).facts},
 
 		{method: post, path: "/v1/net", access: authed, limit: netBody, class: long, handle: (*Server).net},

@@ -311,6 +311,7 @@ func (d *Daemon) run(ctx context.Context, f *fetch, gates []gate) NetResult {
 	}
 	res := d.answer(f)
 	d.record(f, res)
+	d.noteClaimAnswer(ctx, f, res) // claim.go: a bridge's 403 marks its token-claim row error
 	return res
 }
 

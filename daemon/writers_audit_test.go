@@ -138,6 +138,10 @@ func TestSecretWritersClearTheCache(t *testing.T) {
 		"SetCredentials": "calls connectionChanged after its Update commits",
 		"Revoke":         "runs through write, which calls connectionChanged after the commit",
 		"writeConnState": "a helper; its callers are listed here themselves",
+
+		// The token-claim family (claim.go).
+		"writeClaim":      "a helper of commitClaim, which calls connectionChanged after its Update commits",
+		"noteClaimAnswer": "calls connectionChanged after its Update commits a change",
 	}
 	fset := token.NewFileSet()
 	found := 0

@@ -46,6 +46,7 @@ func ctlCommands() []ctlCommand {
 		{name: "revoke", synopsis: "revoke APP SLOT [--json]", summary: "revoke a connection and wipe its credentials", run: ctlWriter("revoke")},
 		{name: "reconnect", synopsis: "reconnect APP SLOT [--json]", summary: "make a revoked connection declared again (the revocation stays disclosed)", run: ctlWriter("reconnect")},
 		{name: "credentials", synopsis: "credentials set APP SLOT [--file F]", summary: "store credential values: a JSON object from stdin or a 0600 file, never argv", run: ctlCredentials},
+		{name: "pair", synopsis: "pair claim APP SLOT [--json]", summary: "a pairing ceremony: claim a SimpleFIN setup token read from stdin (hidden on a terminal), never argv", run: ctlPair},
 		{name: "confirms", synopsis: "confirms [--watch] [--json] | confirms allow ID [--session] | confirms deny ID", summary: "pending confirmations, and deciding them", run: ctlConfirms},
 		{name: "journal", synopsis: "journal [--follow] [--json]", summary: "unattended acts and executor decisions (metadata only)", run: ctlJournal},
 		{name: "export", synopsis: "export FILE", summary: "export the user DB without secrets", run: ctlExport},

@@ -71,9 +71,16 @@ const (
 	HostNotFound         Code = "HOST_NOT_FOUND"
 )
 
+// The pairing ceremonies' own refusals (api/API.md).
+const (
+	// ClaimRefused: a token claim (§12.12) was refused. The message is
+	// one of daemon/claim's fixed sentences.
+	ClaimRefused Code = "CLAIM_REFUSED"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 51
+const numCodes = 52
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -146,5 +153,8 @@ func table() [numCodes]Entry {
 		{Code: PairingRedeemed, Meaning: "the pairing's token was already released; pair again"},
 		{Code: VerifierMismatch, Meaning: "the verifier does not hash to the pairing's challenge"},
 		{Code: HostNotFound, Meaning: "no paired host with that id"},
+
+		// The pairing ceremonies.
+		{Code: ClaimRefused, Meaning: "a setup-token claim was refused; the message is a fixed sentence that says whether the token may be used up"},
 	}
 }

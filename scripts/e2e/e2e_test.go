@@ -82,7 +82,7 @@ func setUpHarness(t *testing.T) *harness {
 	h.pki = newPKI(t, h.dir)
 	pubNS().setUp(t)
 	privNS().setUp(t)
-	cert, key := h.pki.leaf(t, "api", "api.e2e.test")
+	cert, key := h.pki.leaf(t, "api", "api.e2e.test", simplefinHost)
 	h.pub = startUpstream(t, pubNS(), upstreamConfig{Role: "pub", Listen: pubNS().nsAddr + ":443", Cert: cert, Key: key, Secret: e2eSecret}, h.dir)
 	cert, key = h.pki.leaf(t, "private", "private.e2e.test")
 	h.priv = startUpstream(t, privNS(), upstreamConfig{Role: "priv", Listen: privNS().nsAddr + ":443", Cert: cert, Key: key}, h.dir)

@@ -70,6 +70,7 @@ func startSnugd(t *testing.T, h *harness, bin string) *snugd {
 	hosts := filepath.Join(h.dir, "hosts")
 	hostsFile := "127.0.0.1 localhost\n::1 localhost\n" +
 		pubNS().nsAddr + " api.e2e.test\n" +
+		pubNS().nsAddr + " " + simplefinHost + "\n" +
 		privNS().nsAddr + " private.e2e.test\n"
 	if err := os.WriteFile(hosts, []byte(hostsFile), 0o644); err != nil {
 		t.Fatal(err)

@@ -129,8 +129,16 @@ func (l *countingListener) Accept() (net.Conn, error) {
 //	           percent-encoded, in the body and in a Link header (gate 10's scrub)
 //	/slow      holds the answer for a second (the SIGTERM drain)
 //	else       200 {"ok":true}
+//
+// Requests for Host bridge.simplefin.org go to the SimpleFIN Bridge
+// simulator instead (simplefin_test.go).
 func upstreamHandler(cfg upstreamConfig, out *reporter) http.Handler {
+	simplefin := newSimpleFINUpstream(out) // simplefin_test.go
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == simplefinHost {
+			simplefin.ServeHTTP(w, r)
+			return
+		}
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		ev := event{Kind: "request", Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header, Body: string(body)}
 		if cfg.Secret != "" {

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/claim"
+	"github.com/snug/snugd/daemon/claim/claimtest"
+	"github.com/snug/snugd/transports"
+)
+
+// claimResolver answers a documentation address for every name (ruling
+// R8); startClaimDaemon's dialer connects it to the bridge simulator on
+// loopback. These are the public transport's test seams; no gate is off.
+type claimResolver struct{}
+
+func (claimResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("203.0.113.30")}, nil
+}
+
+// startClaimDaemon is a daemon whose public transport reaches a SimpleFIN
+// Bridge simulator, with an approved SimpleFIN row app/bank, served on
+// its ctl socket.
+func startClaimDaemon(t *testing.T) (dir string, b *claimtest.Bridge) {
+	t.Helper()
+	b = &claimtest.Bridge{}
+	srv, roots := claimtest.NewTLSServer(t, b, claimtest.DefaultHost)
+	to := srv.Listener.Addr().String()
+	dir = filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := daemon.New(ctx, daemon.Config{DataDir: dir, Public: &transports.Public{Resolver: claimResolver{}, RootCAs: roots,
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var nd net.Dialer
+			return nd.DialContext(ctx, "tcp", to)
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := api.ListenCtl(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := api.ListenTCP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvAPI := api.New(d, api.Options{Version: buildVersion(), DrainTimeout: time.Second})
+	var wg sync.WaitGroup
+	wg.Go(func() { srvAPI.Serve(ctx, tcp, sock) })
+	t.Cleanup(func() { cancel(); wg.Wait(); d.Close() })
+	req, _ := json.Marshal(map[string]any{
+		"slot": "bank", "provider": map[string]any{"name": "SimpleFIN"}, "kind": "basic_auth",
+		"fields":           []any{map[string]any{"key": "access_credentials", "label": "Access credentials", "type": "secret"}},
+		"request":          map[string]any{"headerTemplate": map[string]any{"Authorization": "Basic {{base64(access_credentials)}}"}},
+		"declaredApiHosts": []any{claimtest.DefaultHost},
+	})
+	if _, err := d.ProposeUser(t.Context(), "app", "bank", req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Approve(t.Context(), "app", "bank"); err != nil {
+		t.Fatal(err)
+	}
+	return dir, b
+}
+
+// TestCtlPairClaim: the token comes from standard input and goes nowhere
+// else; a token on the command line is refused unused and unrepeated; a
+// refusal prints the daemon's fixed sentence and reason.
+// conformance: P3-C12.12-23
+func TestCtlPairClaim(t *testing.T) {
+	dir, b := startClaimDaemon(t)
+	ctl := func(stdin string, args ...string) (int, string, string) {
+		return runCmd(t, stdin, append([]string{"ctl", "--data-dir", dir, "pair"}, args...)...)
+	}
+	noLeak := func(name, s string, leaks ...string) {
+		t.Helper()
+		for _, l := range leaks {
+			if strings.Contains(s, l) {
+				t.Errorf("%s prints %q:\n%s", name, l, s)
+			}
+		}
+	}
+
+	token := b.NewSetupToken()
+	code, _, errOut := ctl("", "claim", "app", "bank", token)
+	if code != exitUsage || b.Claims() != 0 || len(b.Requests()) != 0 {
+		t.Errorf("token on argv = %d (bridge saw %d requests); want 2 and nothing sent", code, len(b.Requests()))
+	}
+	noLeak("a token on argv", errOut, token)
+
+	if code, _, errOut := ctl(" \n", "claim", "app", "bank"); code != exitNo || !strings.Contains(errOut, "no setup token") {
+		t.Errorf("empty stdin = %d %s", code, errOut)
+	}
+
+	const canary = "CANARY-ctl-51f"
+	hostile := claimtest.Encode("https://evil.example/simplefin/claim/" + canary)
+	code, out, errOut := ctl(hostile+"\n", "claim", "app", "bank")
+	want, _ := claim.Lookup(claim.ReasonClaimHost)
+	if code != exitNo || !strings.Contains(errOut, "CLAIM_REFUSED: "+want.Sentence) || !strings.Contains(errOut, "setupToken: claim-host") {
+		t.Errorf("hostile token = %d\n%s%s", code, out, errOut)
+	}
+	noLeak("a refusal", out+errOut, canary, hostile)
+
+	code, out, errOut = ctl(token+"\n", "claim", "app", "bank")
+	if code != exitOK || !strings.Contains(out, "claimed the setup token for app/bank: connected") {
+		t.Fatalf("claim = %d\n%s%s", code, out, errOut)
+	}
+	noLeak("a claim", out+errOut, append([]string{token}, b.Credentials()...)...)
+
+	code, out, _ = ctl(b.NewSetupToken(), "claim", "app", "bank", "--json")
+	var conn api.ConnectionJSON
+	if code != exitOK || json.Unmarshal([]byte(out), &conn) != nil || conn.State == nil || conn.State.ClaimVerifiedAt == nil {
+		t.Errorf("claim --json = %d %s", code, out)
+	}
+
+	if code, _, errOut := ctl("", token); code != exitUsage || strings.Contains(errOut, token) {
+		t.Errorf("pair TOKEN = %d, echoes: %v", code, strings.Contains(errOut, token))
+	}
+	if code, out, _ := ctl("", "--help"); code != exitOK || !strings.Contains(out, "pair claim APP SLOT") {
+		t.Errorf("pair --help = %d %s", code, out)
+	}
+}
