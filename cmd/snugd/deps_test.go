@@ -26,10 +26,11 @@ var (
 // {transports, lan, linkdevice}, and the leaves know nothing of the core.
 var rules = []rule{
 	{pkg: "daemon/errcode", neverDeps: []string{module + "/"}},
-	{pkg: "daemon/wire", allow: []string{module + "/daemon/errcode"}, neverDeps: []string{module + "/daemon/internal", module + "/daemon/template", module + "/transports"}},
+	{pkg: "daemon/internal/strictjson", neverDeps: []string{module + "/"}},
+	{pkg: "daemon/wire", allow: []string{module + "/daemon/errcode", module + "/daemon/internal/strictjson"}, neverDeps: []string{module + "/daemon/internal/store", module + "/daemon/template", module + "/transports"}},
 	{pkg: "daemon/template", allow: []string{"golang.org/x/crypto"}, neverDeps: []string{module + "/"}},
 	{pkg: "daemon/internal/store/...", allow: []string{"github.com/mattn/go-sqlite3"}, neverDeps: []string{module + "/"}},
-	{pkg: "daemon/requirement", allow: []string{module + "/daemon/template", "golang.org/x/net", "golang.org/x/text"}, neverDeps: core},
+	{pkg: "daemon/requirement", allow: []string{module + "/daemon/template", module + "/daemon/internal/strictjson", "golang.org/x/net", "golang.org/x/text"}, neverDeps: core},
 	{pkg: "daemon/registry", allow: []string{module + "/daemon/requirement", module + "/daemon/template"}, neverDeps: core},
 	{pkg: "daemon/starter", allow: []string{module + "/daemon/requirement", module + "/daemon/template"}, neverDeps: core},
 	{pkg: "daemon/...", allow: []string{module + "/daemon", module + "/transports", module + "/lan", module + "/linkdevice", "github.com/mattn/go-sqlite3", "golang.org/x/crypto", "golang.org/x/net", "golang.org/x/text", "golang.org/x/sys"}, neverDeps: append([]string{"github.com/labstack", "github.com/kardianos"}, core...)},
