@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 // BenchmarkChain measures the security chain and echo around a handler
@@ -19,7 +20,7 @@ func BenchmarkChain(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	p, err := d.Pair(b.Context(), daemon.PairRequest{Name: "bench", Surface: daemon.SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
+	p, err := d.Pair(b.Context(), hostauth.PairRequest{Name: "bench", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
 	if err != nil {
 		b.Fatal(err)
 	}

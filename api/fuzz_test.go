@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 // FuzzChain sends arbitrary requests through the TCP channel and checks
@@ -30,11 +31,11 @@ func FuzzChain(f *testing.F) {
 	f.Cleanup(func() { d.Close() })
 	tokens := map[string]string{} // token → origin ("" desktop)
 	for _, origin := range []string{"", webOrigin} {
-		surface := daemon.SurfaceDesktop
+		surface := hostauth.SurfaceDesktop
 		if origin != "" {
-			surface = daemon.SurfaceWeb
+			surface = hostauth.SurfaceWeb
 		}
-		p, err := d.Pair(context.Background(), daemon.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: challengeOf(verifier)}, origin)
+		p, err := d.Pair(context.Background(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: challengeOf(verifier)}, origin)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 func wantAPIError(t *testing.T, err error, status int, code errcode.Code) {
@@ -135,7 +135,7 @@ func TestPairingExpiryOverTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.advance(daemon.PairingTTL)
+	e.clock.advance(hostauth.PairingTTL)
 	if r, err := c.Redeem(ctx, p.PairingID, verifier); err != nil || r.State != "expired" {
 		t.Errorf("Redeem after the TTL = %+v, %v, want expired", r, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
@@ -95,9 +96,8 @@ type Daemon struct {
 	// cachedSlotSecrets, replaced only by tests that count the reads.
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
 	secretCache secretCache
-	// hosts indexes the paired hosts by token hash (hosts.go); its zero
-	// value is ready.
-	hosts hostBook
+	// hosts is the host pairing book (daemon/hostauth; hosts.go).
+	hosts *hostauth.Book
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -139,6 +139,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), exec: exec, registry: reg, starters: starters}
+	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
 	d.readSecrets = d.cachedSlotSecrets
 	d.confirms = newConfirmBroker(exec.confirmTimeout, d.hints, now)
 	d.standing = newStandingGate(now, cfg.StandingTargets)
