@@ -9,6 +9,8 @@ import (
 
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/hostauth"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // BenchmarkChain measures the security chain and echo around a handler
@@ -20,7 +22,7 @@ func BenchmarkChain(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	p, err := d.Pair(b.Context(), hostauth.PairRequest{Name: "bench", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
+	p, err := d.Pair(b.Context(), hostauth.PairRequest{Name: "bench", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/requirement"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // TestStatusTable: every code the table maps is registered and emittable,
@@ -106,8 +108,8 @@ func TestStatusesOverTheWire(t *testing.T) {
 		code   string
 	}{
 		{"malformed JSON", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: "{"}, 400, "BAD_REQUEST"},
-		{"unknown field", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + challengeOf(verifier) + `","admin":true}`}, 400, "BAD_REQUEST"},
-		{"trailing data", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + challengeOf(verifier) + `"} {}`}, 400, "BAD_REQUEST"},
+		{"unknown field", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + testutil.ChallengeOf(verifier) + `","admin":true}`}, 400, "BAD_REQUEST"},
+		{"trailing data", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + testutil.ChallengeOf(verifier) + `"} {}`}, 400, "BAD_REQUEST"},
 		{"no body", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader()}, 400, "BAD_REQUEST"},
 		{"no token", req{method: "GET", path: "/v1/status"}, 401, "UNAUTHORIZED"},
 		{"bad token", req{method: "GET", path: "/v1/status", header: map[string]string{"Authorization": "Bearer nope"}}, 401, "UNAUTHORIZED"},

@@ -12,6 +12,8 @@ import (
 
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/hostauth"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // FuzzChain sends arbitrary requests through the TCP channel and checks
@@ -35,7 +37,7 @@ func FuzzChain(f *testing.F) {
 		if origin != "" {
 			surface = hostauth.SurfaceWeb
 		}
-		p, err := d.Pair(context.Background(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: challengeOf(verifier)}, origin)
+		p, err := d.Pair(context.Background(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)}, origin)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -63,7 +65,7 @@ func FuzzChain(f *testing.F) {
 	f.Add("GET", "/v1/status", "127.0.0.1:4747", webOrigin, "Bearer "+web, "", "")
 	f.Add("GET", "/v1/status", "127.0.0.1:4747", webOrigin, "Bearer "+desk, "", "")
 	f.Add("OPTIONS", "/v1/status", "127.0.0.1:4747", webOrigin, "", "", "")
-	f.Add("POST", "/v1/hosts/pair", "127.0.0.1:4747", "https://x.example", "", "application/json", `{"name":"x","surface":"web","origin":"https://x.example","challenge":"`+challengeOf(verifier)+`"}`)
+	f.Add("POST", "/v1/hosts/pair", "127.0.0.1:4747", "https://x.example", "", "application/json", `{"name":"x","surface":"web","origin":"https://x.example","challenge":"`+testutil.ChallengeOf(verifier)+`"}`)
 	f.Add("POST", "/v1/apps/a/connections/s/approve", "[::1]:4747", "", "Bearer "+desk, "text/plain", "{}")
 	f.Add("GET", "/v1/hosts", "127.0.0.1:4747", "null", "Bearer "+desk, "", "")
 	f.Add("PUT", "/v1/apps/a%2Fb/connections/s/credentials", "evil.example:4747", "", "Bearer "+desk, "application/json", `{"fields":{"k":"v"}}`)

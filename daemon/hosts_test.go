@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"path/filepath"
 	"testing"
 
@@ -18,11 +16,6 @@ const (
 	webOrigin   = "https://snug.example"
 	testVerifer = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 )
-
-func challengeOf(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
 
 // newHostsDaemon returns a daemon on a clock the test moves, logging into
 // logs.
@@ -40,7 +33,7 @@ func newHostsDaemon(t testing.TB) (*Daemon, *testutil.Clock, *testutil.LogBuffer
 
 func webPair(t testing.TB, d *Daemon, verifier string) hostauth.Pairing {
 	t.Helper()
-	p, err := d.Pair(t.Context(), hostauth.PairRequest{Name: "Snug web", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
+	p, err := d.Pair(t.Context(), hostauth.PairRequest{Name: "Snug web", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
@@ -51,7 +44,7 @@ func webPair(t testing.TB, d *Daemon, verifier string) hostauth.Pairing {
 func pairHost(t testing.TB, d *Daemon, surface hostauth.Surface, origin string) string {
 	t.Helper()
 	ctx := t.Context()
-	p, err := d.Pair(ctx, hostauth.PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: challengeOf(testVerifer)}, origin)
+	p, err := d.Pair(ctx, hostauth.PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}

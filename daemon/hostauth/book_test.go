@@ -3,7 +3,6 @@ package hostauth
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -24,11 +23,6 @@ const (
 	webOrigin   = "https://snug.example"
 	testVerifer = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 )
-
-func challengeOf(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
 
 // newBook returns a book over a real store in a temporary directory, on a
 // clock the test moves, logging into logs.
@@ -53,7 +47,7 @@ func openBook(t testing.TB, dir string, now func() time.Time, log *slog.Logger) 
 
 func webPair(t testing.TB, d *Book, verifier string) Pairing {
 	t.Helper()
-	p, err := d.Pair(t.Context(), PairRequest{Name: "Snug web", Surface: SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
+	p, err := d.Pair(t.Context(), PairRequest{Name: "Snug web", Surface: SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
@@ -64,7 +58,7 @@ func webPair(t testing.TB, d *Book, verifier string) Pairing {
 func pairHost(t testing.TB, d *Book, surface Surface, origin string) string {
 	t.Helper()
 	ctx := t.Context()
-	p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: challengeOf(testVerifer)}, origin)
+	p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
@@ -166,7 +160,7 @@ func TestTokenBinding(t *testing.T) {
 
 func TestPairRefusals(t *testing.T) {
 	d, _, _ := newBook(t)
-	ch := challengeOf(testVerifer)
+	ch := testutil.ChallengeOf(testVerifer)
 	tests := []struct {
 		name   string
 		req    PairRequest
@@ -211,7 +205,7 @@ func TestRedeemRefusals(t *testing.T) {
 	d, _, _ := newBook(t)
 	ctx := t.Context()
 	p := webPair(t, d, testVerifer)
-	desk, err := d.Pair(ctx, PairRequest{Name: "desk", Surface: SurfaceDesktop, Challenge: challengeOf(testVerifer)}, "")
+	desk, err := d.Pair(ctx, PairRequest{Name: "desk", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +217,7 @@ func TestRedeemRefusals(t *testing.T) {
 		{"malformed id", "../hosts", testVerifer, webOrigin, errcode.PairingNotFound},
 		{"short verifier", p.ID, testVerifer[:42], webOrigin, errcode.BadRequest},
 		{"verifier with a space", p.ID, testVerifer[:42] + " ", webOrigin, errcode.BadRequest},
-		{"the challenge as verifier", p.ID, challengeOf(testVerifer), webOrigin, errcode.VerifierMismatch},
+		{"the challenge as verifier", p.ID, testutil.ChallengeOf(testVerifer), webOrigin, errcode.VerifierMismatch},
 		{"other origin", p.ID, testVerifer, "https://evil.example", errcode.Forbidden},
 		{"desktop from a page", desk.ID, testVerifer, webOrigin, errcode.Forbidden},
 	}
@@ -313,14 +307,14 @@ func TestPairingExpiry(t *testing.T) {
 // origins as it has names) cannot keep a desktop host from pairing.
 func TestMaxPendingPairings(t *testing.T) {
 	d, _, _ := newBook(t)
-	desktop := PairRequest{Name: "desktop", Surface: SurfaceDesktop, Challenge: challengeOf(testVerifer)}
+	desktop := PairRequest{Name: "desktop", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}
 	for i := range MaxPendingPairings {
 		origin := fmt.Sprintf("https://spam%d.example", i)
-		if _, err := d.Pair(t.Context(), PairRequest{Name: "spam", Surface: SurfaceWeb, Origin: origin, Challenge: challengeOf(testVerifer)}, origin); err != nil {
+		if _, err := d.Pair(t.Context(), PairRequest{Name: "spam", Surface: SurfaceWeb, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin); err != nil {
 			t.Fatalf("Pair(web %d) = %v", i, err)
 		}
 	}
-	_, err := d.Pair(t.Context(), PairRequest{Name: "one more", Surface: SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(testVerifer)}, webOrigin)
+	_, err := d.Pair(t.Context(), PairRequest{Name: "one more", Surface: SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(testVerifer)}, webOrigin)
 	testutil.WantCode(t, err, errcode.RateLimited)
 	for i := range MaxPendingPairings {
 		if _, err := d.Pair(t.Context(), desktop, ""); err != nil {
@@ -410,7 +404,7 @@ func TestRedeemRacingUnpair(t *testing.T) {
 	d, _, _ := newBook(t)
 	ctx := t.Context()
 	for i := range 150 {
-		p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: SurfaceDesktop, Challenge: challengeOf(testVerifer)}, "")
+		p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

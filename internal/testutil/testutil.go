@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -178,4 +180,11 @@ func (d *Dialer) Dials() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return slices.Clone(d.dials)
+}
+
+// ChallengeOf is a host pairing challenge for verifier:
+// BASE64URL(SHA256(verifier)), as in PKCE S256.
+func ChallengeOf(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
