@@ -24,15 +24,16 @@ import (
 	"github.com/snug/snugd/daemon/internal/store"
 )
 
-// Surface is what kind of host a paired client is.
+// Surface is what kind of host a paired client is. Its values are declared
+// once, as the store's (store.Surface), and named here.
 type Surface string
 
 const (
 	// SurfaceWeb is a web page on an https origin; its token is accepted
 	// only with that exact Origin.
-	SurfaceWeb Surface = "web"
+	SurfaceWeb = Surface(store.SurfaceWeb)
 	// SurfaceDesktop is a desktop app; its token is refused with any Origin.
-	SurfaceDesktop Surface = "desktop"
+	SurfaceDesktop = Surface(store.SurfaceDesktop)
 )
 
 // PairingState is where a pairing request stands. Its values are declared

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snug/snugd/daemon/internal/ident"
 	"math"
 	"time"
-	"unicode/utf8"
 )
 
 // Status is a connection row's status: exactly three values (spec §12.2).
@@ -64,9 +64,6 @@ func (c *Connection) NeedsReapproval() bool {
 	return c.Status == StatusApproved && c.PendingRequirementJSON != nil
 }
 
-// MaxAppIDChars bounds an app id (API.md: 1–128 characters).
-const MaxAppIDChars = 128
-
 // check holds a row to the invariants every writer keeps, as the last line
 // before storage: the spec's value sets (slot pattern, status, provenance)
 // and the shapes of §12.2–§12.4 and R11–R12 (pending only on an approved
@@ -78,11 +75,11 @@ func (c *Connection) check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: connection (%q, %q): %s", ErrInvalid, c.AppID, c.Slot, fmt.Sprintf(format, args...))
 	}
-	if c.AppID == "" || !utf8.ValidString(c.AppID) || utf8.RuneCountInString(c.AppID) > MaxAppIDChars {
-		return bad("app id must be 1-%d characters of UTF-8", MaxAppIDChars)
+	if err := ident.CheckAppID(c.AppID); err != nil {
+		return bad("%v", err)
 	}
-	if !ValidSlot(c.Slot) {
-		return bad("slot does not match ^[a-z0-9][a-z0-9-]{0,39}$")
+	if !ident.ValidSlot(c.Slot) {
+		return bad("slot does not match %s", ident.SlotPattern)
 	}
 	switch c.Status {
 	case StatusDeclared, StatusApproved, StatusRevoked:
@@ -123,24 +120,6 @@ func (c *Connection) check() error {
 		return bad("an imported row must be declared")
 	}
 	return nil
-}
-
-// ValidSlot reports whether slot matches ^[a-z0-9][a-z0-9-]{0,39}$ (spec
-// §12.2): lowercase, never folded.
-func ValidSlot(slot string) bool {
-	if len(slot) < 1 || len(slot) > 40 {
-		return false
-	}
-	for i := 0; i < len(slot); i++ {
-		c := slot[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 const connectionColumns = `app_id, slot, requirement_json, requirement_version, provenance, confidence, status,
