@@ -137,3 +137,25 @@ func TestStatusesOverTheWire(t *testing.T) {
 		})
 	}
 }
+
+// TestInternalLoggedOnce: an INTERNAL the daemon built was logged where it
+// happened, so the API does not log it again; an uncoded error, which no
+// layer below classified, is logged here. Both answer a bare INTERNAL.
+func TestInternalLoggedOnce(t *testing.T) {
+	var logs testutil.LogBuffer
+	log := logs.Logger()
+	err := errcode.Wrap(errcode.Internal, "load hosts failed", errors.New("disk on fire"))
+	if a := errorOf(log, err); a.status != http.StatusInternalServerError || a.body.Error.Code != errcode.Internal {
+		t.Errorf("errorOf(%v) = %d %s, want 500 INTERNAL", err, a.status, a.body.Error.Code)
+	}
+	if got := logs.String(); got != "" {
+		t.Errorf("errorOf(daemon INTERNAL) logged %q, want nothing", got)
+	}
+	a := errorOf(log, errors.New("unclassified"))
+	if a.body.Error.Code != errcode.Internal || strings.Contains(a.body.Error.Message, "unclassified") {
+		t.Errorf("errorOf(uncoded) = %+v, want a bare INTERNAL", a.body.Error)
+	}
+	if got := logs.String(); strings.Count(got, "request failed") != 1 || !strings.Contains(got, "unclassified") {
+		t.Errorf("errorOf(uncoded) logged %q, want one line with the error", got)
+	}
+}
