@@ -45,7 +45,7 @@ func TestPairingOverTheAPI(t *testing.T) {
 	// A wrong verifier learns nothing.
 	_, err = page.Redeem(ctx, p.PairingID, strings.Repeat("v", 43))
 	wantAPIError(t, err, 403, errcode.VerifierMismatch)
-	// The ctl channel lists and approves it.
+	// The ctl socket lists and approves it.
 	hs, err := e.ctl.Hosts(ctx)
 	if err != nil || len(hs.Pending) != 1 || hs.Pending[0].Origin != webOrigin || hs.Pending[0].Name != "Snug web" {
 		t.Fatalf("Hosts = %+v, %v", hs, err)

@@ -8,7 +8,7 @@
 // DecideConfirm are the confirm broker (gate 6); ArmStanding, Standings,
 // StandingFor, DisarmStanding and KillStanding the standing approvals (§17);
 // Facts the chat lane's connection facts (§16); Journal the executor's
-// journal. The scrubs other seats reuse (scrub.ProviderErrorText,
+// journal. The scrubs other parts reuse (scrub.ProviderErrorText,
 // scrub.PrivateIPv4) live in the leaf daemon/scrub. fetch.go documents
 // the pipeline.
 //

@@ -42,7 +42,7 @@ func (d *Daemon) RedeemPairing(ctx context.Context, id, verifier, requestOrigin 
 	return d.hosts.Redeem(ctx, id, verifier, requestOrigin)
 }
 
-// ApprovePairing is hostauth.Book.Approve (ctl channel only).
+// ApprovePairing is hostauth.Book.Approve (ctl socket only).
 func (d *Daemon) ApprovePairing(ctx context.Context, code string) (hostauth.Pairing, error) {
 	return d.hosts.Approve(ctx, code)
 }

@@ -89,7 +89,7 @@ const (
 // secret scanners.
 const TokenPrefix = "snugh_"
 
-// Host is a paired host as the ctl channel lists it. It never holds the
+// Host is a paired host as the ctl socket lists it. It never holds the
 // token, nor its hash.
 type Host struct {
 	ID         string
@@ -627,7 +627,7 @@ func (b *Book) verifierFailed(ctx context.Context, id string, state store.Pairin
 }
 
 // Approve approves the pending pairing request with code (ctl
-// channel only: the API never serves it over TCP) and returns it, so the
+// socket only: the API never serves it over TCP) and returns it, so the
 // administrator sees the name and origin approved. Errors: BAD_REQUEST for
 // a malformed code, PAIRING_NOT_FOUND when no unexpired request waits
 // under it.

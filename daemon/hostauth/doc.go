@@ -4,7 +4,7 @@
 //
 // A host asks to pair with a challenge, BASE64URL(SHA256(verifier)) as in
 // PKCE S256, and shows the user a short code; the administrator approves
-// that code on the ctl channel; the host redeems once, with its verifier,
+// that code on the ctl socket; the host redeems once, with its verifier,
 // for a 256-bit token bound to its origin. snugd keeps only the token's
 // SHA-256. Authenticate checks a token and its origin on every request
 // without SQL; Unpair revokes a token at once and cancels what its host

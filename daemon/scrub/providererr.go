@@ -33,7 +33,7 @@ func providerErrorFields() [][]any {
 }
 
 // ProviderErrorText bounds a provider's error body for a human (§14.3):
-// it scrubs the body with the calling seat's candidate set (raw values;
+// it scrubs the body with the caller's candidate set (raw values;
 // their percent-encoded spellings are added here) FIRST, then extracts a
 // named field of a recognized error envelope or, failing that, a
 // best-effort head that is never markup or structure, and then scrubs its
@@ -44,7 +44,7 @@ func providerErrorFields() [][]any {
 // passes its §14.2 and §15 scrubs there. The result is at most
 // MaxProviderErrorChars characters of single-line text without tags; ""
 // when nothing safe remains. The executor passes gate 10's injected
-// values; the OAuth seat passes the form parameters it submitted. It is
+// values; the OAuth flow passes the form parameters it submitted. It is
 // not a credential guard: the value scrub is the control.
 func ProviderErrorText(body string, candidates []string, also func(string) string) string {
 	body = strings.ToValidUTF8(body, "\uFFFD")

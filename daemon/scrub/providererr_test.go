@@ -10,7 +10,7 @@ import (
 // conformance: P3-X14.3-01, P3-X14.3-02, P3-X14.3-04, P3-X14.3-05, P3-X14.3-06
 func TestProviderErrorText(t *testing.T) {
 	const secret = "cs_live_0123456789"
-	form := []string{secret, "refresh-token-value"} // the OAuth seat's candidates: its submitted form
+	form := []string{secret, "refresh-token-value"} // the OAuth flow's candidates: its submitted form
 	escaped := ""
 	for _, c := range secret {
 		escaped += `\u00` + strings.ToLower(strings.TrimLeft(url.PathEscape(string(c)), "%"))
