@@ -49,9 +49,6 @@ func ConnectionStateKey(appID, slot string) string {
 	return FieldKey(appID, slot, ConnectionStateField)
 }
 
-// FlowKey names an in-flight authorization's state: auth:_flow:<flowId>.
-func FlowKey(flowID string) string { return "auth:_flow:" + flowID }
-
 func checkSecretKey(key string) error {
 	switch {
 	case key == "":
