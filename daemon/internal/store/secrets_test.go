@@ -482,7 +482,7 @@ func TestKeyFileCreatedOnceAndKept(t *testing.T) {
 	if len(leftovers) != 0 {
 		t.Errorf("temporary key files left behind: %q", leftovers)
 	}
-	if _, err := (KeyFile{Path: p}).Create(context.Background()); err == nil {
+	if _, err := (KeyFile{Path: p}).Create(t.Context()); err == nil {
 		t.Error("KeyFile.Create replaced an existing key file")
 	}
 	if got, _ := os.ReadFile(p); !bytes.Equal(got, first) {
