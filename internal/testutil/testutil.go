@@ -91,23 +91,35 @@ func (NoNetwork) Dial(context.Context, string, string) (net.Conn, error) {
 }
 
 // Resolver answers lookups from a script and records every name it is
-// asked for. It is safe for concurrent use.
+// asked for (a trailing dot trimmed). Each Script call for a host adds one
+// answer: the host's i-th lookup gets its i-th answer, and the last one
+// repeats. A host the script does not name gets Default. It is safe for
+// concurrent use once the script is written.
 type Resolver struct {
+	// Default answers a host the script does not name; nil is an empty,
+	// successful lookup.
+	Default []netip.Addr
+
 	mu      sync.Mutex
-	answers map[string][]string
+	answers map[string][][]netip.Addr
+	count   map[string]int
 	err     error
 	asked   []string
 }
 
-// Script sets the answers for host (addresses in netip form); no answer
-// is an empty, successful lookup.
+// Script adds the next answer for host: addrs in netip form, none for an
+// empty, successful lookup.
 func (r *Resolver) Script(host string, addrs ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.answers == nil {
-		r.answers = map[string][]string{}
+		r.answers = map[string][][]netip.Addr{}
 	}
-	r.answers[host] = addrs
+	var set []netip.Addr
+	for _, a := range addrs {
+		set = append(set, netip.MustParseAddr(a))
+	}
+	r.answers[host] = append(r.answers[host], set)
 }
 
 // Fail makes every lookup fail with err (nil restores the script).
@@ -124,15 +136,21 @@ func (r *Resolver) LookupNetIP(ctx context.Context, _, host string) ([]netip.Add
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r.asked = append(r.asked, host)
+	name := strings.TrimSuffix(host, ".")
+	r.asked = append(r.asked, name)
 	if r.err != nil {
 		return nil, r.err
 	}
-	var out []netip.Addr
-	for _, a := range r.answers[host] {
-		out = append(out, netip.MustParseAddr(a))
+	script, ok := r.answers[name]
+	if !ok {
+		return slices.Clone(r.Default), nil
 	}
-	return out, nil
+	if r.count == nil {
+		r.count = map[string]int{}
+	}
+	n := r.count[name]
+	r.count[name]++
+	return slices.Clone(script[min(n, len(script)-1)]), nil
 }
 
 // Asked returns every name looked up so far, in order.
@@ -143,10 +161,14 @@ func (r *Resolver) Asked() []string {
 }
 
 // Dialer maps addresses to loopback listeners and records every dial. An
-// address it does not know fails to dial and nothing leaves the machine:
-// that is how a test proves no packet went to a refused address. It is
-// safe for concurrent use.
+// address it does not know goes to Default, or, without one, fails to dial
+// and nothing leaves the machine: that is how a test proves no packet went
+// to a refused address. It is safe for concurrent use.
 type Dialer struct {
+	// Default is the loopback address ("127.0.0.1:port") an unrouted
+	// address connects to; "" fails the dial.
+	Default string
+
 	mu     sync.Mutex
 	routes map[string]string // "192.0.2.10:443" → "127.0.0.1:port"
 	dials  []string
@@ -168,6 +190,9 @@ func (d *Dialer) Dial(ctx context.Context, _, address string) (net.Conn, error) 
 	d.dials = append(d.dials, address)
 	to, ok := d.routes[address]
 	d.mu.Unlock()
+	if !ok && d.Default != "" {
+		to, ok = d.Default, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("test dialer: no route to %s", address)
 	}

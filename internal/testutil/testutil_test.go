@@ -2,7 +2,9 @@ package testutil
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -42,16 +44,22 @@ func TestChallengeOf(t *testing.T) {
 // an unrouted address fails without leaving the machine.
 func TestResolverDialer(t *testing.T) {
 	ctx := t.Context()
-	var r Resolver
+	r := Resolver{Default: []netip.Addr{netip.MustParseAddr("203.0.113.1")}}
 	r.Script("api.example.com", "198.51.100.7")
-	if as, err := r.LookupNetIP(ctx, "ip", "api.example.com"); err != nil || len(as) != 1 || as[0].String() != "198.51.100.7" {
-		t.Errorf("LookupNetIP = %v, %v", as, err)
+	r.Script("api.example.com", "198.51.100.8", "10.0.0.1")
+	for i, want := range []string{"[198.51.100.7]", "[198.51.100.8 10.0.0.1]", "[198.51.100.8 10.0.0.1]"} {
+		if as, err := r.LookupNetIP(ctx, "ip", "api.example.com."); err != nil || fmt.Sprint(as) != want {
+			t.Errorf("lookup %d = %v, %v, want %s", i, as, err, want)
+		}
+	}
+	if as, err := r.LookupNetIP(ctx, "ip", "other.example"); err != nil || fmt.Sprint(as) != "[203.0.113.1]" {
+		t.Errorf("LookupNetIP(unscripted) = %v, %v, want Default", as, err)
 	}
 	r.Fail(errors.New("down"))
 	if _, err := r.LookupNetIP(ctx, "ip", "other.example"); err == nil {
 		t.Error("LookupNetIP after Fail = nil error")
 	}
-	if got := r.Asked(); !slices.Equal(got, []string{"api.example.com", "other.example"}) {
+	if got := r.Asked(); len(got) != 5 || got[0] != "api.example.com" || got[4] != "other.example" {
 		t.Errorf("Asked() = %q", got)
 	}
 	if _, err := (NoNetwork{}).LookupNetIP(ctx, "ip", "x"); err == nil {
@@ -64,7 +72,11 @@ func TestResolverDialer(t *testing.T) {
 	}
 	defer ln.Close()
 	go func() {
-		if c, err := ln.Accept(); err == nil {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
 			c.Close()
 		}
 	}()
@@ -80,5 +92,11 @@ func TestResolverDialer(t *testing.T) {
 	}
 	if got := d.Dials(); !slices.Equal(got, []string{"198.51.100.7:443", "203.0.113.9:443"}) {
 		t.Errorf("Dials() = %q", got)
+	}
+	d.Default = ln.Addr().String()
+	if c, err := d.Dial(ctx, "tcp", "203.0.113.9:443"); err != nil {
+		t.Errorf("Dial(unrouted, with Default) = %v", err)
+	} else {
+		c.Close()
 	}
 }
