@@ -164,9 +164,16 @@ type Book struct {
 	failures map[string]int // pairing id → wrong verifiers so far
 }
 
-// New returns the pairing book over st, reading the time from now and
-// logging to log.
+// New returns the pairing book over st, reading the time from now (nil
+// means time.Now) and logging to log (nil discards). It reads nothing
+// until first used.
 func New(st *store.Store, now func() time.Time, log *slog.Logger) *Book {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Book{store: st, now: now, log: log}
 }
 
