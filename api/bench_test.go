@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,7 +16,7 @@ import (
 // that does no I/O: an open route, and an authenticated one from a paired
 // web origin (Host, Origin admission, token and binding, CORS headers).
 func BenchmarkChain(b *testing.B) {
-	d, err := daemon.New(context.Background(), daemon.Config{DataDir: filepath.Join(b.TempDir(), "d")})
+	d, err := daemon.New(b.Context(), daemon.Config{DataDir: filepath.Join(b.TempDir(), "d")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 func FuzzChain(f *testing.F) {
 	const port = 4747
 	dir := filepath.Join(f.TempDir(), "d")
-	d, err := daemon.New(context.Background(), daemon.Config{DataDir: dir})
+	d, err := daemon.New(f.Context(), daemon.Config{DataDir: dir})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -37,12 +37,12 @@ func FuzzChain(f *testing.F) {
 		if origin != "" {
 			surface = hostauth.SurfaceWeb
 		}
-		p, err := d.Pair(context.Background(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)}, origin)
+		p, err := d.Pair(f.Context(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)}, origin)
 		if err != nil {
 			f.Fatal(err)
 		}
-		d.ApprovePairing(context.Background(), p.Code)
-		r, err := d.RedeemPairing(context.Background(), p.ID, verifier, origin)
+		d.ApprovePairing(f.Context(), p.Code)
+		r, err := d.RedeemPairing(f.Context(), p.ID, verifier, origin)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func FuzzChain(f *testing.F) {
 		if err != nil || !validMethod(method) {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 		defer cancel()
 		r := (&http.Request{Method: method, URL: u, Host: host, Header: http.Header{}, Body: http.NoBody, ContentLength: int64(len(body))}).WithContext(ctx)
 		if body != "" {
