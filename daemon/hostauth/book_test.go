@@ -45,9 +45,9 @@ func openBook(t testing.TB, dir string, now func() time.Time, log *slog.Logger) 
 	return New(st, now, log)
 }
 
-func webPair(t testing.TB, d *Book, verifier string) Pairing {
+func webPair(t testing.TB, bk *Book, verifier string) Pairing {
 	t.Helper()
-	p, err := d.Pair(t.Context(), PairRequest{Name: "Snug web", Surface: SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
+	p, err := bk.Pair(t.Context(), PairRequest{Name: "Snug web", Surface: SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
@@ -55,71 +55,71 @@ func webPair(t testing.TB, d *Book, verifier string) Pairing {
 }
 
 // pairHost pairs and redeems a host and returns its token.
-func pairHost(t testing.TB, d *Book, surface Surface, origin string) string {
+func pairHost(t testing.TB, bk *Book, surface Surface, origin string) string {
 	t.Helper()
 	ctx := t.Context()
-	p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin)
+	p, err := bk.Pair(ctx, PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
-	if _, err := d.Approve(ctx, p.Code); err != nil {
-		t.Fatalf("ApprovePairing: %v", err)
+	if _, err := bk.Approve(ctx, p.Code); err != nil {
+		t.Fatalf("Approve: %v", err)
 	}
-	r, err := d.Redeem(ctx, p.ID, testVerifer, origin)
+	r, err := bk.Redeem(ctx, p.ID, testVerifer, origin)
 	if err != nil || r.State != PairingApproved || r.Token.Reveal() == "" {
-		t.Fatalf("RedeemPairing = %v, %v, want approved with a token", r.State, err)
+		t.Fatalf("Redeem = %v, %v, want approved with a token", r.State, err)
 	}
 	return r.Token.Reveal()
 }
 
 func TestPairingFlow(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	p := webPair(t, d, testVerifer)
+	p := webPair(t, bk, testVerifer)
 	if p.State != PairingPending || !strings.HasPrefix(p.ID, "p_") || len(p.Code) != 9 || p.Code[4] != '-' {
 		t.Fatalf("Pair = %+v, want a pending request with an ABCD-EFGH code", p)
 	}
-	if r, err := d.Redeem(ctx, p.ID, testVerifer, webOrigin); err != nil || r.State != PairingPending || r.Token.Reveal() != "" {
-		t.Fatalf("RedeemPairing(pending) = %+v, %v, want pending without a token", r, err)
+	if r, err := bk.Redeem(ctx, p.ID, testVerifer, webOrigin); err != nil || r.State != PairingPending || r.Token.Reveal() != "" {
+		t.Fatalf("Redeem(pending) = %+v, %v, want pending without a token", r, err)
 	}
-	pend, err := d.Pending(ctx)
+	pend, err := bk.Pending(ctx)
 	if err != nil || len(pend) != 1 || pend[0].ID != p.ID || pend[0].Origin != webOrigin || pend[0].Name != "Snug web" {
-		t.Fatalf("PendingPairings = %+v, %v", pend, err)
+		t.Fatalf("Pending = %+v, %v", pend, err)
 	}
 	// The administrator types the code loosely: lower case, no dash.
 	typed := strings.ToLower(strings.ReplaceAll(p.Code, "-", ""))
-	a, err := d.Approve(ctx, typed)
+	a, err := bk.Approve(ctx, typed)
 	if err != nil || a.ID != p.ID || a.State != PairingApproved {
-		t.Fatalf("ApprovePairing(%q) = %+v, %v", typed, a, err)
+		t.Fatalf("Approve(%q) = %+v, %v", typed, a, err)
 	}
-	if _, err := d.Approve(ctx, p.Code); err == nil {
-		t.Fatalf("ApprovePairing twice = nil, want PAIRING_NOT_FOUND")
+	if _, err := bk.Approve(ctx, p.Code); err == nil {
+		t.Fatalf("Approve twice = nil, want PAIRING_NOT_FOUND")
 	} else {
 		testutil.WantCode(t, err, errcode.PairingNotFound)
 	}
-	_, err = d.Redeem(ctx, p.ID, strings.Repeat("x", 43), webOrigin)
+	_, err = bk.Redeem(ctx, p.ID, strings.Repeat("x", 43), webOrigin)
 	testutil.WantCode(t, err, errcode.VerifierMismatch)
-	r, err := d.Redeem(ctx, p.ID, testVerifer, webOrigin)
+	r, err := bk.Redeem(ctx, p.ID, testVerifer, webOrigin)
 	if err != nil || r.State != PairingApproved {
-		t.Fatalf("RedeemPairing(approved) = %v, %v", r.State, err)
+		t.Fatalf("Redeem(approved) = %v, %v", r.State, err)
 	}
 	token := r.Token.Reveal()
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) != len(TokenPrefix)+43 {
 		t.Fatalf("token has %d characters, want %s + 43 (256 bits)", len(token), TokenPrefix)
 	}
 	// Released exactly once.
-	_, err = d.Redeem(ctx, p.ID, testVerifer, webOrigin)
+	_, err = bk.Redeem(ctx, p.ID, testVerifer, webOrigin)
 	testutil.WantCode(t, err, errcode.PairingRedeemed)
 
-	h, err := d.Authenticate(ctx, token, webOrigin)
+	h, err := bk.Authenticate(ctx, token, webOrigin)
 	if err != nil || h.Origin != webOrigin || h.Surface != SurfaceWeb || h.Name != "Snug web" {
-		t.Fatalf("AuthenticateHost = %+v, %v", h, err)
+		t.Fatalf("Authenticate = %+v, %v", h, err)
 	}
-	hosts, err := d.Hosts(ctx)
+	hosts, err := bk.Hosts(ctx)
 	if err != nil || len(hosts) != 1 || hosts[0].ID != h.ID || hosts[0].LastSeenAt == nil {
 		t.Fatalf("Hosts = %+v, %v", hosts, err)
 	}
-	if !d.PairedOrigin(ctx, webOrigin) || d.PairedOrigin(ctx, "https://other.example") {
+	if !bk.PairedOrigin(ctx, webOrigin) || bk.PairedOrigin(ctx, "https://other.example") {
 		t.Errorf("PairedOrigin: want only %s paired", webOrigin)
 	}
 }
@@ -127,10 +127,10 @@ func TestPairingFlow(t *testing.T) {
 // TestTokenBinding: a web host's token only with its exact origin, a
 // desktop host's only without one.
 func TestTokenBinding(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	web := pairHost(t, d, SurfaceWeb, webOrigin)
-	desk := pairHost(t, d, SurfaceDesktop, "")
+	web := pairHost(t, bk, SurfaceWeb, webOrigin)
+	desk := pairHost(t, bk, SurfaceDesktop, "")
 	tests := []struct {
 		name, token, origin string
 		want                errcode.Code
@@ -150,16 +150,16 @@ func TestTokenBinding(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := d.Authenticate(ctx, tc.token, tc.origin)
+			_, err := bk.Authenticate(ctx, tc.token, tc.origin)
 			if got, _ := errcode.CodeOf(err); got != tc.want {
-				t.Errorf("AuthenticateHost(%q) = %v, want code %q", tc.origin, err, tc.want)
+				t.Errorf("Authenticate(%q) = %v, want code %q", tc.origin, err, tc.want)
 			}
 		})
 	}
 }
 
 func TestPairRefusals(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ch := testutil.ChallengeOf(testVerifer)
 	tests := []struct {
 		name   string
@@ -186,26 +186,26 @@ func TestPairRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := d.Pair(t.Context(), tc.req, tc.header)
+			_, err := bk.Pair(t.Context(), tc.req, tc.header)
 			if got, _ := errcode.CodeOf(err); got != tc.want {
 				t.Errorf("Pair(%+v) = %v, want code %q", tc.req, err, tc.want)
 			}
 		})
 	}
-	if p, _ := d.Pending(t.Context()); len(p) != 0 {
-		t.Errorf("PendingPairings after refusals = %d, want 0", len(p))
+	if p, _ := bk.Pending(t.Context()); len(p) != 0 {
+		t.Errorf("Pending after refusals = %d, want 0", len(p))
 	}
 	// Development origins are accepted for web hosts.
-	if _, err := d.Pair(t.Context(), PairRequest{Name: "dev", Surface: SurfaceWeb, Origin: "http://localhost:5173", Challenge: ch}, "http://localhost:5173"); err != nil {
+	if _, err := bk.Pair(t.Context(), PairRequest{Name: "dev", Surface: SurfaceWeb, Origin: "http://localhost:5173", Challenge: ch}, "http://localhost:5173"); err != nil {
 		t.Errorf("Pair(http://localhost:5173) = %v, want nil", err)
 	}
 }
 
 func TestRedeemRefusals(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	p := webPair(t, d, testVerifer)
-	desk, err := d.Pair(ctx, PairRequest{Name: "desk", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
+	p := webPair(t, bk, testVerifer)
+	desk, err := bk.Pair(ctx, PairRequest{Name: "desk", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRedeemRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := d.Redeem(ctx, tc.id, tc.verifier, tc.origin)
+			_, err := bk.Redeem(ctx, tc.id, tc.verifier, tc.origin)
 			testutil.WantCode(t, err, tc.want)
 		})
 	}
@@ -232,37 +232,37 @@ func TestRedeemRefusals(t *testing.T) {
 // TestVerifierFailuresDeny: the fifth wrong verifier denies the request,
 // and the right one then learns only that.
 func TestVerifierFailuresDeny(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	p := webPair(t, d, testVerifer)
-	if _, err := d.Approve(ctx, p.Code); err != nil {
+	p := webPair(t, bk, testVerifer)
+	if _, err := bk.Approve(ctx, p.Code); err != nil {
 		t.Fatal(err)
 	}
 	for i := range MaxVerifierFailures {
-		_, err := d.Redeem(ctx, p.ID, fmt.Sprintf("%043d", i), webOrigin)
+		_, err := bk.Redeem(ctx, p.ID, fmt.Sprintf("%043d", i), webOrigin)
 		testutil.WantCode(t, err, errcode.VerifierMismatch)
 	}
-	r, err := d.Redeem(ctx, p.ID, testVerifer, webOrigin)
+	r, err := bk.Redeem(ctx, p.ID, testVerifer, webOrigin)
 	if err != nil || r.State != PairingDenied || r.Token.Reveal() != "" {
 		t.Fatalf("RedeemPairing after %d wrong verifiers = %+v, %v, want denied without a token", MaxVerifierFailures, r, err)
 	}
 }
 
 func TestDenyPairing(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	p := webPair(t, d, testVerifer)
-	if got, err := d.Deny(ctx, p.Code); err != nil || got.State != PairingDenied {
+	p := webPair(t, bk, testVerifer)
+	if got, err := bk.Deny(ctx, p.Code); err != nil || got.State != PairingDenied {
 		t.Fatalf("DenyPairing = %+v, %v", got, err)
 	}
-	r, err := d.Redeem(ctx, p.ID, testVerifer, webOrigin)
+	r, err := bk.Redeem(ctx, p.ID, testVerifer, webOrigin)
 	if err != nil || r.State != PairingDenied || r.Token.Reveal() != "" {
-		t.Fatalf("RedeemPairing(denied) = %+v, %v", r, err)
+		t.Fatalf("Redeem(denied) = %+v, %v", r, err)
 	}
-	_, err = d.Approve(ctx, p.Code)
+	_, err = bk.Approve(ctx, p.Code)
 	testutil.WantCode(t, err, errcode.PairingNotFound)
 	for _, code := range []string{"", "ABC", "ABCD-EFGH-J", "ABCD-EFGU", "ÄBCD-EFGH"} {
-		_, err := d.Approve(ctx, code)
+		_, err := bk.Approve(ctx, code)
 		testutil.WantCode(t, err, errcode.BadRequest)
 	}
 }
@@ -272,32 +272,32 @@ func TestDenyPairing(t *testing.T) {
 // RedeemGrace more.
 func TestPairingExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := openBook(t, filepath.Join(t.TempDir(), "data"), time.Now, slog.New(slog.DiscardHandler))
+		bk := openBook(t, filepath.Join(t.TempDir(), "data"), time.Now, slog.New(slog.DiscardHandler))
 		ctx := t.Context()
-		lapsed := webPair(t, d, testVerifer)
-		late := webPair(t, d, testVerifer)
-		inGrace := webPair(t, d, testVerifer)
+		lapsed := webPair(t, bk, testVerifer)
+		late := webPair(t, bk, testVerifer)
+		inGrace := webPair(t, bk, testVerifer)
 		time.Sleep(PairingTTL - time.Second)
 		for _, p := range []Pairing{late, inGrace} {
-			if _, err := d.Approve(ctx, p.Code); err != nil {
-				t.Fatalf("ApprovePairing before expiry: %v", err)
+			if _, err := bk.Approve(ctx, p.Code); err != nil {
+				t.Fatalf("Approve before expiry: %v", err)
 			}
 		}
 		time.Sleep(time.Second)
-		if r, err := d.Redeem(ctx, lapsed.ID, testVerifer, webOrigin); err != nil || r.State != PairingExpired {
-			t.Errorf("RedeemPairing(unapproved, after TTL) = %v, %v, want expired", r.State, err)
+		if r, err := bk.Redeem(ctx, lapsed.ID, testVerifer, webOrigin); err != nil || r.State != PairingExpired {
+			t.Errorf("Redeem(unapproved, after TTL) = %v, %v, want expired", r.State, err)
 		}
-		_, err := d.Approve(ctx, lapsed.Code)
+		_, err := bk.Approve(ctx, lapsed.Code)
 		testutil.WantCode(t, err, errcode.PairingNotFound)
-		if r, err := d.Redeem(ctx, inGrace.ID, testVerifer, webOrigin); err != nil || r.State != PairingApproved || r.Token.Reveal() == "" {
-			t.Errorf("RedeemPairing(approved, in grace) = %v, %v, want approved with a token", r.State, err)
+		if r, err := bk.Redeem(ctx, inGrace.ID, testVerifer, webOrigin); err != nil || r.State != PairingApproved || r.Token.Reveal() == "" {
+			t.Errorf("Redeem(approved, in grace) = %v, %v, want approved with a token", r.State, err)
 		}
 		time.Sleep(RedeemGrace)
-		if r, err := d.Redeem(ctx, late.ID, testVerifer, webOrigin); err != nil || r.State != PairingExpired || r.Token.Reveal() != "" {
-			t.Errorf("RedeemPairing(approved, after grace) = %v, %v, want expired without a token", r.State, err)
+		if r, err := bk.Redeem(ctx, late.ID, testVerifer, webOrigin); err != nil || r.State != PairingExpired || r.Token.Reveal() != "" {
+			t.Errorf("Redeem(approved, after grace) = %v, %v, want expired without a token", r.State, err)
 		}
-		if p, _ := d.Pending(ctx); len(p) != 0 {
-			t.Errorf("PendingPairings = %+v, want none", p)
+		if p, _ := bk.Pending(ctx); len(p) != 0 {
+			t.Errorf("Pending = %+v, want none", p)
 		}
 	})
 }
@@ -306,44 +306,44 @@ func TestPairingExpiry(t *testing.T) {
 // that fill the waiting web requests (any page may ask, from as many
 // origins as it has names) cannot keep a desktop host from pairing.
 func TestMaxPendingPairings(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	desktop := PairRequest{Name: "desktop", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}
 	for i := range MaxPendingPairings {
 		origin := fmt.Sprintf("https://spam%d.example", i)
-		if _, err := d.Pair(t.Context(), PairRequest{Name: "spam", Surface: SurfaceWeb, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin); err != nil {
+		if _, err := bk.Pair(t.Context(), PairRequest{Name: "spam", Surface: SurfaceWeb, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin); err != nil {
 			t.Fatalf("Pair(web %d) = %v", i, err)
 		}
 	}
-	_, err := d.Pair(t.Context(), PairRequest{Name: "one more", Surface: SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(testVerifer)}, webOrigin)
+	_, err := bk.Pair(t.Context(), PairRequest{Name: "one more", Surface: SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(testVerifer)}, webOrigin)
 	testutil.WantCode(t, err, errcode.RateLimited)
 	for i := range MaxPendingPairings {
-		if _, err := d.Pair(t.Context(), desktop, ""); err != nil {
+		if _, err := bk.Pair(t.Context(), desktop, ""); err != nil {
 			t.Fatalf("Pair(desktop %d) with %d web requests waiting = %v, want nil", i, MaxPendingPairings, err)
 		}
 	}
-	_, err = d.Pair(t.Context(), desktop, "")
+	_, err = bk.Pair(t.Context(), desktop, "")
 	testutil.WantCode(t, err, errcode.RateLimited)
 }
 
 // TestUnpairRevokesAtOnce: the token stops working when Unpair
 // returns, with no restart or cache expiry.
 func TestUnpairRevokesAtOnce(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	token := pairHost(t, d, SurfaceWeb, webOrigin)
-	h, err := d.Authenticate(ctx, token, webOrigin)
+	token := pairHost(t, bk, SurfaceWeb, webOrigin)
+	h, err := bk.Authenticate(ctx, token, webOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Unpair(ctx, h.ID); err != nil {
+	if _, err := bk.Unpair(ctx, h.ID); err != nil {
 		t.Fatalf("Unpair: %v", err)
 	}
-	_, err = d.Authenticate(ctx, token, webOrigin)
+	_, err = bk.Authenticate(ctx, token, webOrigin)
 	testutil.WantCode(t, err, errcode.Unauthorized)
-	if d.PairedOrigin(ctx, webOrigin) {
+	if bk.PairedOrigin(ctx, webOrigin) {
 		t.Errorf("PairedOrigin after unpairing = true, want false")
 	}
-	_, err = d.Unpair(ctx, h.ID)
+	_, err = bk.Unpair(ctx, h.ID)
 	testutil.WantCode(t, err, errcode.HostNotFound)
 }
 
@@ -351,22 +351,22 @@ func TestUnpairRevokesAtOnce(t *testing.T) {
 // cancelled by the time Unpair returns, and a host unpaired after it
 // authenticated cannot bind a request any more; other hosts' calls run on.
 func TestUnpairCancelsBoundCalls(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	h, err := d.Authenticate(ctx, pairHost(t, d, SurfaceDesktop, ""), "")
+	h, err := bk.Authenticate(ctx, pairHost(t, bk, SurfaceDesktop, ""), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := d.Authenticate(ctx, pairHost(t, d, SurfaceWeb, webOrigin), webOrigin)
+	other, err := bk.Authenticate(ctx, pairHost(t, bk, SurfaceWeb, webOrigin), webOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, release1, err := d.Bind(ctx, h.ID)
+	first, release1, err := bk.Bind(ctx, h.ID)
 	if err != nil {
-		t.Fatalf("BindHost = %v", err)
+		t.Fatalf("Bind = %v", err)
 	}
 	defer release1()
-	ended, release2, err := d.Bind(ctx, h.ID)
+	ended, release2, err := bk.Bind(ctx, h.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestUnpairCancelsBoundCalls(t *testing.T) {
 	if ended.Err() == nil {
 		t.Errorf("a released context is not cancelled")
 	}
-	kept, release3, err := d.Bind(ctx, other.ID)
+	kept, release3, err := bk.Bind(ctx, other.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestUnpairCancelsBoundCalls(t *testing.T) {
 	if first.Err() != nil {
 		t.Fatalf("bound context cancelled before the unpairing: %v", first.Err())
 	}
-	if _, err := d.Unpair(ctx, h.ID); err != nil {
+	if _, err := bk.Unpair(ctx, h.ID); err != nil {
 		t.Fatal(err)
 	}
 	if first.Err() == nil {
@@ -391,7 +391,7 @@ func TestUnpairCancelsBoundCalls(t *testing.T) {
 	if kept.Err() != nil {
 		t.Errorf("another host's bound context = %v, want live", kept.Err())
 	}
-	_, _, err = d.Bind(ctx, h.ID)
+	_, _, err = bk.Bind(ctx, h.ID)
 	testutil.WantCode(t, err, errcode.Unauthorized)
 }
 
@@ -401,39 +401,39 @@ func TestUnpairCancelsBoundCalls(t *testing.T) {
 // narrow, so the race is run many times (before the fix, about one run
 // in six left a deleted host's token working until a restart).
 func TestRedeemRacingUnpair(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
 	for i := range 150 {
-		p, err := d.Pair(ctx, PairRequest{Name: "host", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
+		p, err := bk.Pair(ctx, PairRequest{Name: "host", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Approve(ctx, p.Code); err != nil {
+		if _, err := bk.Approve(ctx, p.Code); err != nil {
 			t.Fatal(err)
 		}
 		deleted := make(chan bool, 1)
 		go func() {
 			for {
-				hs, err := d.Hosts(ctx)
+				hs, err := bk.Hosts(ctx)
 				if err != nil {
 					deleted <- false
 					return
 				}
 				if len(hs) > 0 {
-					_, err := d.Unpair(ctx, hs[0].ID)
+					_, err := bk.Unpair(ctx, hs[0].ID)
 					deleted <- err == nil
 					return
 				}
 			}
 		}()
-		r, err := d.Redeem(ctx, p.ID, testVerifer, "")
+		r, err := bk.Redeem(ctx, p.ID, testVerifer, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !<-deleted {
 			t.Fatalf("run %d: Unpair failed", i)
 		}
-		if _, err := d.Authenticate(ctx, r.Token.Reveal(), ""); err == nil {
+		if _, err := bk.Authenticate(ctx, r.Token.Reveal(), ""); err == nil {
 			t.Fatalf("run %d: Authenticate after Unpair succeeded = nil, want UNAUTHORIZED", i)
 		}
 	}
@@ -449,8 +449,8 @@ func TestHostsSurviveRestart(t *testing.T) {
 	}
 	token := pairHost(t, New(st, time.Now, log), SurfaceDesktop, "")
 	st.Close()
-	d := openBook(t, dir, time.Now, log)
-	if _, err := d.Authenticate(t.Context(), token, ""); err != nil {
+	bk := openBook(t, dir, time.Now, log)
+	if _, err := bk.Authenticate(t.Context(), token, ""); err != nil {
 		t.Errorf("Authenticate after restart = %v, want nil", err)
 	}
 }
@@ -458,15 +458,15 @@ func TestHostsSurviveRestart(t *testing.T) {
 // TestTokenNeverStored: the database holds the token's SHA-256, never the
 // token, and no log line carries it.
 func TestTokenNeverStored(t *testing.T) {
-	d, _, logs := newBook(t)
-	token := pairHost(t, d, SurfaceWeb, webOrigin)
-	if _, err := d.Authenticate(t.Context(), token, webOrigin); err != nil {
+	bk, _, logs := newBook(t)
+	token := pairHost(t, bk, SurfaceWeb, webOrigin)
+	if _, err := bk.Authenticate(t.Context(), token, webOrigin); err != nil {
 		t.Fatal(err)
 	}
 	var hashSeen bool
 	sum := sha256.Sum256([]byte(token))
 	for _, name := range []string{store.DBFile, store.DBFile + "-wal"} {
-		b, err := os.ReadFile(filepath.Join(d.store.Dir(), name))
+		b, err := os.ReadFile(filepath.Join(bk.store.Dir(), name))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -504,17 +504,17 @@ func TestHostTokenRedacts(t *testing.T) {
 // TestTouchThrottled: authentication writes last_seen_at at most once per
 // touchEvery.
 func TestTouchThrottled(t *testing.T) {
-	d, clock, _ := newBook(t)
+	bk, clock, _ := newBook(t)
 	ctx := t.Context()
-	token := pairHost(t, d, SurfaceDesktop, "")
+	token := pairHost(t, bk, SurfaceDesktop, "")
 	stored := func() *time.Time {
-		hs, err := store.Read(ctx, d.store, (*store.Tx).Hosts)
+		hs, err := store.Read(ctx, bk.store, (*store.Tx).Hosts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return hs[0].LastSeenAt
 	}
-	if _, err := d.Authenticate(ctx, token, ""); err != nil {
+	if _, err := bk.Authenticate(ctx, token, ""); err != nil {
 		t.Fatal(err)
 	}
 	first := stored()
@@ -522,12 +522,12 @@ func TestTouchThrottled(t *testing.T) {
 		t.Fatalf("last_seen_at after the first authentication = %v, want %v", first, clock.Now())
 	}
 	clock.Advance(touchEvery - time.Second)
-	d.Authenticate(ctx, token, "")
+	bk.Authenticate(ctx, token, "")
 	if got := stored(); !got.Equal(*first) {
 		t.Errorf("last_seen_at within %v = %v, want unchanged %v", touchEvery, got, first)
 	}
 	clock.Advance(time.Second)
-	d.Authenticate(ctx, token, "")
+	bk.Authenticate(ctx, token, "")
 	if got := stored(); !got.Equal(clock.Now()) {
 		t.Errorf("last_seen_at after %v = %v, want %v", touchEvery, got, clock.Now())
 	}
@@ -536,10 +536,10 @@ func TestTouchThrottled(t *testing.T) {
 // TestRedeemRace: concurrent redemptions with the right verifier release
 // one token between them.
 func TestRedeemRace(t *testing.T) {
-	d, _, _ := newBook(t)
+	bk, _, _ := newBook(t)
 	ctx := t.Context()
-	p := webPair(t, d, testVerifer)
-	if _, err := d.Approve(ctx, p.Code); err != nil {
+	p := webPair(t, bk, testVerifer)
+	if _, err := bk.Approve(ctx, p.Code); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -549,7 +549,7 @@ func TestRedeemRace(t *testing.T) {
 	)
 	for range 8 {
 		wg.Go(func() {
-			r, err := d.Redeem(ctx, p.ID, testVerifer, webOrigin)
+			r, err := bk.Redeem(ctx, p.ID, testVerifer, webOrigin)
 			if err == nil && r.Token.Reveal() != "" {
 				mu.Lock()
 				tokens++
@@ -561,7 +561,7 @@ func TestRedeemRace(t *testing.T) {
 	if tokens != 1 {
 		t.Errorf("tokens released = %d, want 1", tokens)
 	}
-	if hs, _ := d.Hosts(ctx); len(hs) != 1 {
+	if hs, _ := bk.Hosts(ctx); len(hs) != 1 {
 		t.Errorf("hosts = %d, want 1", len(hs))
 	}
 }
@@ -688,23 +688,23 @@ func FuzzNormalizeCode(f *testing.F) {
 	})
 }
 
-// BenchmarkAuthenticateHost is what every authenticated request pays: a
+// BenchmarkAuthenticate is what every authenticated request pays: a
 // SHA-256, a map lookup under a read lock and a constant-time compare; no
 // SQL (last_seen_at is written at most every five minutes).
-func BenchmarkAuthenticateHost(b *testing.B) {
-	d, _, _ := newBook(b)
+func BenchmarkAuthenticate(b *testing.B) {
+	bk, _, _ := newBook(b)
 	ctx := b.Context()
 	for range 20 {
-		pairHost(b, d, SurfaceDesktop, "")
+		pairHost(b, bk, SurfaceDesktop, "")
 	}
-	token := pairHost(b, d, SurfaceWeb, webOrigin)
-	if _, err := d.Authenticate(ctx, token, webOrigin); err != nil {
+	token := pairHost(b, bk, SurfaceWeb, webOrigin)
+	if _, err := bk.Authenticate(ctx, token, webOrigin); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := d.Authenticate(ctx, token, webOrigin); err != nil {
+			if _, err := bk.Authenticate(ctx, token, webOrigin); err != nil {
 				b.Fatal(err)
 			}
 		}
