@@ -286,6 +286,11 @@ func queryAll[T any](tx *Tx, what string, scan func(*sql.Rows) (T, error), query
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	return collect(rows, scan)
+}
+
+// collect reads every row of rows with scan, in order, and closes rows.
+func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
@@ -296,6 +301,13 @@ func queryAll[T any](tx *Tx, what string, scan func(*sql.Rows) (T, error), query
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// scanString reads a row of one text column.
+func scanString(rows *sql.Rows) (string, error) {
+	var s string
+	err := rows.Scan(&s)
+	return s, err
 }
 
 // queryOne is queryAll for a query that matches at most one row: no row is
