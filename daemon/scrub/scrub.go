@@ -184,6 +184,34 @@ func lowerHex(s string) string {
 	return string(b)
 }
 
+// HostMark replaces a connection's resolved host in error-path text.
+const HostMark = "[connection host]"
+
+// Host replaces every occurrence of host in s, in any ASCII case, with
+// HostMark (§15: error-path text of a connection-relative request names
+// the connection, never the host it resolved to). An empty host replaces
+// nothing.
+func Host(s, host string) string {
+	if host == "" {
+		return s
+	}
+	lower, host := asciiLower(s), asciiLower(host) // byte lengths kept
+	if !strings.Contains(lower, host) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(lower, host)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(HostMark)
+		s, lower = s[i+len(host):], lower[i+len(host):]
+	}
+}
+
 // PrivateAddressMark replaces an RFC-1918 literal in model-bound text.
 const PrivateAddressMark = "[private address]"
 

@@ -139,3 +139,18 @@ func FuzzScrubPrivateIPv4(f *testing.F) {
 		}
 	})
 }
+
+// conformance: P3-U15-18, P3-U15-19
+func TestHost(t *testing.T) {
+	cases := []struct{ s, host, want string }{
+		{"dial 192.168.1.20:443 and 192.168.1.20 again", "192.168.1.20", "dial " + HostMark + ":443 and " + HostMark + " again"},
+		{"GET https://API.Example.com/x — é", "api.example.com", "GET https://" + HostMark + "/x — é"},
+		{"nothing here", "api.example.com", "nothing here"},
+		{"any text", "", "any text"},
+	}
+	for _, tc := range cases {
+		if got := Host(tc.s, tc.host); got != tc.want {
+			t.Errorf("Host(%q, %q) = %q, want %q", tc.s, tc.host, got, tc.want)
+		}
+	}
+}
