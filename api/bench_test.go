@@ -1,25 +1,27 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/hostauth"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // BenchmarkChain measures the security chain and echo around a handler
 // that does no I/O: an open route, and an authenticated one from a paired
 // web origin (Host, Origin admission, token and binding, CORS headers).
 func BenchmarkChain(b *testing.B) {
-	d, err := daemon.New(context.Background(), daemon.Config{DataDir: filepath.Join(b.TempDir(), "d")})
+	d, err := daemon.New(b.Context(), daemon.Config{DataDir: filepath.Join(b.TempDir(), "d")})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	p, err := d.Pair(b.Context(), daemon.PairRequest{Name: "bench", Surface: daemon.SurfaceWeb, Origin: webOrigin, Challenge: challengeOf(verifier)}, webOrigin)
+	p, err := d.Pair(b.Context(), hostauth.PairRequest{Name: "bench", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
 	if err != nil {
 		b.Fatal(err)
 	}

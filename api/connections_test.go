@@ -165,7 +165,7 @@ func TestStatus(t *testing.T) {
 		st.Connections != want || st.Hosts.Paired != 1 || st.Listen == "" || st.Helpers == nil || st.Standing == nil {
 		t.Errorf("Status = %+v", st)
 	}
-	e.clock.advance(90 * 1e9)
+	e.clock.Advance(90 * 1e9)
 	st, _ = e.ctl.Status(t.Context())
 	if st.UptimeSeconds != 90 {
 		t.Errorf("UptimeSeconds = %d, want 90", st.UptimeSeconds)

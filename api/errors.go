@@ -97,7 +97,8 @@ func refuse(code errcode.Code, msg string) apiError {
 
 // errorOf turns a handler's error into an apiError. Coded errors keep
 // their code and safe message; a requirement that fails validation lists
-// every violation; anything else is logged and answers a bare INTERNAL.
+// every violation; an INTERNAL answers bare (the daemon logged it where it
+// happened), and anything uncoded is logged here and answers INTERNAL.
 func errorOf(log *slog.Logger, err error) apiError {
 	var ve *daemon.ValidationError
 	if errors.As(err, &ve) {
@@ -123,8 +124,15 @@ func errorOf(log *slog.Logger, err error) apiError {
 		return refuse(errcode.PayloadTooLarge, "the request body is too large for this route")
 	}
 	code, ok := errcode.CodeOf(err)
-	if !ok || code == errcode.Internal {
+	if !ok {
+		// No layer below classified it, so none logged it: this is the
+		// layer that handles it.
 		log.Error("request failed", "err", err)
+		return refuse(errcode.Internal, "internal error; the daemon's log says why")
+	}
+	if code == errcode.Internal {
+		// The daemon made it INTERNAL and logged it there, with what it
+		// was doing (STYLE.md: log at the layer that handles the error).
 		return refuse(errcode.Internal, "internal error; the daemon's log says why")
 	}
 	if _, listed := statusTable()[code]; !listed {

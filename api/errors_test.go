@@ -13,6 +13,8 @@ import (
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/requirement"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // TestStatusTable: every code the table maps is registered and emittable,
@@ -106,8 +108,8 @@ func TestStatusesOverTheWire(t *testing.T) {
 		code   string
 	}{
 		{"malformed JSON", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: "{"}, 400, "BAD_REQUEST"},
-		{"unknown field", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + challengeOf(verifier) + `","admin":true}`}, 400, "BAD_REQUEST"},
-		{"trailing data", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + challengeOf(verifier) + `"} {}`}, 400, "BAD_REQUEST"},
+		{"unknown field", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + testutil.ChallengeOf(verifier) + `","admin":true}`}, 400, "BAD_REQUEST"},
+		{"trailing data", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader(), body: `{"name":"x","surface":"desktop","challenge":"` + testutil.ChallengeOf(verifier) + `"} {}`}, 400, "BAD_REQUEST"},
 		{"no body", req{method: "POST", path: "/v1/hosts/pair", header: jsonHeader()}, 400, "BAD_REQUEST"},
 		{"no token", req{method: "GET", path: "/v1/status"}, 401, "UNAUTHORIZED"},
 		{"bad token", req{method: "GET", path: "/v1/status", header: map[string]string{"Authorization": "Bearer nope"}}, 401, "UNAUTHORIZED"},
@@ -133,5 +135,27 @@ func TestStatusesOverTheWire(t *testing.T) {
 				t.Errorf("security headers missing: %v", resp.Header)
 			}
 		})
+	}
+}
+
+// TestInternalLoggedOnce: an INTERNAL the daemon built was logged where it
+// happened, so the API does not log it again; an uncoded error, which no
+// layer below classified, is logged here. Both answer a bare INTERNAL.
+func TestInternalLoggedOnce(t *testing.T) {
+	var logs testutil.LogBuffer
+	log := logs.Logger()
+	err := errcode.Wrap(errcode.Internal, "load hosts failed", errors.New("disk on fire"))
+	if a := errorOf(log, err); a.status != http.StatusInternalServerError || a.body.Error.Code != errcode.Internal {
+		t.Errorf("errorOf(%v) = %d %s, want 500 INTERNAL", err, a.status, a.body.Error.Code)
+	}
+	if got := logs.String(); got != "" {
+		t.Errorf("errorOf(daemon INTERNAL) logged %q, want nothing", got)
+	}
+	a := errorOf(log, errors.New("unclassified"))
+	if a.body.Error.Code != errcode.Internal || strings.Contains(a.body.Error.Message, "unclassified") {
+		t.Errorf("errorOf(uncoded) = %+v, want a bare INTERNAL", a.body.Error)
+	}
+	if got := logs.String(); strings.Count(got, "request failed") != 1 || !strings.Contains(got, "unclassified") {
+		t.Errorf("errorOf(uncoded) logged %q, want one line with the error", got)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/hostauth"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // FuzzChain sends arbitrary requests through the TCP channel and checks
@@ -23,23 +26,23 @@ import (
 func FuzzChain(f *testing.F) {
 	const port = 4747
 	dir := filepath.Join(f.TempDir(), "d")
-	d, err := daemon.New(context.Background(), daemon.Config{DataDir: dir})
+	d, err := daemon.New(f.Context(), daemon.Config{DataDir: dir})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { d.Close() })
 	tokens := map[string]string{} // token → origin ("" desktop)
 	for _, origin := range []string{"", webOrigin} {
-		surface := daemon.SurfaceDesktop
+		surface := hostauth.SurfaceDesktop
 		if origin != "" {
-			surface = daemon.SurfaceWeb
+			surface = hostauth.SurfaceWeb
 		}
-		p, err := d.Pair(context.Background(), daemon.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: challengeOf(verifier)}, origin)
+		p, err := d.Pair(f.Context(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)}, origin)
 		if err != nil {
 			f.Fatal(err)
 		}
-		d.ApprovePairing(context.Background(), p.Code)
-		r, err := d.RedeemPairing(context.Background(), p.ID, verifier, origin)
+		d.ApprovePairing(f.Context(), p.Code)
+		r, err := d.RedeemPairing(f.Context(), p.ID, verifier, origin)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -62,7 +65,7 @@ func FuzzChain(f *testing.F) {
 	f.Add("GET", "/v1/status", "127.0.0.1:4747", webOrigin, "Bearer "+web, "", "")
 	f.Add("GET", "/v1/status", "127.0.0.1:4747", webOrigin, "Bearer "+desk, "", "")
 	f.Add("OPTIONS", "/v1/status", "127.0.0.1:4747", webOrigin, "", "", "")
-	f.Add("POST", "/v1/hosts/pair", "127.0.0.1:4747", "https://x.example", "", "application/json", `{"name":"x","surface":"web","origin":"https://x.example","challenge":"`+challengeOf(verifier)+`"}`)
+	f.Add("POST", "/v1/hosts/pair", "127.0.0.1:4747", "https://x.example", "", "application/json", `{"name":"x","surface":"web","origin":"https://x.example","challenge":"`+testutil.ChallengeOf(verifier)+`"}`)
 	f.Add("POST", "/v1/apps/a/connections/s/approve", "[::1]:4747", "", "Bearer "+desk, "text/plain", "{}")
 	f.Add("GET", "/v1/hosts", "127.0.0.1:4747", "null", "Bearer "+desk, "", "")
 	f.Add("PUT", "/v1/apps/a%2Fb/connections/s/credentials", "evil.example:4747", "", "Bearer "+desk, "application/json", `{"fields":{"k":"v"}}`)
@@ -71,7 +74,7 @@ func FuzzChain(f *testing.F) {
 		if err != nil || !validMethod(method) {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 		defer cancel()
 		r := (&http.Request{Method: method, URL: u, Host: host, Header: http.Header{}, Body: http.NoBody, ContentLength: int64(len(body))}).WithContext(ctx)
 		if body != "" {

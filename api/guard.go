@@ -19,8 +19,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 // The security chain (DESIGN.md, loopback API security). Browsers let any
@@ -123,7 +123,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 		return refuse(errcode.Forbidden, "the ctl channel serves no web page"), false
 	case len(origins) == 1:
 		origin = origins[0]
-		if origin == "null" || !daemon.ValidWebOrigin(origin) {
+		if origin == "null" || !hostauth.ValidWebOrigin(origin) {
 			return refuse(errcode.Forbidden, "this Origin is refused"), false
 		}
 	}

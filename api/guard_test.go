@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // TestHostHeader: only 127.0.0.1, [::1] and localhost with the listener's
@@ -130,7 +132,7 @@ func unpairedPage(t *testing.T, e *env, rt route, path, evil, desk string) {
 			body = "{}"
 		}
 		if rt.origin == originPairing && rt.access == open {
-			body = fmt.Sprintf(`{"name":"x","surface":"web","origin":%q,"challenge":%q}`, webOrigin, challengeOf(verifier))
+			body = fmt.Sprintf(`{"name":"x","surface":"web","origin":%q,"challenge":%q}`, webOrigin, testutil.ChallengeOf(verifier))
 		}
 		resp, got := e.do(req{method: rt.method, path: path, header: h, body: body})
 		want := http.StatusForbidden
@@ -195,7 +197,7 @@ func TestPreflight(t *testing.T) {
 	if resp := pre("https://new.example", "/v1/hosts/pair", "POST", "content-type", true); resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != "https://new.example" {
 		t.Errorf("pair preflight = %d %v, want 204 for the origin being paired", resp.StatusCode, resp.Header)
 	}
-	p, err := e.host("", "https://new.example").Pair(t.Context(), PairRequest{Name: "new", Surface: "web", Origin: "https://new.example", Challenge: challengeOf(verifier)})
+	p, err := e.host("", "https://new.example").Pair(t.Context(), PairRequest{Name: "new", Surface: "web", Origin: "https://new.example", Challenge: testutil.ChallengeOf(verifier)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func TestPreflight(t *testing.T) {
 func TestCtlOnlyRoutesAbsentOnTCP(t *testing.T) {
 	e := newEnv(t)
 	desk := e.pair("desktop", "")
-	p, err := e.host("", "").Pair(t.Context(), PairRequest{Name: "waiting", Surface: "desktop", Challenge: challengeOf(verifier)})
+	p, err := e.host("", "").Pair(t.Context(), PairRequest{Name: "waiting", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +277,7 @@ func TestFailedAuthRateLimit(t *testing.T) {
 	if got := bad(""); got != 429 {
 		t.Errorf("the same wrong token without an origin = %d, want 429 (per-token limit)", got)
 	}
-	e.clock.advance(authPeriod)
+	e.clock.Advance(authPeriod)
 	if got := bad(webOrigin); got != 401 {
 		t.Errorf("a failure after %v = %d, want 401 (the bucket refilled)", authPeriod, got)
 	}
@@ -286,16 +288,16 @@ func TestPairRateLimit(t *testing.T) {
 	e := newEnv(t)
 	c := e.host("", "")
 	for i := range pairBurst {
-		if _, err := c.Pair(t.Context(), PairRequest{Name: "x", Surface: "desktop", Challenge: challengeOf(verifier)}); err != nil {
+		if _, err := c.Pair(t.Context(), PairRequest{Name: "x", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)}); err != nil {
 			t.Fatalf("Pair %d: %v", i+1, err)
 		}
 	}
-	_, err := c.Pair(t.Context(), PairRequest{Name: "x", Surface: "desktop", Challenge: challengeOf(verifier)})
+	_, err := c.Pair(t.Context(), PairRequest{Name: "x", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
 	if ae, ok := err.(*Error); !ok || ae.Status != 429 {
 		t.Fatalf("Pair %d = %v, want 429", pairBurst+1, err)
 	}
-	e.clock.advance(pairPeriod)
-	if _, err := c.Pair(t.Context(), PairRequest{Name: "x", Surface: "desktop", Challenge: challengeOf(verifier)}); err != nil {
+	e.clock.Advance(pairPeriod)
+	if _, err := c.Pair(t.Context(), PairRequest{Name: "x", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)}); err != nil {
 		t.Errorf("Pair after %v = %v, want nil", pairPeriod, err)
 	}
 }

@@ -2,24 +2,19 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/internal/testutil"
 	"github.com/snug/snugd/transports"
 )
 
@@ -28,29 +23,6 @@ const (
 	webOrigin   = "https://snug.example"
 	verifier    = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 )
-
-func challengeOf(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// clock is a clock the test moves.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // env is a real daemon in a temporary data directory with the API served
 // on 127.0.0.1:0 and on its ctl socket.
@@ -62,25 +34,8 @@ type env struct {
 	port  int
 	base  string
 	ctl   *Client
-	clock *clock
-	logs  *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	clock *testutil.Clock
+	logs  *testutil.LogBuffer
 }
 
 // seed is a connection row a test starts with, proposed on the user
@@ -101,18 +56,6 @@ func requirementJSON(slot string, hosts ...string) json.RawMessage {
 	return b
 }
 
-// noNetwork refuses every lookup and dial: no test reaches beyond
-// loopback by accident.
-type noNetwork struct{}
-
-func (noNetwork) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
-	return nil, errors.New("test: no DNS")
-}
-
-func (noNetwork) Dial(context.Context, string, string) (net.Conn, error) {
-	return nil, errors.New("test: no dialling")
-}
-
 func newEnv(t *testing.T, seeds ...seed) *env {
 	t.Helper()
 	return newEnvWith(t, nil, seeds...)
@@ -128,12 +71,13 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	dir = filepath.Join(dir, "d")
-	e := &env{t: t, dir: dir, clock: &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, logs: &lockedBuffer{}}
-	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e := &env{t: t, dir: dir, clock: testutil.NewClock(testutil.Epoch), logs: &testutil.LogBuffer{}}
+	log := e.logs.Logger()
 	dc := daemon.Config{
-		DataDir: dir, Logger: log, Now: e.clock.now,
-		Public: &transports.Public{Resolver: noNetwork{}, Dial: noNetwork{}.Dial},
-		LAN:    &transports.LAN{Dial: noNetwork{}.Dial},
+		DataDir: dir, Logger: log, Now: e.clock.Now,
+		// No test reaches beyond loopback by accident.
+		Public: &transports.Public{Resolver: testutil.NoNetwork{}, Dial: testutil.NoNetwork{}.Dial},
+		LAN:    &transports.LAN{Dial: testutil.NoNetwork{}.Dial},
 	}
 	if cfg != nil {
 		cfg(&dc)
@@ -142,7 +86,7 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
-	e.s = New(e.d, Options{Version: testVersion, Logger: log, Now: e.clock.now, Heartbeat: 50 * time.Millisecond, DrainTimeout: 2 * time.Second})
+	e.s = New(e.d, Options{Version: testVersion, Logger: log, Now: e.clock.Now, Heartbeat: 50 * time.Millisecond, DrainTimeout: 2 * time.Second})
 	tcp, err := ListenTCP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +144,7 @@ func (e *env) pair(surface, origin string) string {
 	e.t.Helper()
 	ctx := e.t.Context()
 	c := e.host("", origin)
-	p, err := c.Pair(ctx, PairRequest{Name: "test " + surface, Surface: surface, Origin: origin, Challenge: challengeOf(verifier)})
+	p, err := c.Pair(ctx, PairRequest{Name: "test " + surface, Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)})
 	if err != nil {
 		e.t.Fatalf("Pair: %v", err)
 	}

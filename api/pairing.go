@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 // health answers that snugd runs, and its version: nothing else, so an
@@ -24,8 +24,8 @@ func (s *Server) pair(c echo.Context) error {
 	if wait := s.pairs.take(failureKeys(requestOrigin(c), "")); wait > 0 {
 		return rateLimitedMsg(c.Response(), wait, "too many pairing requests from this origin; retry later")
 	}
-	p, err := s.d.Pair(c.Request().Context(), daemon.PairRequest{
-		Name: req.Name, Surface: daemon.Surface(req.Surface), Origin: req.Origin, Challenge: req.Challenge,
+	p, err := s.d.Pair(c.Request().Context(), hostauth.PairRequest{
+		Name: req.Name, Surface: hostauth.Surface(req.Surface), Origin: req.Origin, Challenge: req.Challenge,
 	}, requestOrigin(c))
 	if err != nil {
 		return err

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/hostauth"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 func wantAPIError(t *testing.T, err error, status int, code errcode.Code) {
@@ -30,11 +32,11 @@ func TestPairingOverTheAPI(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	page := e.host("", webOrigin)
-	p, err := page.Pair(ctx, PairRequest{Name: "Snug web", Surface: "web", Origin: webOrigin, Challenge: challengeOf(verifier)})
+	p, err := page.Pair(ctx, PairRequest{Name: "Snug web", Surface: "web", Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)})
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
-	if len(p.Code) != 9 || !p.ExpiresAt.After(e.clock.now()) {
+	if len(p.Code) != 9 || !p.ExpiresAt.After(e.clock.Now()) {
 		t.Fatalf("Pair = %+v", p)
 	}
 	if r, err := page.Redeem(ctx, p.PairingID, verifier); err != nil || r.State != "pending" || r.Token != "" {
@@ -43,7 +45,7 @@ func TestPairingOverTheAPI(t *testing.T) {
 	// A wrong verifier learns nothing.
 	_, err = page.Redeem(ctx, p.PairingID, strings.Repeat("v", 43))
 	wantAPIError(t, err, 403, errcode.VerifierMismatch)
-	// The ctl channel lists and approves it.
+	// The ctl socket lists and approves it.
 	hs, err := e.ctl.Hosts(ctx)
 	if err != nil || len(hs.Pending) != 1 || hs.Pending[0].Origin != webOrigin || hs.Pending[0].Name != "Snug web" {
 		t.Fatalf("Hosts = %+v, %v", hs, err)
@@ -108,7 +110,7 @@ func TestApproveOnlyOverCtl(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	desk := e.pair("desktop", "")
-	p, err := e.host("", "").Pair(ctx, PairRequest{Name: "intruder", Surface: "desktop", Challenge: challengeOf(verifier)})
+	p, err := e.host("", "").Pair(ctx, PairRequest{Name: "intruder", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +133,11 @@ func TestPairingExpiryOverTheAPI(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	c := e.host("", "")
-	p, err := c.Pair(ctx, PairRequest{Name: "slow", Surface: "desktop", Challenge: challengeOf(verifier)})
+	p, err := c.Pair(ctx, PairRequest{Name: "slow", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.advance(daemon.PairingTTL)
+	e.clock.Advance(hostauth.PairingTTL)
 	if r, err := c.Redeem(ctx, p.PairingID, verifier); err != nil || r.State != "expired" {
 		t.Errorf("Redeem after the TTL = %+v, %v, want expired", r, err)
 	}
@@ -176,7 +178,7 @@ func TestRedeemFailuresRateLimited(t *testing.T) {
 		_, last = c.Redeem(ctx, "p_"+strings.Repeat("1", 32), verifier)
 	}
 	wantAPIError(t, last, 429, errcode.RateLimited)
-	e.clock.advance(time.Minute)
+	e.clock.Advance(time.Minute)
 	_, err := c.Redeem(ctx, "p_"+strings.Repeat("1", 32), verifier)
 	wantAPIError(t, err, 404, errcode.PairingNotFound)
 }

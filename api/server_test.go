@@ -20,6 +20,8 @@ import (
 
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // TestListenTCPLoopbackOnly: an address beyond loopback is refused before
@@ -282,7 +284,7 @@ func TestShutdownDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	body := `{"name":"slow","surface":"desktop","challenge":"` + challengeOf(verifier) + `"}`
+	body := `{"name":"slow","surface":"desktop","challenge":"` + testutil.ChallengeOf(verifier) + `"}`
 	fmt.Fprintf(conn, "POST /v1/hosts/pair HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", port, len(body), body[:10])
 	time.Sleep(50 * time.Millisecond) // the server has read the headers
 	cancel()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 // The request and response bodies of the API, with JSON names exactly as
@@ -104,7 +105,7 @@ type PairingJSON struct {
 	CreatedAt Time   `json:"createdAt"`
 }
 
-func pairingJSON(p daemon.Pairing) PairingJSON {
+func pairingJSON(p hostauth.Pairing) PairingJSON {
 	return PairingJSON{
 		PairingID: p.ID, Code: p.Code, Name: p.Name, Surface: string(p.Surface), Origin: p.Origin,
 		State: string(p.State), ExpiresAt: Time{p.ExpiresAt}, CreatedAt: Time{p.CreatedAt},

@@ -5,45 +5,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/ident"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
 )
 
 // Status is a connection row's status: exactly three values (spec §12.2).
 // "Needs re-approval" is derived (Connection.NeedsReapproval), never a
-// fourth status.
+// fourth status. The values are declared once, as the store's
+// (store.Status), and named here.
 type Status string
 
 const (
-	StatusDeclared Status = "declared"
-	StatusApproved Status = "approved"
-	StatusRevoked  Status = "revoked"
+	StatusDeclared = Status(store.StatusDeclared)
+	StatusApproved = Status(store.StatusApproved)
+	StatusRevoked  = Status(store.StatusRevoked)
 )
 
 // Provenance says which channel proposed a requirement (spec §12.2, R18).
+// The values are declared once, as the store's (store.Provenance).
 type Provenance string
 
 const (
-	ProvenanceRegistry  Provenance = "registry"
-	ProvenanceInference Provenance = "inference"
-	ProvenanceUserDocs  Provenance = "user_docs"
-	ProvenanceStarter   Provenance = "starter"
-	ProvenanceUser      Provenance = "user"
+	ProvenanceRegistry  = Provenance(store.ProvenanceRegistry)
+	ProvenanceInference = Provenance(store.ProvenanceInference)
+	ProvenanceUserDocs  = Provenance(store.ProvenanceUserDocs)
+	ProvenanceStarter   = Provenance(store.ProvenanceStarter)
+	ProvenanceUser      = Provenance(store.ProvenanceUser)
 )
 
 // MaxSlotsPerApp is AUTH_MAX_SLOTS_PER_APP (spec §12.2): every row of an app
 // counts, revoked tombstones included; replacing an existing slot does not
 // (ruling R13).
 const MaxSlotsPerApp = 8
-
-// maxAppIDChars bounds a host-assigned app identity (API.md).
-const maxAppIDChars = store.MaxAppIDChars
 
 // Connection is one connection row as snugd reads it: the grant columns of
 // spec §12.2 and the parsed requirement. Requirement is nil when the stored
@@ -118,20 +115,11 @@ func parseStored(raw string) (*requirement.Requirement, []requirement.Violation)
 	return requirement.Parse([]byte(raw), requirement.Options{})
 }
 
-// checkAppID refuses an app identity outside API.md's 1–128 characters:
-// text, so invalid UTF-8 (a path can carry %FF) and control characters
-// (which no credential key may hold) are refused here, as a bad request,
-// rather than deep in storage.
+// checkAppID refuses an app identity that breaks the app-id rule
+// (ident.CheckAppID) as a bad request, here rather than deep in storage.
 func checkAppID(appID string) error {
-	if n := utf8.RuneCountInString(appID); n == 0 || n > maxAppIDChars || !utf8.ValidString(appID) ||
-		strings.ContainsFunc(appID, unicode.IsControl) {
-		return errcode.New(errcode.BadRequest, "app id must be 1-128 characters of text")
-	}
-	// auth:_flow:<id> and auth:_state_hmac are app-agnostic keys beside
-	// the apps' auth:<appId>:… slices (§13); an app id beginning with "_"
-	// could alias them.
-	if appID[0] == '_' {
-		return errcode.New(errcode.BadRequest, "app id must not begin with _: such names are reserved for snugd's own state")
+	if err := ident.CheckAppID(appID); err != nil {
+		return errcode.New(errcode.BadRequest, err.Error())
 	}
 	return nil
 }

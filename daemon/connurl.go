@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // Connection-relative addressing (spec §15, ruling R7): an app addresses
@@ -80,43 +81,15 @@ type connTarget struct {
 	host string
 }
 
-// resolvedMark replaces the resolved host in error-path text.
-const resolvedMark = "[connection host]"
-
 // scrubResolved removes the resolved host, in every spelling a message
-// could carry, from s.
+// could carry, from s (scrub.Host). It is a no-op on a nil target.
 func (c *connTarget) scrubResolved(s string) string {
-	if c == nil || c.host == "" {
+	if c == nil {
 		return s
 	}
-	lower, host := asciiLower(s), asciiLower(c.host) // byte lengths kept
-	if !strings.Contains(lower, host) {
-		return s
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(lower, host)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		b.WriteString(resolvedMark)
-		s, lower = s[i+len(host):], lower[i+len(host):]
-	}
+	return scrub.Host(s, c.host)
 }
 
 // symbolic is the form the journal and the facts record for the
 // connection: never the resolved host.
 func (c *connTarget) symbolic() string { return "snug-connection://" + c.slot }
-
-// asciiLower lowercases ASCII letters only, so byte offsets are kept.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
@@ -97,9 +98,8 @@ type Daemon struct {
 	secretCache secretCache
 	// flows are the pairing flows in progress (flows.go).
 	flows *flowBook
-	// hosts indexes the paired hosts by token hash (hosts.go); its zero
-	// value is ready.
-	hosts hostBook
+	// hosts is the host pairing book (daemon/hostauth; hosts.go).
+	hosts *hostauth.Book
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -141,6 +141,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), exec: exec, registry: reg, starters: starters}
+	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
 	d.readSecrets = d.cachedSlotSecrets
 	d.confirms = newConfirmBroker(exec.confirmTimeout, d.hints, now)
 	d.flows = newFlowBook(now, d.hints)

@@ -8,8 +8,9 @@
 // DecideConfirm are the confirm broker (gate 6); ArmStanding, Standings,
 // StandingFor, DisarmStanding and KillStanding the standing approvals (§17);
 // Facts the chat lane's connection facts (§16); Journal the executor's
-// journal; ProviderErrorText and ScrubPrivateIPv4 the scrubs other seats
-// reuse. fetch.go documents the pipeline.
+// journal. The scrubs other parts reuse (scrub.ProviderErrorText,
+// scrub.PrivateIPv4) live in the leaf daemon/scrub. fetch.go documents
+// the pipeline.
 //
 // Imports: transports, lan, linkdevice and daemon's own subpackages, the
 // standard library, the SQLite driver (through daemon/internal/store only),

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // Fact is what the provider chat lane's context may know about one
@@ -52,14 +53,14 @@ func (d *Daemon) Facts(appID string) []Fact {
 		}
 		f := Fact{
 			Slot:     g.slot,
-			Provider: ScrubPrivateIPv4(g.req.Provider.Name),
+			Provider: scrub.PrivateIPv4(g.req.Provider.Name),
 			Kind:     g.req.Kind,
 			Status:   g.status,
-			Scopes:   clipRunes(ScrubPrivateIPv4(strings.Join(g.req.Scopes, ", ")), maxScopeSummary), // scrub before the cut, or a cut address survives
+			Scopes:   scrub.Clip(scrub.PrivateIPv4(strings.Join(g.req.Scopes, ", ")), maxScopeSummary), // scrub before the cut, or a cut address survives
 			Address:  "snug-connection://" + g.slot + "/",
 		}
 		if g.req.LANHost != nil {
-			f.LAN, f.Label = true, ScrubPrivateIPv4(g.req.LANHost.Label)
+			f.LAN, f.Label = true, scrub.PrivateIPv4(g.req.LANHost.Label)
 		} else {
 			hosts := g.claims
 			if g.approved() {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // conformance: P3-L16-01, P3-L16-02, P3-L16-03, P3-S17-15, P3-C12-08
@@ -36,7 +37,7 @@ func TestFacts(t *testing.T) {
 		byslot[f.Slot] = f
 	}
 	hue := byslot["hue"]
-	if !hue.LAN || len(hue.Hosts) != 0 || hue.Address != "snug-connection://hue/" || !strings.Contains(hue.Label, PrivateAddressMark) {
+	if !hue.LAN || len(hue.Hosts) != 0 || hue.Address != "snug-connection://hue/" || !strings.Contains(hue.Label, scrub.PrivateAddressMark) {
 		t.Errorf("LAN fact = %+v, want symbolic", hue)
 	}
 	if chat := byslot["chat"]; !chat.Armed || !reflect.DeepEqual(chat.Hosts, []string{apiHost}) || chat.Provider != "Chat" {

@@ -47,7 +47,7 @@ package daemon
 // fetch.go (this file): Net, TestConnection and the gate list;
 // fetch_gates.go: the gates; connurl.go: §15; confirm.go: the confirm
 // broker and the session memory (R10); standing.go: standing approvals
-// (§17, R20); scrub.go and providererr.go: gate 10's scrub, §14.2 and
+// (§17, R20); package daemon/scrub: gate 10's scrub, §14.2 and
 // §14.3; journal.go: the journal; facts.go: the chat lane's facts (§16).
 
 import (

@@ -13,6 +13,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
 	"github.com/snug/snugd/daemon/template"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/transports"
@@ -43,7 +44,7 @@ type fetch struct {
 	pin      string              // gate 8: the LAN row's certificate pin
 	pinned   bool                // gate 8: the LAN row has a pin, or state that does not say: https only
 	departed bool                // gate 6a: the request went to a helper
-	scrub    scrubber            // gates 6a and 8: every value injected
+	scrub    scrub.Set           // gates 6a and 8: every value injected
 	resp     *upstream           // gate 9 (or 6a)
 
 	out           wire.NetResponse // gate 10
@@ -409,7 +410,7 @@ func (d *Daemon) sendLocal(ctx context.Context, f *fetch) *errcode.Error {
 		Token:        token,
 	})
 	if rerr != nil {
-		d.log.Warn("local helper failed", "helper", f.helperID, "err", f.scrub.apply(rerr.Error()))
+		d.log.Warn("local helper failed", "helper", f.helperID, "err", f.scrub.Apply(rerr.Error()))
 		return refuse(errcode.NetFetchFailed, "the local helper did not answer")
 	}
 	if len(resp.Body) > wire.MaxNetResponseBody {
@@ -524,7 +525,7 @@ func (d *Daemon) inject(ctx context.Context, f *fetch) *errcode.Error {
 			d.log.Warn("access token unavailable", "app", f.call.AppID, "slot", g.slot)
 			return refuse(errcode.NetAuthFailed, "the connection could not obtain an access token")
 		}
-		f.scrub.add(tok)
+		f.scrub.Add(tok)
 		setInjected(f.header, "Authorization", "Bearer "+tok)
 	}
 	return d.render(f, values)
@@ -556,7 +557,7 @@ func (d *Daemon) credentials(ctx context.Context, f *fetch) (map[string]string, 
 			continue // reserved names are state, never field values
 		}
 		values[name] = string(v)
-		f.scrub.add(string(v))
+		f.scrub.Add(string(v))
 	}
 	return values, nil
 }
@@ -583,7 +584,7 @@ func (d *Daemon) render(f *fetch, values map[string]string) *errcode.Error {
 		}
 		return refuse(errcode.NetAuthFailed, "the connection's credential template could not be rendered")
 	}
-	f.scrub.add(out.Secrets...)
+	f.scrub.Add(out.Secrets...)
 	for _, p := range out.Headers {
 		setInjected(f.header, p.Name, p.Value)
 	}
@@ -695,9 +696,9 @@ func (d *Daemon) readResponse(_ context.Context, f *fetch) *errcode.Error {
 	}
 	llm := f.call.Delivery.llm()
 	clean := func(s string) string {
-		s = f.scrub.apply(s)
+		s = f.scrub.Apply(s)
 		if llm {
-			s = ScrubPrivateIPv4(s)
+			s = scrub.PrivateIPv4(s)
 		}
 		return s
 	}
@@ -714,9 +715,9 @@ func (d *Daemon) readResponse(_ context.Context, f *fetch) *errcode.Error {
 		header[name] = out
 	}
 	if r.status >= 400 {
-		f.providerError = providerErrorText(string(r.body), f.scrub.candidates(), func(s string) string {
+		f.providerError = scrub.ProviderErrorText(string(r.body), f.scrub.Candidates(), func(s string) string {
 			if llm {
-				s = ScrubPrivateIPv4(s)
+				s = scrub.PrivateIPv4(s)
 			}
 			return f.conn.scrubResolved(s) // nil-safe: a no-op without a connection URL
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/scrub"
 	"github.com/snug/snugd/daemon/wire"
 )
 
@@ -59,7 +60,7 @@ func TestScrub(t *testing.T) {
 	if !strings.Contains(resp.Body, "b64="+b64) {
 		t.Errorf("body lost the base64 spelling; the scrub is exact-substring only: %q", resp.Body)
 	}
-	if strings.Count(resp.Body, ScrubMark) < 5 {
+	if strings.Count(resp.Body, scrub.Mark) < 5 {
 		t.Errorf("body = %q, want five scrubbed echoes", resp.Body)
 	}
 	if _, ok := resp.Headers["x-debug"]; ok {
@@ -68,7 +69,7 @@ func TestScrub(t *testing.T) {
 	if _, ok := resp.Headers["set-cookie"]; ok {
 		t.Errorf("set-cookie crossed: %v", resp.Headers)
 	}
-	if !strings.Contains(resp.Headers["link"], ScrubMark) || !strings.Contains(resp.Headers["x-ratelimit-remaining"], ScrubMark) {
+	if !strings.Contains(resp.Headers["link"], scrub.Mark) || !strings.Contains(resp.Headers["x-ratelimit-remaining"], scrub.Mark) {
 		t.Errorf("whitelisted headers not scrubbed: %v", resp.Headers)
 	}
 	if got := resp.Headers["content-length"]; got != strconv.Itoa(len(resp.Body)) {
@@ -119,9 +120,9 @@ func TestProviderErrorInNet(t *testing.T) {
 		name, body string
 		want       string
 	}{
-		{"html page", html, "Bad oops " + ScrubMark},
-		{"json error.message", `{"error":{"message":"bad key ` + secretKey + `","code":401}}`, "bad key " + ScrubMark},
-		{"escaped secret", `{"message":"bad key ` + escaped + `"}`, "bad key " + ScrubMark},
+		{"html page", html, "Bad oops " + scrub.Mark},
+		{"json error.message", `{"error":{"message":"bad key ` + secretKey + `","code":401}}`, "bad key " + scrub.Mark},
+		{"escaped secret", `{"message":"bad key ` + escaped + `"}`, "bad key " + scrub.Mark},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +137,7 @@ func TestProviderErrorInNet(t *testing.T) {
 				t.Fatalf("Net = %q/%d, want a 401 response", res.Code, resp.Status)
 			}
 			pe := res.ProviderError
-			if len([]rune(pe)) > MaxProviderErrorChars || strings.ContainsAny(pe, "<>") || strings.Contains(pe, "Secret") {
+			if len([]rune(pe)) > scrub.MaxProviderErrorChars || strings.ContainsAny(pe, "<>") || strings.Contains(pe, "Secret") {
 				t.Fatalf("ProviderError = %q: want ≤160 chars, no tags, no secret", pe)
 			}
 			if !strings.HasPrefix(pe, tc.want) {
@@ -513,4 +514,16 @@ func TestProviderErrorCutAfterScrub(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lowerHex rewrites the hex digits of every %XX escape in s in lowercase:
+// the spelling of a provider that re-encodes with lowercase hex.
+func lowerHex(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			copy(b[i+1:i+3], bytes.ToLower(b[i+1:i+3]))
+		}
+	}
+	return string(b)
 }

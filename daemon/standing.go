@@ -14,6 +14,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // Standing approvals (spec §17, PROVISIONAL; ruling R20): a pre-recorded
@@ -172,7 +173,7 @@ func (d *Daemon) ArmStanding(ctx context.Context, spec StandingSpec) (Standing, 
 	}
 	g.armed = a
 	g.mu.Unlock()
-	d.journalNow(ctx, store.JournalEntry{AppID: spec.AppID, Slot: spec.Slot, Method: rule.Method, Outcome: "standing-armed", Note: "trigger " + clipRunes(spec.Trigger, 64)})
+	d.journalNow(ctx, store.JournalEntry{AppID: spec.AppID, Slot: spec.Slot, Method: rule.Method, Outcome: "standing-armed", Note: "trigger " + scrub.Clip(spec.Trigger, 64)})
 	return a.view(g.now()), nil
 }
 
@@ -357,7 +358,7 @@ func (g *standingGate) decide(ctx context.Context, d *Daemon, f *fetch, seat Con
 	a.sends = append(a.sends, now) // recorded before the grant answers
 	g.mu.Unlock()
 
-	entry.Outcome, entry.Note = "standing-approved", "trigger "+clipRunes(spec.Trigger, 64)
+	entry.Outcome, entry.Note = "standing-approved", "trigger "+scrub.Clip(spec.Trigger, 64)
 	if !d.journalNow(ctx, entry) {
 		return standingNoOpinion // an act that cannot be journaled is not taken unattended
 	}

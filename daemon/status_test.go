@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 func TestStatusReport(t *testing.T) {
@@ -24,7 +26,7 @@ func TestStatusReport(t *testing.T) {
 	if err := d.SetCredentials(ctx, "app1", "mail", map[string]string{"api_key": "sk-status-secret-123"}); err != nil {
 		t.Fatal(err)
 	}
-	token := pairHost(t, d, SurfaceDesktop, "")
+	token := pairHost(t, d, hostauth.SurfaceDesktop, "")
 	webPair(t, d, testVerifer)
 
 	r, err := d.StatusReport(ctx)
@@ -40,7 +42,7 @@ func TestStatusReport(t *testing.T) {
 	}
 	// Secret-free: neither the credential nor the host token shows.
 	b, _ := json.Marshal(r)
-	if strings.Contains(string(b), "sk-status-secret") || strings.Contains(string(b), token[len(tokenPrefix):]) {
+	if strings.Contains(string(b), "sk-status-secret") || strings.Contains(string(b), token[len(hostauth.TokenPrefix):]) {
 		t.Errorf("StatusReport carries a secret: %s", b)
 	}
 }

@@ -190,9 +190,10 @@ func splitPort(p string, def uint16) (uint16, error) {
 	return uint16(n), nil
 }
 
-// refuse closes the request body, as a RoundTripper must even when it sends
-// nothing, and returns err.
-func refuse(req *http.Request, err error) (*Response, error) {
+// abandon closes the request body, as a RoundTripper must even when it
+// sends nothing, and returns err. (It is not a refusal with a code: the
+// daemon's and the API's refuse build those.)
+func abandon(req *http.Request, err error) (*Response, error) {
 	if req != nil && req.Body != nil {
 		req.Body.Close()
 	}

@@ -65,28 +65,28 @@ type LAN struct {
 // for Public.Do; Do closes req.Body, even on error.
 func (l *LAN) Do(ctx context.Context, req *http.Request, pin string, limit int64) (*Response, error) {
 	if req.URL == nil || (req.URL.Scheme != "https" && req.URL.Scheme != "http") {
-		return refuse(req, ErrScheme)
+		return abandon(req, ErrScheme)
 	}
 	u := req.URL
 	if u.User != nil || u.Opaque != "" || (req.Host != "" && req.Host != u.Host) {
-		return refuse(req, ErrRequestRefused)
+		return abandon(req, ErrRequestRefused)
 	}
 	addr, err := CheckLANHost(u.Hostname())
 	if err != nil {
-		return refuse(req, err)
+		return abandon(req, err)
 	}
 	def := uint16(80)
 	if u.Scheme == "https" {
 		def = 443
 		if !validPin(pin) {
-			return refuse(req, ErrPinRequired)
+			return abandon(req, ErrPinRequired)
 		}
 	} else {
 		pin = ""
 	}
 	port, err := splitPort(u.Port(), def)
 	if err != nil {
-		return refuse(req, err)
+		return abandon(req, err)
 	}
 	target := netip.AddrPortFrom(addr, port)
 	key := u.Scheme + "|" + target.String() + "|" + pin

@@ -168,17 +168,17 @@ func (p *Public) resolver() Resolver {
 // RoundTripper, Do closes req.Body, even on error.
 func (p *Public) Do(ctx context.Context, req *http.Request, r Resolved, limit int64) (*Response, error) {
 	if len(r.addrs) == 0 {
-		return refuse(req, ErrNoAddress)
+		return abandon(req, ErrNoAddress)
 	}
 	if req.URL == nil || req.URL.Scheme != "https" {
-		return refuse(req, ErrScheme)
+		return abandon(req, ErrScheme)
 	}
 	u := req.URL
 	if u.User != nil || u.Opaque != "" || !r.matches(u.Hostname()) || (req.Host != "" && req.Host != u.Host) {
-		return refuse(req, ErrRequestRefused)
+		return abandon(req, ErrRequestRefused)
 	}
 	if _, err := splitPort(u.Port(), 443); err != nil {
-		return refuse(req, err)
+		return abandon(req, err)
 	}
 	rt := p.pool.get(r.key, func() *http.Transport { return p.newTransport(r) })
 	ctx = context.WithValue(ctx, checkedKey{}, r.key)

@@ -1,25 +1,13 @@
 package requirement
 
-// SlotPattern is the slot rule of spec §12.2: lowercase and dash-only by
-// construction, because SQLite compares bytes exactly and a mixed-case form
-// would fork one provider into two rows. Other packages (connection-relative
-// URLs of §15, the API) import ValidSlot; they never restate the rule.
-const SlotPattern = `^[a-z0-9][a-z0-9-]{0,39}$`
+import "github.com/snug/snugd/daemon/internal/ident"
+
+// SlotPattern is the slot rule of spec §12.2 (ident.SlotPattern, where it
+// is written once): lowercase and dash-only by construction. The schema and
+// the packages above it (connection-relative URLs of §15, the registry,
+// the starters) name it through this package; they never restate it.
+const SlotPattern = ident.SlotPattern
 
 // ValidSlot reports whether s matches SlotPattern. Mixed case is rejected,
 // never folded (ruling R13).
-func ValidSlot(s string) bool {
-	if len(s) == 0 || len(s) > 40 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidSlot(s string) bool { return ident.ValidSlot(s) }

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/snug/snugd/daemon/internal/ident"
 	"math"
 	"time"
-	"unicode/utf8"
 )
 
 // Status is a connection row's status: exactly three values (spec §12.2).
@@ -64,9 +64,6 @@ func (c *Connection) NeedsReapproval() bool {
 	return c.Status == StatusApproved && c.PendingRequirementJSON != nil
 }
 
-// MaxAppIDChars bounds an app id (API.md: 1–128 characters).
-const MaxAppIDChars = 128
-
 // check holds a row to the invariants every writer keeps, as the last line
 // before storage: the spec's value sets (slot pattern, status, provenance)
 // and the shapes of §12.2–§12.4 and R11–R12 (pending only on an approved
@@ -78,11 +75,11 @@ func (c *Connection) check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: connection (%q, %q): %s", ErrInvalid, c.AppID, c.Slot, fmt.Sprintf(format, args...))
 	}
-	if c.AppID == "" || !utf8.ValidString(c.AppID) || utf8.RuneCountInString(c.AppID) > MaxAppIDChars {
-		return bad("app id must be 1-%d characters of UTF-8", MaxAppIDChars)
+	if err := ident.CheckAppID(c.AppID); err != nil {
+		return bad("%v", err)
 	}
-	if !ValidSlot(c.Slot) {
-		return bad("slot does not match ^[a-z0-9][a-z0-9-]{0,39}$")
+	if !ident.ValidSlot(c.Slot) {
+		return bad("slot does not match %s", ident.SlotPattern)
 	}
 	switch c.Status {
 	case StatusDeclared, StatusApproved, StatusRevoked:
@@ -123,24 +120,6 @@ func (c *Connection) check() error {
 		return bad("an imported row must be declared")
 	}
 	return nil
-}
-
-// ValidSlot reports whether slot matches ^[a-z0-9][a-z0-9-]{0,39}$ (spec
-// §12.2): lowercase, never folded.
-func ValidSlot(slot string) bool {
-	if len(slot) < 1 || len(slot) > 40 {
-		return false
-	}
-	for i := 0; i < len(slot); i++ {
-		c := slot[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 const connectionColumns = `app_id, slot, requirement_json, requirement_version, provenance, confidence, status,
@@ -218,37 +197,20 @@ func truncated(t *time.Time) *time.Time {
 
 // Connection returns the row (appID, slot), or ErrNotFound.
 func (tx *Tx) Connection(appID, slot string) (Connection, error) {
-	rows, err := tx.query("SELECT "+connectionColumns+" FROM snug_connections WHERE app_id = ? AND slot = ?", appID, slot)
-	if err != nil {
-		return Connection{}, fmt.Errorf("get connection (%q, %q): %w", appID, slot, err)
-	}
-	cs, err := scanConnections(rows)
-	if err != nil {
-		return Connection{}, err
-	}
-	if len(cs) == 0 {
-		return Connection{}, fmt.Errorf("connection (%q, %q): %w", appID, slot, ErrNotFound)
-	}
-	return cs[0], nil
+	return queryOne(tx, fmt.Sprintf("get connection (%q, %q)", appID, slot), fmt.Sprintf("connection (%q, %q)", appID, slot),
+		scanConnection, "SELECT "+connectionColumns+" FROM snug_connections WHERE app_id = ? AND slot = ?", appID, slot)
 }
 
 // Connections returns every row of appID, tombstones included, by slot.
 func (tx *Tx) Connections(appID string) ([]Connection, error) {
-	rows, err := tx.query("SELECT "+connectionColumns+" FROM snug_connections WHERE app_id = ? ORDER BY slot", appID)
-	if err != nil {
-		return nil, fmt.Errorf("list connections of %q: %w", appID, err)
-	}
-	return scanConnections(rows)
+	return queryAll(tx, fmt.Sprintf("list connections of %q", appID), scanConnection,
+		"SELECT "+connectionColumns+" FROM snug_connections WHERE app_id = ? ORDER BY slot", appID)
 }
 
 // AllConnections returns every row, by app and slot, in one query: what the
 // daemon's in-memory grant index is built from.
 func (tx *Tx) AllConnections() ([]Connection, error) {
-	rows, err := tx.query("SELECT " + connectionColumns + " FROM snug_connections ORDER BY app_id, slot")
-	if err != nil {
-		return nil, fmt.Errorf("list connections: %w", err)
-	}
-	return scanConnections(rows)
+	return queryAll(tx, "list connections", scanConnection, "SELECT "+connectionColumns+" FROM snug_connections ORDER BY app_id, slot")
 }
 
 // CountConnections counts every row of appID, revoked tombstones included:
@@ -263,48 +225,37 @@ func (tx *Tx) CountConnections(appID string) (int, error) {
 
 // AllConnections is View + Tx.AllConnections.
 func (s *Store) AllConnections(ctx context.Context) ([]Connection, error) {
-	var cs []Connection
-	err := s.View(ctx, func(tx *Tx) error {
-		var err error
-		cs, err = tx.AllConnections()
-		return err
-	})
-	return cs, err
+	return Read(ctx, s, (*Tx).AllConnections)
 }
 
-func scanConnections(rows *sql.Rows) ([]Connection, error) {
-	defer rows.Close()
-	var out []Connection
-	for rows.Next() {
-		var (
-			c                          Connection
-			provenance, status         string
-			confidence                 sql.NullFloat64
-			pending, approved, revoked sql.NullString
-			created, updated           string
-		)
-		if err := rows.Scan(&c.AppID, &c.Slot, &c.RequirementJSON, &c.RequirementVersion, &provenance, &confidence,
-			&status, &pending, &c.Imported, &c.AllowedHosts, &approved, &revoked, &created, &updated); err != nil {
-			return nil, fmt.Errorf("read connection: %w", err)
-		}
-		c.Provenance, c.Status = Provenance(provenance), Status(status)
-		if confidence.Valid {
-			c.Confidence = &confidence.Float64
-		}
-		if pending.Valid {
-			c.PendingRequirementJSON = &pending.String
-		}
-		var errs [4]error
-		c.ApprovedAt, errs[0] = parseTimePtr(approved)
-		c.RevokedAt, errs[1] = parseTimePtr(revoked)
-		c.CreatedAt, errs[2] = ParseTime(created)
-		c.UpdatedAt, errs[3] = ParseTime(updated)
-		if err := errors.Join(errs[:]...); err != nil {
-			return nil, fmt.Errorf("read connection (%q, %q): %w", c.AppID, c.Slot, err)
-		}
-		out = append(out, c)
+func scanConnection(rows *sql.Rows) (Connection, error) {
+	var (
+		c                          Connection
+		provenance, status         string
+		confidence                 sql.NullFloat64
+		pending, approved, revoked sql.NullString
+		created, updated           string
+	)
+	if err := rows.Scan(&c.AppID, &c.Slot, &c.RequirementJSON, &c.RequirementVersion, &provenance, &confidence,
+		&status, &pending, &c.Imported, &c.AllowedHosts, &approved, &revoked, &created, &updated); err != nil {
+		return Connection{}, fmt.Errorf("read connection: %w", err)
 	}
-	return out, rows.Err()
+	c.Provenance, c.Status = Provenance(provenance), Status(status)
+	if confidence.Valid {
+		c.Confidence = &confidence.Float64
+	}
+	if pending.Valid {
+		c.PendingRequirementJSON = &pending.String
+	}
+	var errs [4]error
+	c.ApprovedAt, errs[0] = parseTimePtr(approved)
+	c.RevokedAt, errs[1] = parseTimePtr(revoked)
+	c.CreatedAt, errs[2] = ParseTime(created)
+	c.UpdatedAt, errs[3] = ParseTime(updated)
+	if err := errors.Join(errs[:]...); err != nil {
+		return Connection{}, fmt.Errorf("read connection (%q, %q): %w", c.AppID, c.Slot, err)
+	}
+	return c, nil
 }
 
 func formatTimePtr(t *time.Time) any {

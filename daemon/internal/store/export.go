@@ -124,16 +124,7 @@ func snugdTables(ctx context.Context, q querier) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		names = append(names, n)
-	}
-	return names, rows.Err()
+	return collect(rows, scanString)
 }
 
 // quoteIdent quotes an SQL identifier.

@@ -63,11 +63,7 @@ func (tx *Tx) HostByTokenHash(hash []byte) (Host, error) {
 
 // Hosts lists every paired host, oldest first.
 func (tx *Tx) Hosts() ([]Host, error) {
-	rows, err := tx.query("SELECT " + hostColumns + " FROM snugd_hosts ORDER BY created_at, id")
-	if err != nil {
-		return nil, fmt.Errorf("list hosts: %w", err)
-	}
-	return scanHosts(rows)
+	return queryAll(tx, "list hosts", scanHost, "SELECT "+hostColumns+" FROM snugd_hosts ORDER BY created_at, id")
 }
 
 // TouchHost sets a host's last_seen_at to the transaction's time.
@@ -82,43 +78,27 @@ func (tx *Tx) DeleteHost(id string) error {
 }
 
 func (tx *Tx) oneHost(query string, arg any) (Host, error) {
-	rows, err := tx.query(query, arg)
-	if err != nil {
-		return Host{}, fmt.Errorf("get host: %w", err)
-	}
-	hs, err := scanHosts(rows)
-	if err != nil {
-		return Host{}, err
-	}
-	if len(hs) == 0 {
-		return Host{}, fmt.Errorf("host: %w", ErrNotFound)
-	}
-	return hs[0], nil
+	return queryOne(tx, "get host", "host", scanHost, query, arg)
 }
 
-func scanHosts(rows *sql.Rows) ([]Host, error) {
-	defer rows.Close()
-	var out []Host
-	for rows.Next() {
-		var (
-			h        Host
-			surface  string
-			created  string
-			lastSeen sql.NullString
-		)
-		if err := rows.Scan(&h.ID, &h.Name, &surface, &h.Origin, &h.TokenHash, &created, &lastSeen); err != nil {
-			return nil, fmt.Errorf("read host: %w", err)
-		}
-		h.Surface = Surface(surface)
-		var errs [2]error
-		h.CreatedAt, errs[0] = ParseTime(created)
-		h.LastSeenAt, errs[1] = parseTimePtr(lastSeen)
-		if err := errors.Join(errs[:]...); err != nil {
-			return nil, fmt.Errorf("read host %q: %w", h.ID, err)
-		}
-		out = append(out, h)
+func scanHost(rows *sql.Rows) (Host, error) {
+	var (
+		h        Host
+		surface  string
+		created  string
+		lastSeen sql.NullString
+	)
+	if err := rows.Scan(&h.ID, &h.Name, &surface, &h.Origin, &h.TokenHash, &created, &lastSeen); err != nil {
+		return Host{}, fmt.Errorf("read host: %w", err)
 	}
-	return out, rows.Err()
+	h.Surface = Surface(surface)
+	var errs [2]error
+	h.CreatedAt, errs[0] = ParseTime(created)
+	h.LastSeenAt, errs[1] = parseTimePtr(lastSeen)
+	if err := errors.Join(errs[:]...); err != nil {
+		return Host{}, fmt.Errorf("read host %q: %w", h.ID, err)
+	}
+	return h, nil
 }
 
 // expectOne runs a write that must touch exactly one row; none is
@@ -201,11 +181,7 @@ func (tx *Tx) PendingPairingByCode(code string) (Pairing, error) {
 
 // Pairings lists every request, newest first.
 func (tx *Tx) Pairings() ([]Pairing, error) {
-	rows, err := tx.query("SELECT " + pairingColumns + " FROM snugd_pairings ORDER BY created_at DESC, id")
-	if err != nil {
-		return nil, fmt.Errorf("list pairings: %w", err)
-	}
-	return scanPairings(rows)
+	return queryAll(tx, "list pairings", scanPairing, "SELECT "+pairingColumns+" FROM snugd_pairings ORDER BY created_at DESC, id")
 }
 
 // SetPairingState moves request id from state from to state to, recording
@@ -253,43 +229,27 @@ func (tx *Tx) DeletePairingsBefore(t time.Time) (int64, error) {
 }
 
 func (tx *Tx) onePairing(query string, arg any) (Pairing, error) {
-	rows, err := tx.query(query, arg)
-	if err != nil {
-		return Pairing{}, fmt.Errorf("get pairing: %w", err)
-	}
-	ps, err := scanPairings(rows)
-	if err != nil {
-		return Pairing{}, err
-	}
-	if len(ps) == 0 {
-		return Pairing{}, fmt.Errorf("pairing: %w", ErrNotFound)
-	}
-	return ps[0], nil
+	return queryOne(tx, "get pairing", "pairing", scanPairing, query, arg)
 }
 
-func scanPairings(rows *sql.Rows) ([]Pairing, error) {
-	defer rows.Close()
-	var out []Pairing
-	for rows.Next() {
-		var (
-			p                Pairing
-			surface, state   string
-			hostID           sql.NullString
-			expires, created string
-		)
-		if err := rows.Scan(&p.ID, &p.Code, &p.Challenge, &p.Name, &surface, &p.Origin, &state, &hostID, &expires, &created); err != nil {
-			return nil, fmt.Errorf("read pairing: %w", err)
-		}
-		p.Surface, p.State, p.HostID = Surface(surface), PairingState(state), hostID.String
-		var errs [2]error
-		p.ExpiresAt, errs[0] = ParseTime(expires)
-		p.CreatedAt, errs[1] = ParseTime(created)
-		if err := errors.Join(errs[:]...); err != nil {
-			return nil, fmt.Errorf("read pairing %q: %w", p.ID, err)
-		}
-		out = append(out, p)
+func scanPairing(rows *sql.Rows) (Pairing, error) {
+	var (
+		p                Pairing
+		surface, state   string
+		hostID           sql.NullString
+		expires, created string
+	)
+	if err := rows.Scan(&p.ID, &p.Code, &p.Challenge, &p.Name, &surface, &p.Origin, &state, &hostID, &expires, &created); err != nil {
+		return Pairing{}, fmt.Errorf("read pairing: %w", err)
 	}
-	return out, rows.Err()
+	p.Surface, p.State, p.HostID = Surface(surface), PairingState(state), hostID.String
+	var errs [2]error
+	p.ExpiresAt, errs[0] = ParseTime(expires)
+	p.CreatedAt, errs[1] = ParseTime(created)
+	if err := errors.Join(errs[:]...); err != nil {
+		return Pairing{}, fmt.Errorf("read pairing %q: %w", p.ID, err)
+	}
+	return p, nil
 }
 
 func nullIfEmpty(s string) any {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -120,27 +121,23 @@ func (tx *Tx) JournalEntry(id int64) (JournalEntry, error) {
 }
 
 func (tx *Tx) scanJournal(query string, args ...any) ([]JournalEntry, error) {
-	rows, err := tx.query(query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
+	return queryAll(tx, "read journal", scanJournalEntry, query, args...)
+}
+
+func scanJournalEntry(rows *sql.Rows) (JournalEntry, error) {
+	var (
+		e          JournalEntry
+		at         string
+		durationMS int64
+	)
+	if err := rows.Scan(&e.ID, &at, &e.AppID, &e.Slot, &e.Host, &e.Method, &e.Outcome, &e.Gate, &e.Code,
+		&e.Status, &durationMS, &e.Unattended, &e.Note); err != nil {
+		return JournalEntry{}, fmt.Errorf("read journal: %w", err)
 	}
-	defer rows.Close()
-	var out []JournalEntry
-	for rows.Next() {
-		var (
-			e          JournalEntry
-			at         string
-			durationMS int64
-		)
-		if err := rows.Scan(&e.ID, &at, &e.AppID, &e.Slot, &e.Host, &e.Method, &e.Outcome, &e.Gate, &e.Code,
-			&e.Status, &durationMS, &e.Unattended, &e.Note); err != nil {
-			return nil, fmt.Errorf("read journal: %w", err)
-		}
-		e.Duration = time.Duration(durationMS) * time.Millisecond
-		if e.At, err = ParseTime(at); err != nil {
-			return nil, fmt.Errorf("read journal entry %d: %w", e.ID, err)
-		}
-		out = append(out, e)
+	e.Duration = time.Duration(durationMS) * time.Millisecond
+	var err error
+	if e.At, err = ParseTime(at); err != nil {
+		return JournalEntry{}, fmt.Errorf("read journal entry %d: %w", e.ID, err)
 	}
-	return out, rows.Err()
+	return e, nil
 }

@@ -49,9 +49,6 @@ func ConnectionStateKey(appID, slot string) string {
 	return FieldKey(appID, slot, ConnectionStateField)
 }
 
-// FlowKey names an in-flight authorization's state: auth:_flow:<flowId>.
-func FlowKey(flowID string) string { return "auth:_flow:" + flowID }
-
 func checkSecretKey(key string) error {
 	switch {
 	case key == "":
@@ -105,16 +102,7 @@ func (tx *Tx) SecretKeys(prefix string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return collect(rows, scanString)
 }
 
 // DeleteSecret removes key. It returns ErrNotFound when there was none.

@@ -265,6 +265,65 @@ func (tx *Tx) query(query string, args ...any) (*sql.Rows, error) {
 	return tx.tx.QueryContext(tx.ctx, query, args...)
 }
 
+// Read runs f in a read-only transaction (View) and returns what it read:
+// the one place the View-and-capture boilerplate is written.
+//
+//	hosts, err := store.Read(ctx, st, (*store.Tx).Hosts)
+func Read[T any](ctx context.Context, s *Store, f func(*Tx) (T, error)) (T, error) {
+	var v T
+	err := s.View(ctx, func(tx *Tx) error {
+		var err error
+		v, err = f(tx)
+		return err
+	})
+	return v, err
+}
+
+// queryAll runs query and reads every row with scan, in order. A failed
+// query is wrapped as "<what>: <err>"; scan's errors pass as they are.
+func queryAll[T any](tx *Tx, what string, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := tx.query(query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return collect(rows, scan)
+}
+
+// collect reads every row of rows with scan, in order, and closes rows.
+func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// scanString reads a row of one text column.
+func scanString(rows *sql.Rows) (string, error) {
+	var s string
+	err := rows.Scan(&s)
+	return s, err
+}
+
+// queryOne is queryAll for a query that matches at most one row: no row is
+// ErrNotFound, as "<name>: not found".
+func queryOne[T any](tx *Tx, what, name string, scan func(*sql.Rows) (T, error), query string, args ...any) (T, error) {
+	vs, err := queryAll(tx, what, scan, query, args...)
+	var zero T
+	if err != nil {
+		return zero, err
+	}
+	if len(vs) == 0 {
+		return zero, fmt.Errorf("%s: %w", name, ErrNotFound)
+	}
+	return vs[0], nil
+}
+
 func (tx *Tx) queryRow(query string, args ...any) *sql.Row {
 	return tx.tx.QueryRowContext(tx.ctx, query, args...)
 }

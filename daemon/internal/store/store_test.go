@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -140,7 +139,7 @@ func TestUpdatesSerializeReadCheckWrite(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for range rounds {
-				err := s.Update(context.Background(), func(tx *Tx) error {
+				err := s.Update(t.Context(), func(tx *Tx) error {
 					v, err := tx.Secret("counter")
 					if errors.Is(err, ErrNotFound) {
 						v, err = Secret{0}, nil

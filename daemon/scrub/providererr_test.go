@@ -1,4 +1,4 @@
-package daemon
+package scrub
 
 import (
 	"net/url"
@@ -10,7 +10,7 @@ import (
 // conformance: P3-X14.3-01, P3-X14.3-02, P3-X14.3-04, P3-X14.3-05, P3-X14.3-06
 func TestProviderErrorText(t *testing.T) {
 	const secret = "cs_live_0123456789"
-	form := []string{secret, "refresh-token-value"} // the OAuth seat's candidates: its submitted form
+	form := []string{secret, "refresh-token-value"} // the OAuth flow's candidates: its submitted form
 	escaped := ""
 	for _, c := range secret {
 		escaped += `\u00` + strings.ToLower(strings.TrimLeft(url.PathEscape(string(c)), "%"))
@@ -43,14 +43,14 @@ func TestProviderErrorText(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := ProviderErrorText(tc.body, tc.cands)
+			got := ProviderErrorText(tc.body, tc.cands, nil)
 			if got != tc.want {
 				t.Errorf("ProviderErrorText(%q) = %q, want %q", tc.body, got, tc.want)
 			}
 		})
 	}
 	long := "<html><body>" + strings.Repeat("<p>something went wrong "+secret+"</p>", 400) + "</body></html>"
-	got := ProviderErrorText(long, form)
+	got := ProviderErrorText(long, form, nil)
 	if n := utf8.RuneCountInString(got); n > MaxProviderErrorChars || n == 0 || strings.ContainsAny(got, "<>") || strings.Contains(got, secret) {
 		t.Errorf("10 KB page → %q (%d chars)", got, n)
 	}
@@ -90,7 +90,7 @@ func FuzzProviderErrorText(f *testing.F) {
 	}
 	const secret = "sk_1234567890"
 	f.Fuzz(func(t *testing.T, body string) {
-		got := ProviderErrorText(body, []string{secret})
+		got := ProviderErrorText(body, []string{secret}, nil)
 		if utf8.RuneCountInString(got) > MaxProviderErrorChars || strings.ContainsAny(got, "<>\r\n") || strings.Contains(got, secret) || !utf8.ValidString(got) {
 			t.Fatalf("ProviderErrorText(%q) = %q", body, got)
 		}
@@ -102,7 +102,7 @@ func FuzzProviderErrorText(f *testing.F) {
 // of them and keeps the text between them.
 func TestProviderErrorManyElements(t *testing.T) {
 	page := "<html>" + strings.Repeat("<script>x</script><STYLE>y</style>", 20000) + "<p>down for maintenance</p>"
-	if got := ProviderErrorText(page, nil); got != "down for maintenance" {
+	if got := ProviderErrorText(page, nil, nil); got != "down for maintenance" {
 		t.Errorf("ProviderErrorText(%d-byte page) = %q, want %q", len(page), got, "down for maintenance")
 	}
 	if got := dropElements("a<script>1</script b<script 2</script c", "script"); got != "a  b  c" {
@@ -117,6 +117,6 @@ func BenchmarkProviderErrorHostilePage(b *testing.B) {
 	page := "<html>" + strings.Repeat("<script></script>", (1<<20)/17)
 	cands := []string{"sk_live_0123456789"}
 	for b.Loop() {
-		ProviderErrorText(page, cands)
+		ProviderErrorText(page, cands, nil)
 	}
 }

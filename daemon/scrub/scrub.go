@@ -1,4 +1,4 @@
-package daemon
+package scrub
 
 import (
 	"cmp"
@@ -15,19 +15,20 @@ import (
 // defeats it by design: the frozen ceiling, who may receive the secret at
 // all, is the primary wall, and the scrub is a second line, nothing more.
 
-// ScrubMark replaces every scrubbed value.
-const ScrubMark = "[scrubbed]"
+// Mark replaces every scrubbed value.
+const Mark = "[scrubbed]"
 
-// scrubber collects the values one request injected and replaces them.
-// The zero scrubber is empty and replaces nothing.
-type scrubber struct {
+// Set collects the values one request injected and replaces them.
+// The zero Set is empty and replaces nothing. A Set is not safe for
+// concurrent use: it belongs to one request.
+type Set struct {
 	vals  []string
 	cands []string // every spelling of vals, longest first
 	built int      // len(vals) when cands was built
 }
 
-// add records values that were injected (empty ones are ignored).
-func (s *scrubber) add(vs ...string) {
+// Add records values that were injected (empty ones are ignored).
+func (s *Set) Add(vs ...string) {
 	for _, v := range vs {
 		if v != "" && !slices.Contains(s.vals, v) {
 			s.vals = append(s.vals, v)
@@ -35,25 +36,26 @@ func (s *scrubber) add(vs ...string) {
 	}
 }
 
-// candidates returns every spelling to scrub, longest first.
-func (s *scrubber) candidates() []string {
+// Candidates returns every spelling to scrub, longest first. The caller
+// must not modify the result.
+func (s *Set) Candidates() []string {
 	if s.built != len(s.vals) || s.cands == nil {
-		s.cands, s.built = scrubCandidates(s.vals), len(s.vals)
+		s.cands, s.built = spellings(s.vals), len(s.vals)
 	}
 	return s.cands
 }
 
-// apply returns x with every byte that lies inside an occurrence of any
+// Apply returns x with every byte that lies inside an occurrence of any
 // candidate replaced: each maximal run of such bytes becomes one
-// ScrubMark. Occurrences are found independently per candidate,
+// Mark. Occurrences are found independently per candidate,
 // overlapping ones included, so two values that overlap in the text
 // ("abcdefgh" and "efghijkl" in "abcdefghijkl") leave no tail of either
 // behind, which a leftmost, non-overlapping replacement would.
-func (s *scrubber) apply(x string) string {
+func (s *Set) Apply(x string) string {
 	if len(s.vals) == 0 || x == "" {
 		return x
 	}
-	cands := s.candidates()
+	cands := s.Candidates()
 	var covered []bool // allocated at the first match; the common case has none
 	for _, c := range cands {
 		i := strings.Index(x, c)
@@ -91,7 +93,7 @@ func (s *scrubber) apply(x string) string {
 			j++
 		}
 		if covered[i] {
-			b.WriteString(ScrubMark)
+			b.WriteString(Mark)
 		} else {
 			b.WriteString(x[i:j])
 		}
@@ -118,9 +120,9 @@ func shortestPeriod(c string) int {
 	return len(c) - pi[len(c)-1]
 }
 
-// scrubCandidates expands raw values into every spelling the scrub looks
+// spellings expands raw values into every spelling the scrub looks
 // for, unique and longest first.
-func scrubCandidates(raw []string) []string {
+func spellings(raw []string) []string {
 	out := make([]string, 0, 6*len(raw))
 	for _, v := range raw {
 		if v == "" {
@@ -142,11 +144,11 @@ func scrubCandidates(raw []string) []string {
 	return slices.Compact(out)
 }
 
-// scrubWith replaces every spelling of the raw values in x.
-func scrubWith(x string, raw []string) string {
-	s := scrubber{}
-	s.add(raw...)
-	return s.apply(x)
+// values replaces every spelling of the raw values in x.
+func values(x string, raw []string) string {
+	s := Set{}
+	s.Add(raw...)
+	return s.Apply(x)
 }
 
 // escapeRFC3986 percent-encodes every byte but RFC 3986's unreserved
@@ -182,16 +184,44 @@ func lowerHex(s string) string {
 	return string(b)
 }
 
+// HostMark replaces a connection's resolved host in error-path text.
+const HostMark = "[connection host]"
+
+// Host replaces every occurrence of host in s, in any ASCII case, with
+// HostMark (§15: error-path text of a connection-relative request names
+// the connection, never the host it resolved to). An empty host replaces
+// nothing.
+func Host(s, host string) string {
+	if host == "" {
+		return s
+	}
+	lower, host := asciiLower(s), asciiLower(host) // byte lengths kept
+	if !strings.Contains(lower, host) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(lower, host)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(HostMark)
+		s, lower = s[i+len(host):], lower[i+len(host):]
+	}
+}
+
 // PrivateAddressMark replaces an RFC-1918 literal in model-bound text.
 const PrivateAddressMark = "[private address]"
 
-// ScrubPrivateIPv4 replaces every dotted-decimal RFC-1918 IPv4 literal in
+// PrivateIPv4 replaces every dotted-decimal RFC-1918 IPv4 literal in
 // s (§14.2, §16): unconditionally, whatever the text is. It looks at every
 // run of digits and dots and replaces the whole run when any four
 // consecutive parts of it spell an address in 10/8, 172.16/12 or
 // 192.168/16, leading zeros read as decimal ("192.168.001.020" counts). It
 // over-scrubs rather than under-scrubs: "v1.10.0.0.7" loses its run too.
-func ScrubPrivateIPv4(s string) string {
+func PrivateIPv4(s string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); {

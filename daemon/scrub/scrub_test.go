@@ -1,4 +1,4 @@
-package daemon
+package scrub
 
 import (
 	"net/netip"
@@ -8,20 +8,20 @@ import (
 )
 
 func TestScrubber(t *testing.T) {
-	var s scrubber
-	if got := s.apply("nothing to do"); got != "nothing to do" {
-		t.Errorf("empty scrubber changed text: %q", got)
+	var s Set
+	if got := s.Apply("nothing to do"); got != "nothing to do" {
+		t.Errorf("empty Set changed text: %q", got)
 	}
-	s.add("a b/c", "", "a b/c", "abc")
+	s.Add("a b/c", "", "a b/c", "abc")
 	for _, in := range []string{"a b/c", url.QueryEscape("a b/c"), url.PathEscape("a b/c"), escapeRFC3986("a b/c"), lowerHex(escapeRFC3986("a b/c")), "xabcx"} {
-		if got := s.apply(in); strings.Contains(got, "a b") || strings.Contains(got, "%2F") || strings.Contains(got, "%2f") || strings.Contains(got, "abc") {
+		if got := s.Apply(in); strings.Contains(got, "a b") || strings.Contains(got, "%2F") || strings.Contains(got, "%2f") || strings.Contains(got, "abc") {
 			t.Errorf("apply(%q) = %q", in, got)
 		}
 	}
 	// Longest first: "abc" inside "abcdef" leaves no tail of the longer value.
-	var l scrubber
-	l.add("abc", "abcdef")
-	if got := l.apply("xabcdefx"); got != "x"+ScrubMark+"x" {
+	var l Set
+	l.Add("abc", "abcdef")
+	if got := l.Apply("xabcdefx"); got != "x"+Mark+"x" {
 		t.Errorf("apply = %q, want one mark", got)
 	}
 }
@@ -38,19 +38,19 @@ func TestScrubOverlap(t *testing.T) {
 		in   string
 		want string
 	}{
-		{[]string{"abcdefgh", "efghijkl"}, "xxabcdefghijklyy", "xx" + ScrubMark + "yy"},
-		{[]string{"efghijkl", "abcdefgh"}, "xxabcdefghijklyy", "xx" + ScrubMark + "yy"},
-		{[]string{"abab"}, "xababab", "x" + ScrubMark},
-		{[]string{"aa"}, "baaab aab", "b" + ScrubMark + "b " + ScrubMark + "b"},
-		{[]string{"k3y", "y/z"}, "k3y%2Fz", ScrubMark},
-		{[]string{"tok3n", "3n/x"}, "tok3n%2fx tok3n%2Fx", ScrubMark + " " + ScrubMark},
-		{[]string{"abc"}, "abcabc", ScrubMark},
+		{[]string{"abcdefgh", "efghijkl"}, "xxabcdefghijklyy", "xx" + Mark + "yy"},
+		{[]string{"efghijkl", "abcdefgh"}, "xxabcdefghijklyy", "xx" + Mark + "yy"},
+		{[]string{"abab"}, "xababab", "x" + Mark},
+		{[]string{"aa"}, "baaab aab", "b" + Mark + "b " + Mark + "b"},
+		{[]string{"k3y", "y/z"}, "k3y%2Fz", Mark},
+		{[]string{"tok3n", "3n/x"}, "tok3n%2fx tok3n%2Fx", Mark + " " + Mark},
+		{[]string{"abc"}, "abcabc", Mark},
 		{[]string{"abc"}, "ab c", "ab c"},
 	}
 	for _, tc := range cases {
-		var s scrubber
-		s.add(tc.vals...)
-		if got := s.apply(tc.in); got != tc.want {
+		var s Set
+		s.Add(tc.vals...)
+		if got := s.Apply(tc.in); got != tc.want {
 			t.Errorf("scrub(%q).apply(%q) = %q, want %q", tc.vals, tc.in, got, tc.want)
 		}
 	}
@@ -68,11 +68,11 @@ func FuzzScrub(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, v1, v2, text string) {
-		var s scrubber
-		s.add(v1, v2)
-		got := s.apply(text)
+		var s Set
+		s.Add(v1, v2)
+		got := s.Apply(text)
 		covered := make([]bool, len(text))
-		for _, c := range scrubCandidates([]string{v1, v2}) {
+		for _, c := range spellings([]string{v1, v2}) {
 			for i := 0; i+len(c) <= len(text); i++ {
 				if text[i:i+len(c)] == c {
 					for j := i; j < i+len(c); j++ {
@@ -86,7 +86,7 @@ func FuzzScrub(f *testing.F) {
 			if !covered[i] {
 				want.WriteByte(text[i])
 			} else if i == 0 || !covered[i-1] {
-				want.WriteString(ScrubMark)
+				want.WriteString(Mark)
 			}
 		}
 		if got != want.String() {
@@ -111,8 +111,8 @@ func TestScrubPrivateIPv4(t *testing.T) {
 		"":                                "",
 	}
 	for in, want := range cases {
-		if got := ScrubPrivateIPv4(in); got != want {
-			t.Errorf("ScrubPrivateIPv4(%q) = %q, want %q", in, got, want)
+		if got := PrivateIPv4(in); got != want {
+			t.Errorf("PrivateIPv4(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -125,17 +125,32 @@ func FuzzScrubPrivateIPv4(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := ScrubPrivateIPv4(s)
-		if again := ScrubPrivateIPv4(got); again != got {
+		got := PrivateIPv4(s)
+		if again := PrivateIPv4(got); again != got {
 			t.Fatalf("not idempotent: %q → %q → %q", s, got, again)
 		}
 		for i := 0; i < len(got); i++ {
 			for j := i + 7; j <= len(got) && j <= i+15; j++ {
 				a, err := netip.ParseAddr(got[i:j])
 				if err == nil && a.Is4() && a.IsPrivate() {
-					t.Fatalf("ScrubPrivateIPv4(%q) = %q keeps %s", s, got, a)
+					t.Fatalf("PrivateIPv4(%q) = %q keeps %s", s, got, a)
 				}
 			}
 		}
 	})
+}
+
+// conformance: P3-U15-18, P3-U15-19
+func TestHost(t *testing.T) {
+	cases := []struct{ s, host, want string }{
+		{"dial 192.168.1.20:443 and 192.168.1.20 again", "192.168.1.20", "dial " + HostMark + ":443 and " + HostMark + " again"},
+		{"GET https://API.Example.com/x — é", "api.example.com", "GET https://" + HostMark + "/x — é"},
+		{"nothing here", "api.example.com", "nothing here"},
+		{"any text", "", "any text"},
+	}
+	for _, tc := range cases {
+		if got := Host(tc.s, tc.host); got != tc.want {
+			t.Errorf("Host(%q, %q) = %q, want %q", tc.s, tc.host, got, tc.want)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package scrub
 
 import (
 	"encoding/json"
@@ -33,32 +33,28 @@ func providerErrorFields() [][]any {
 }
 
 // ProviderErrorText bounds a provider's error body for a human (§14.3):
-// it scrubs the body with the calling seat's candidate set (raw values;
+// it scrubs the body with the caller's candidate set (raw values;
 // their percent-encoded spellings are added here) FIRST, then extracts a
 // named field of a recognized error envelope or, failing that, a
 // best-effort head that is never markup or structure, and then scrubs its
 // own output again, because decoding JSON (\u escapes) or HTML entities
-// can reconstitute a value the first scrub removed. The result is at most
-// 160 characters of single-line text without tags; "" when nothing safe
-// remains. The executor passes gate 10's injected values; the OAuth seat
-// passes the form parameters it submitted. It is not a credential guard:
-// the value scrub is the control.
-func ProviderErrorText(body string, candidates []string) string {
-	return providerErrorText(body, candidates, nil)
-}
-
-// providerErrorText is ProviderErrorText with a further scrub applied to
-// the extract before it is cut to length (a cut would leave the head of
-// what that scrub looks for): the executor's §14.2 and §15 scrubs.
-func providerErrorText(body string, candidates []string, also func(string) string) string {
+// can reconstitute a value the first scrub removed. also, when not nil,
+// is a further scrub applied to the extract before it is cut to length (a
+// cut would leave the head of what that scrub looks for): the executor
+// passes its §14.2 and §15 scrubs there. The result is at most
+// MaxProviderErrorChars characters of single-line text without tags; ""
+// when nothing safe remains. The executor passes gate 10's injected
+// values; the OAuth flow passes the form parameters it submitted. It is
+// not a credential guard: the value scrub is the control.
+func ProviderErrorText(body string, candidates []string, also func(string) string) string {
 	body = strings.ToValidUTF8(body, "\uFFFD")
-	scrubbed := scrubWith(body, candidates) // scrub first
+	scrubbed := values(body, candidates) // scrub first
 	text := extractProviderError(scrubbed)
-	text = scrubWith(text, candidates) // re-scrub the extract
+	text = values(text, candidates) // re-scrub the extract
 	if also != nil {
 		text = also(text)
 	}
-	return clipRunes(text, MaxProviderErrorChars)
+	return Clip(text, MaxProviderErrorChars)
 }
 
 // extractProviderError returns the named field of a recognized envelope,
@@ -224,8 +220,8 @@ func plainText(s string) string {
 	return b.String()
 }
 
-// clipRunes cuts s to at most n runes, marking a cut with an ellipsis.
-func clipRunes(s string, n int) string {
+// Clip cuts s to at most n runes, marking a cut with an ellipsis.
+func Clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -236,4 +232,15 @@ func clipRunes(s string, n int) string {
 		count++
 	}
 	return s[:i] + "…"
+}
+
+// asciiLower lowercases ASCII letters only, so byte offsets are kept.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
