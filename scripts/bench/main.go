@@ -48,7 +48,8 @@ func main() {
 	flag.Float64Var(&cfg.scale, "scale", 1, "scales every request count")
 	flag.IntVar(&cfg.rows, "rows", 100_000, "connection rows for the large start")
 	flag.StringVar(&cfg.serverCPU, "cpu", "1", "the CPU the serving processes are pinned to (taskset -c)")
-	flag.StringVar(&cfg.perf, "perf", "", "if set, record snugd under the small-body load with perf into this file")
+	flag.StringVar(&cfg.perf, "perf", "", "if set, record snugd with perf(1) under the small and the 1 MiB load at 16 concurrent into FILE-small and FILE-big")
+	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "with -perf: set up, warm up, record the profiles and stop (no table)")
 	flag.Parse()
 	if cfg.snugd == "" || cfg.dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: bench -snugd BIN -dir DIR (run scripts/bench.sh)")
@@ -66,4 +67,5 @@ type config struct {
 	snugd, dir, upNS, serverCPU, perf string
 	reps, rows                        int
 	scale                             float64
+	profileOnly                       bool
 }
