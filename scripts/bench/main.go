@@ -49,7 +49,7 @@ func main() {
 	flag.IntVar(&cfg.rows, "rows", 100_000, "connection rows for the large start")
 	flag.StringVar(&cfg.serverCPU, "cpu", "1", "the CPU the serving processes are pinned to (taskset -c)")
 	flag.StringVar(&cfg.perf, "perf", "", "if set, record snugd with perf(1) under the small and the 1 MiB load at 16 concurrent into FILE-small and FILE-big")
-	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "with -perf: set up, warm up, record the profiles and stop (no table)")
+	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "with -perf: set up, warm up, record the load profiles and one start on -rows rows (FILE-start), and stop (no table)")
 	flag.Parse()
 	if cfg.snugd == "" || cfg.dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: bench -snugd BIN -dir DIR (run scripts/bench.sh)")

@@ -141,7 +141,9 @@ func run(cfg config) error {
 			}
 		}
 		if cfg.profileOnly {
-			return nil
+			sd.stop()
+			ng.stop()
+			return perfStart(cfg, hostsFile, caFile, emptyDir)
 		}
 	}
 
@@ -306,4 +308,33 @@ func printTable(cfg config, cells []cell, peakCell cell, samples map[string]map[
 		row(fmt.Sprintf("start to healthy, %d connection rows", rows), [3]float64{-1, -1, median(ts)}, ms, false)
 		row(fmt.Sprintf("RSS when healthy, %d connection rows", rows), [3]float64{-1, -1, median(rs)}, mib, false)
 	}
+}
+
+// perfStart seeds cfg.rows connection rows and records one start of snugd
+// on them with a system-wide perf(1) (the start is a new process; report
+// it with perf report --comm snugd) into cfg.perf+"-start".
+func perfStart(cfg config, hostsFile, caFile, emptyDir string) error {
+	dir, port, err := seed(cfg, fmt.Sprintf("rows-%d", cfg.rows), cfg.rows, hostsFile, caFile, emptyDir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	rec := exec.CommandContext(ctx, "perf", "record", "-F", "999", "-g", "-a", "-o", cfg.perf+"-start")
+	rec.Stdout, rec.Stderr = os.Stderr, os.Stderr
+	if err := rec.Start(); err != nil {
+		return err
+	}
+	time.Sleep(500 * time.Millisecond)
+	s, took, err := startSnugd(cfg.snugd, dir, cfg.serverCPU, hostsFile, caFile, emptyDir, port)
+	if err == nil {
+		rss, _, _ := s.mem()
+		s.stop()
+		fmt.Fprintf(os.Stderr, "bench: start with %d rows: %v, %.1f MiB\n", cfg.rows, took.Round(time.Millisecond), float64(rss)/(1<<20))
+	}
+	rec.Process.Signal(os.Interrupt)
+	if werr := rec.Wait(); err == nil {
+		err = werr
+	}
+	return err
 }
