@@ -183,20 +183,21 @@ type startSample struct {
 
 // measureStarts seeds a 10-row and a cfg.rows-row data directory, then
 // starts the real binary on each, interleaved, cfg.reps times, timing from
-// the exec to the first 200 of GET /v1/health.
+// the exec to the first 200 of GET /v1/health. The samples are keyed 0
+// (10 rows) and 1 (cfg.rows).
 func measureStarts(cfg config, hostsFile, caFile, emptyDir string) (map[int][]startSample, error) {
 	type dir struct {
-		rows int
+		i    int // 0: 10 rows, 1: cfg.rows
 		path string
 		port int
 	}
 	var dirs []dir
-	for _, rows := range []int{10, cfg.rows} {
-		p, port, err := seed(cfg, fmt.Sprintf("rows-%d", rows), rows, hostsFile, caFile, emptyDir)
+	for i, rows := range []int{10, cfg.rows} {
+		p, port, err := seed(cfg, fmt.Sprintf("start-%d", i), rows, hostsFile, caFile, emptyDir)
 		if err != nil {
 			return nil, fmt.Errorf("seed %d rows: %w", rows, err)
 		}
-		dirs = append(dirs, dir{rows, p, port})
+		dirs = append(dirs, dir{i, p, port})
 	}
 	out := map[int][]startSample{}
 	for range cfg.reps {
@@ -210,7 +211,7 @@ func measureStarts(cfg config, hostsFile, caFile, emptyDir string) (map[int][]st
 			if err != nil {
 				return nil, err
 			}
-			out[d.rows] = append(out[d.rows], startSample{took, rss})
+			out[d.i] = append(out[d.i], startSample{took, rss})
 		}
 	}
 	return out, nil
@@ -298,9 +299,9 @@ func printTable(cfg config, cells []cell, peakCell cell, samples map[string]map[
 	row(fmt.Sprintf("throughput, 1 MiB, 64 concurrent (%d requests, once)", peakCell.n), thr, perS, true)
 	row("RSS idle (after start and set-up)", [3]float64{-1, float64(idle["nginx"]), float64(idle["snugd"])}, mib, true)
 	row("RSS peak (VmHWM, whole run incl. 64 concurrent 1 MiB)", [3]float64{-1, float64(peak["nginx"]), float64(peak["snugd"])}, mib, true)
-	for _, rows := range []int{10, cfg.rows} {
+	for i, rows := range []int{10, cfg.rows} {
 		var ts, rs []float64
-		for _, s := range starts[rows] {
+		for _, s := range starts[i] {
 			ts = append(ts, float64(s.took)/float64(time.Millisecond))
 			rs = append(rs, float64(s.rss))
 		}
@@ -314,7 +315,7 @@ func printTable(cfg config, cells []cell, peakCell cell, samples map[string]map[
 // on them with a system-wide perf(1) (the start is a new process; report
 // it with perf report --comm snugd) into cfg.perf+"-start".
 func perfStart(cfg config, hostsFile, caFile, emptyDir string) error {
-	dir, port, err := seed(cfg, fmt.Sprintf("rows-%d", cfg.rows), cfg.rows, hostsFile, caFile, emptyDir)
+	dir, port, err := seed(cfg, "start-profile", cfg.rows, hostsFile, caFile, emptyDir)
 	if err != nil {
 		return err
 	}
