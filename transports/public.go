@@ -14,6 +14,11 @@ import (
 	"time"
 )
 
+// publicIdleConns is how many idle connections one Public transport keeps
+// (per (host, address set); at most poolSize such transports exist). It is
+// sized for the concurrency the loopback API serves in a burst.
+const publicIdleConns = 64
+
 // maxAddrs bounds how many checked addresses a Resolved keeps (and Do may
 // try in turn). Every answer is still checked; only the tail is dropped.
 const maxAddrs = 16
@@ -246,11 +251,17 @@ func (p *Public) newTransport(r Resolved) *http.Transport {
 			// ServerName stays empty: net/http fills in the URL's host,
 			// which Do has checked equals r's host.
 		},
-		ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off otherwise
-		TLSHandshakeTimeout:    orDefault(p.TLSHandshakeTimeout, defaultTLSHandshakeTimeout),
-		ResponseHeaderTimeout:  orDefault(p.ResponseHeaderTimeout, defaultResponseHeaderTimeout),
-		IdleConnTimeout:        orDefault(p.IdleConnTimeout, defaultIdleConnTimeout),
-		MaxIdleConnsPerHost:    4,
+		ForceAttemptHTTP2:     true, // a custom DialContext turns HTTP/2 off otherwise
+		TLSHandshakeTimeout:   orDefault(p.TLSHandshakeTimeout, defaultTLSHandshakeTimeout),
+		ResponseHeaderTimeout: orDefault(p.ResponseHeaderTimeout, defaultResponseHeaderTimeout),
+		IdleConnTimeout:       orDefault(p.IdleConnTimeout, defaultIdleConnTimeout),
+		// One transport serves one (host, address set), so the per-host and
+		// total idle limits are the same number: enough for the concurrency
+		// the daemon serves, so a burst of parallel requests keeps its
+		// connections instead of paying a TLS handshake for a third of them
+		// (issue 15). An HTTP/2 upstream needs one connection anyway.
+		MaxIdleConns:           publicIdleConns,
+		MaxIdleConnsPerHost:    publicIdleConns,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 		// No transparent gzip: the request carries exactly the caller's
 		// headers and the body comes back exactly as sent.
