@@ -35,7 +35,7 @@ var rules = []rule{
 	{pkg: "daemon/...", allow: []string{module + "/daemon", module + "/transports", module + "/lan", module + "/linkdevice", "github.com/mattn/go-sqlite3", "golang.org/x/crypto", "golang.org/x/net", "golang.org/x/text", "golang.org/x/sys"}, neverDeps: append([]string{"github.com/labstack", "github.com/kardianos"}, core...)},
 	{pkg: "transports/...", allow: append([]string{module + "/transports"}, leafVocabulary...), neverDeps: append([]string{module + "/daemon/internal", module + "/lan", module + "/linkdevice"}, core...)},
 	{pkg: "lan/...", allow: append([]string{module + "/lan", "github.com/grandcat/zeroconf"}, leafVocabulary...), neverDeps: append([]string{module + "/transports", module + "/daemon/internal", module + "/linkdevice"}, core...)},
-	{pkg: "linkdevice/...", allow: append([]string{module + "/linkdevice", "github.com/mdp/qrterminal"}, leafVocabulary...), neverDeps: append([]string{module + "/daemon/internal", module + "/transports", module + "/lan"}, core...)},
+	{pkg: "linkdevice/...", allow: append([]string{module + "/linkdevice", "github.com/mdp/qrterminal", "rsc.io/qr"}, leafVocabulary...), neverDeps: append([]string{module + "/daemon/internal", module + "/transports", module + "/lan"}, core...)},
 	{pkg: "api/...", allow: []string{module + "/api", module + "/daemon", "github.com/labstack/echo/v4"}, neverDeps: []string{module + "/cmd", "github.com/kardianos"}},
 	{pkg: "packaging", neverDeps: []string{module + "/"}},
 }

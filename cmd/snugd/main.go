@@ -51,6 +51,7 @@ func commands() map[string]command {
 		"stop":      serviceCommand("stop"),
 		"restart":   serviceCommand("restart"),
 		"status":    serviceCommand("status"),
+		"helper":    cmdHelper, // hidden: linked-device helpers (helper.go)
 	}
 }
 

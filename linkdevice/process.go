@@ -1,0 +1,95 @@
+package linkdevice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+)
+
+// Command is one helper process to start: an absolute path the supervisor
+// resolved from its table, fixed arguments, the session directory as the
+// working directory, and the whole environment.
+type Command struct {
+	Path string
+	Args []string
+	Dir  string
+	Env  []string
+}
+
+// Process is a started helper. Stdin, Stdout and Stderr are its three
+// streams; Kill ends it at once (its process group where there is one);
+// Wait returns when it has exited; Close releases the streams, after Wait.
+type Process interface {
+	Stdin() io.WriteCloser
+	Stdout() io.Reader
+	Stderr() io.Reader
+	Kill()
+	Wait() error
+	Close()
+}
+
+// Starter starts helper processes. The zero Config uses ExecStarter; tests
+// substitute one whose processes live inside a synctest bubble.
+type Starter interface {
+	Start(ctx context.Context, cmd Command) (Process, error)
+}
+
+// ExecStarter starts real processes with os/exec.
+type ExecStarter struct{}
+
+// Start starts cmd with three fresh pipes and no inherited descriptors.
+func (ExecStarter) Start(_ context.Context, cmd Command) (Process, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	c := exec.Command(cmd.Path, cmd.Args...)
+	c.Dir, c.Env = cmd.Dir, cmd.Env
+	if c.Env == nil {
+		c.Env = []string{} // never snugd's own environment
+	}
+	c.Stdin, c.Stdout, c.Stderr = inR, outW, errW
+	c.SysProcAttr = sysProcAttr()
+	if err := c.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("start: %w", errors.Unwrap(err))
+	}
+	closeAll(inR, outW, errW) // the child's ends
+	return &execProcess{cmd: c, in: inW, out: outR, err: errR}, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+type execProcess struct {
+	cmd          *exec.Cmd
+	in, out, err *os.File
+	closeOnce    sync.Once
+}
+
+func (p *execProcess) Stdin() io.WriteCloser { return p.in }
+func (p *execProcess) Stdout() io.Reader     { return p.out }
+func (p *execProcess) Stderr() io.Reader     { return p.err }
+func (p *execProcess) Kill()                 { killTree(p.cmd.Process) }
+func (p *execProcess) Wait() error           { return p.cmd.Wait() }
+
+func (p *execProcess) Close() {
+	p.closeOnce.Do(func() { closeAll(p.in, p.out, p.err) })
+}

@@ -1,0 +1,16 @@
+//go:build !unix
+
+package linkdevice
+
+import (
+	"os"
+	"syscall"
+)
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func killTree(p *os.Process) {
+	if p != nil {
+		p.Kill()
+	}
+}
