@@ -103,7 +103,6 @@ func (s *Server) answer(id json.RawMessage, result any, err error) error {
 // finished.
 func (s *Server) Serve(ctx context.Context, h Handler) error {
 	ctx, cancelAll := context.WithCancel(ctx)
-	defer cancelAll()
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -111,7 +110,10 @@ func (s *Server) Serve(ctx context.Context, h Handler) error {
 		shutdown = make(chan struct{})
 		once     sync.Once
 	)
-	defer wg.Wait()
+	defer func() {
+		cancelAll() // first: the calls in flight see their ctx end
+		wg.Wait()
+	}()
 
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)

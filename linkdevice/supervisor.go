@@ -286,11 +286,12 @@ func (s *Supervisor) acquire(ctx context.Context, k SessionKey, retry bool) (*se
 	ss := s.sessions[k]
 	if ss != nil && retry {
 		ss.mu.Lock()
-		if ss.state == StateFailed {
+		failed := ss.state == StateFailed
+		ss.mu.Unlock()
+		if failed {
 			delete(s.sessions, k) // a user's new attempt earns a new budget
 			ss = nil
 		}
-		ss.mu.Unlock()
 	}
 	if ss == nil {
 		ss = &session{key: k, spec: spec, dir: s.SessionDir(k), stop: make(chan struct{}), state: StateStarting, changed: make(chan struct{})}
@@ -462,6 +463,13 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 		reason = "the helper exited"
 	case <-client.Done():
 		reason = sessionReason(client.Err())
+		if client.Err() == nil { // end of output: most often the exit itself
+			select {
+			case <-exited:
+				reason = "the helper exited"
+			case <-time.After(drainGrace):
+			}
+		}
 		proc.Kill()
 		<-exited
 	case <-ctx.Done():
@@ -501,7 +509,11 @@ func initReason(err error) string {
 	case errors.As(err, &re):
 		return "the helper refused initialize"
 	case errors.Is(err, ErrSessionClosed):
-		return sessionReason(errors.Unwrap(err))
+		var pe *ProtocolError
+		if errors.As(err, &pe) || errors.Is(err, ErrHung) {
+			return sessionReason(errors.Unwrap(err))
+		}
+		return "the helper exited" // its output ended before the answer
 	}
 	return "the helper did not initialize"
 }
