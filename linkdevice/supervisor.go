@@ -135,8 +135,13 @@ type Supervisor struct {
 	log     *slog.Logger
 	starter Starter
 
+	// ctx is the sessions' lifetime: made by New so calls that arrive
+	// before Run starts are served, cancelled when Run's ctx ends.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu       sync.Mutex
-	ctx      context.Context // Run's; nil before Run
+	running  bool
 	stopping bool
 	sessions map[SessionKey]*session
 	wg       sync.WaitGroup // one per keeper goroutine
@@ -190,7 +195,8 @@ func New(cfg Config) (*Supervisor, error) {
 	if st == nil {
 		st = ExecStarter{}
 	}
-	return &Supervisor{cfg: cfg, log: log.With("component", "linkdevice"), starter: st, sessions: map[SessionKey]*session{}}, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Supervisor{cfg: cfg, log: log.With("component", "linkdevice"), starter: st, ctx: ctx, cancel: cancel, sessions: map[SessionKey]*session{}}, nil
 }
 
 func cloneHelpers(m map[string]Spec) map[string]Spec {
@@ -226,19 +232,22 @@ func (s *Supervisor) Helpers() []string {
 
 // Run supervises helpers until ctx is done, then shuts every session down
 // (shutdown, then input closed, then a kill after 5 seconds each) and
-// returns nil once all have exited. Sessions start only while Run runs.
+// returns nil once all have exited. Sessions start on demand from New on
+// (so a call that races Run's start is served); after Run has returned
+// every call is refused with ErrStopped. Run must be called once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	s.mu.Lock()
-	if s.ctx != nil {
+	if s.running || s.stopping {
 		s.mu.Unlock()
 		return errors.New("supervisor already running")
 	}
-	s.ctx = ctx
+	s.running = true
 	s.mu.Unlock()
 	<-ctx.Done()
 	s.mu.Lock()
 	s.stopping = true
 	s.mu.Unlock()
+	s.cancel()
 	s.wg.Wait()
 	return nil
 }
@@ -279,7 +288,7 @@ func (s *Supervisor) acquire(ctx context.Context, k SessionKey, retry bool) (*se
 		return nil, nil, ErrUnknownHelper
 	}
 	s.mu.Lock()
-	if s.ctx == nil || s.stopping || s.ctx.Err() != nil {
+	if s.stopping {
 		s.mu.Unlock()
 		return nil, nil, ErrStopped
 	}
@@ -511,7 +520,7 @@ func initReason(err error) string {
 	case errors.Is(err, ErrSessionClosed):
 		var pe *ProtocolError
 		if errors.As(err, &pe) || errors.Is(err, ErrHung) {
-			return sessionReason(errors.Unwrap(err))
+			return sessionReason(err)
 		}
 		return "the helper exited" // its output ended before the answer
 	}

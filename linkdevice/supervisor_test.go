@@ -253,9 +253,6 @@ func TestSupervisorRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeStarter{behave: func(int) behavior { return serving(basicHandler(linkHandler)) }}
 		s := newFakeSupervisor(t, f, nil)
-		if _, err := s.PollLink(context.Background(), simKey); !errors.Is(err, ErrStopped) {
-			t.Errorf("PollLink before Run = %v, want ErrStopped", err)
-		}
 		stop := runSupervisor(t, s)
 		defer stop()
 		if _, err := s.PollLink(context.Background(), SessionKey{HelperID: "whatsapp", AppID: "a", Slot: "s"}); !errors.Is(err, ErrUnknownHelper) {
