@@ -241,7 +241,7 @@ func (c *Client) dispatchNotification(m rpcMessage) error {
 		if !p.State.valid() || checkText(p.Label, MaxLabel, "label") != nil || checkText(p.Reason, MaxReason, "reason") != nil {
 			return violation("link.status params are out of bounds")
 		}
-		n = Notification{Method: NotifyLinkStatus, Status: LinkStatus{State: p.State, Label: p.Label, Reason: p.Reason}}
+		n = Notification{Method: NotifyLinkStatus, Status: LinkStatus(p)}
 	default:
 		return nil // an unknown notification is ignored (PROTOCOL.md)
 	}
@@ -455,7 +455,7 @@ func (c *Client) Verify(ctx context.Context, token Token) (Verification, error) 
 	if checkText(r.Label, MaxLabel, "label") != nil {
 		return Verification{}, c.bad("a verify answer's label is out of bounds")
 	}
-	return Verification{Alive: r.Alive, Label: r.Label}, nil
+	return Verification(r), nil
 }
 
 // Do sends one request through the helper's device session. The request

@@ -47,7 +47,7 @@ func (s *Server) Notify(method string, params any) error {
 	case QR:
 		params = formatQR(p)
 	case LinkStatus:
-		params = statusParams{State: p.State, Label: p.Label, Reason: p.Reason}
+		params = statusParams(p)
 	}
 	return s.write(struct {
 		JSONRPC string `json:"jsonrpc"`
@@ -241,7 +241,7 @@ func PollResult(p Poll) any {
 }
 
 // VerifyResult is the answer a Go helper gives to verify.
-func VerifyResult(v Verification) any { return verifyResult{Alive: v.Alive, Label: v.Label} }
+func VerifyResult(v Verification) any { return verifyResult(v) }
 
 // ResponseResult is the answer a Go helper gives to request.
 func ResponseResult(r Response) any {

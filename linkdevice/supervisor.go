@@ -424,8 +424,13 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 	client := NewClient(proc.Stdout(), proc.Stdin(), ClientOptions{Notify: func(n Notification) { s.notified(ss, n) }})
 	ran := make(chan struct{})
 	go func() { client.Run(context.Background()); close(ran) }() // ends when the client is closed or the streams end
+	// finish runs after the process has exited.
 	finish := func() {
 		client.Close()
+		select { // its last stderr lines (a crash report) are worth the wait
+		case <-logged:
+		case <-time.After(drainGrace):
+		}
 		proc.Close()
 		<-ran
 		<-logged
