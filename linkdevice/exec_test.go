@@ -108,9 +108,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func scan(t *testing.T, dir, payload string) string {
 	t.Helper()
 	os.Remove(filepath.Join(dir, simResultFile))
-	if err := os.WriteFile(filepath.Join(dir, simScanFile), []byte(payload+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeScan(t, dir, payload)
 	var got []byte
 	waitFor(t, "scan.result", func() bool {
 		var err error
@@ -300,7 +298,7 @@ func TestPythonHelperFromTheDocument(t *testing.T) {
 	if err != nil || p.State != LinkQR {
 		t.Fatalf("PollLink = %+v, %v", p, err)
 	}
-	os.WriteFile(filepath.Join(s.SessionDir(k), "scan"), []byte(p.QR.Payload), 0o600)
+	writeScan(t, s.SessionDir(k), p.QR.Payload)
 	waitFor(t, "the link", func() bool { p, err = s.PollLink(ctx, k); return err != nil || p.State != LinkQR })
 	if err != nil || p.State != LinkLinked || p.Token.IsZero() {
 		t.Fatalf("PollLink after the scan = %+v, %v; want linked with a token", p, err)
@@ -328,5 +326,18 @@ func TestPythonHelperFromTheDocument(t *testing.T) {
 	}
 	if err := s.Unlink(ctx, k); err != nil {
 		t.Errorf("Unlink = %v", err)
+	}
+}
+
+// writeScan writes the scan file the way PROTOCOL.md asks: whole, by
+// rename, so the helper never reads half of it.
+func writeScan(t *testing.T, dir, payload string) {
+	t.Helper()
+	tmp := filepath.Join(dir, "scan.tmp")
+	if err := os.WriteFile(tmp, []byte(payload+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, simScanFile)); err != nil {
+		t.Fatal(err)
 	}
 }

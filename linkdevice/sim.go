@@ -325,8 +325,8 @@ func (s *simulator) watchScan(ctx context.Context, n int) {
 		}
 		path := filepath.Join(s.dir, simScanFile)
 		raw, err := readSmall(path, 4096)
-		if err != nil {
-			s.mu.Unlock()
+		if err != nil || !scanComplete(raw) {
+			s.mu.Unlock() // absent, or still being written
 			continue
 		}
 		os.Remove(path)
@@ -338,6 +338,12 @@ func (s *simulator) watchScan(ctx context.Context, n int) {
 			return
 		}
 	}
+}
+
+// scanComplete reports whether a scan file's content is whole: it ends
+// in a newline, or is as long as a payload.
+func scanComplete(raw []byte) bool {
+	return len(raw) > 0 && (raw[len(raw)-1] == '\n' || len(raw) >= len(simPayloadTag)+32)
 }
 
 func readSmall(path string, max int64) ([]byte, error) {
