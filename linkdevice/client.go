@@ -24,6 +24,9 @@ var (
 	// ErrResponseTooLarge: the helper's answer carries a body over
 	// MaxResponseBody; the caller refuses it as gate 10 would.
 	ErrResponseTooLarge = errors.New("helper response body exceeds 1048576 bytes")
+	// ErrOutOfBounds: a request breaks PROTOCOL.md's bounds (method, path,
+	// headers, body, token) and was not sent.
+	ErrOutOfBounds = errors.New("request is outside the helper protocol's bounds")
 )
 
 // ProtocolError is a violation of PROTOCOL.md by the helper. Reason is a
@@ -463,7 +466,7 @@ func (c *Client) Verify(ctx context.Context, token Token) (Verification, error) 
 // checked as it arrives. A body over MaxResponseBody is ErrResponseTooLarge.
 func (c *Client) Do(ctx context.Context, req Request) (Response, error) {
 	if err := checkRequest(req); err != nil {
-		return Response{}, err
+		return Response{}, fmt.Errorf("%w: %v", ErrOutOfBounds, err)
 	}
 	hdr := map[string][]string(req.Header)
 	if hdr == nil {

@@ -271,8 +271,8 @@ func TestClientRefusesBadRequests(t *testing.T) {
 		{Method: "POST", PathAndQuery: "/", Token: testToken, Body: make([]byte, MaxRequestBody+1)},
 		{Method: "GET", PathAndQuery: "/"},
 	} {
-		if _, err := p.c.Do(t.Context(), req); err == nil {
-			t.Errorf("Do(%+v) = nil, want a refusal", req.PathAndQuery)
+		if _, err := p.c.Do(t.Context(), req); !errors.Is(err, ErrOutOfBounds) {
+			t.Errorf("Do(%+v) = %v, want ErrOutOfBounds", req.PathAndQuery, err)
 		}
 	}
 }

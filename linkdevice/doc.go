@@ -38,8 +38,8 @@
 //     gate 6a, the token read from the slot's credential slice; the
 //     Response gets gates 9 and 10 like any other. ErrResponseTooLarge is
 //     NET_SIZE_EXCEEDED, ErrUnauthorized and ErrNotLinked NET_AUTH_FAILED,
-//     every other error NET_FETCH_FAILED (nothing falls back to the
-//     network);
+//     ErrOutOfBounds NET_INVALID_REQUEST, every other error
+//     NET_FETCH_FAILED (nothing falls back to the network);
 //   - StartLink(ctx, key) for POST …/{slot}/link/start (it also gives a
 //     failed helper a fresh restart budget), then codes arrive as EventQR;
 //   - PollLink(ctx, key) when EventLinkStatus says linked (or on a timer):

@@ -689,13 +689,16 @@ func (s *Supervisor) StartLink(ctx context.Context, k SessionKey) error {
 }
 
 // PollLink polls k's link state. The one answer that observes completion
-// carries the token; the caller must keep it, no later answer has it.
+// carries the token; the caller must keep it, no later answer has it. So
+// that a caller who gives up cannot drop that answer on the floor, the
+// poll itself ignores ctx's cancellation once sent (its own 5 s timeout
+// still bounds it).
 func (s *Supervisor) PollLink(ctx context.Context, k SessionKey) (Poll, error) {
 	ss, c, err := s.acquire(ctx, k, false)
 	if err != nil {
 		return Poll{}, err
 	}
-	p, err := c.PollLink(ctx)
+	p, err := c.PollLink(context.WithoutCancel(ctx))
 	ss.remember(p.Token)
 	return p, s.scrubErr(ss, err)
 }

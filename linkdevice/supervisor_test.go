@@ -372,3 +372,34 @@ func linkHandler(_ context.Context, method string, _ json.RawMessage) (any, erro
 	}
 	return nil, &RPCError{CodeMethodNotFound, "method not found"}
 }
+
+// The poll that carries the token is not dropped when its caller gives up
+// mid-call: the token still comes back, once.
+// conformance: P3-C12.12-17
+func TestSupervisorPollSurvivesCallerCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		f := &fakeStarter{behave: func(int) behavior {
+			return serving(basicHandler(func(ctx context.Context, method string, p json.RawMessage) (any, error) {
+				if method == MethodLinkPoll {
+					<-release
+					return PollResult(Poll{State: LinkLinked, Label: "P", Token: testToken}), nil
+				}
+				return linkHandler(ctx, method, p)
+			}))
+		}}
+		s := newFakeSupervisor(t, f, nil)
+		stop := runSupervisor(t, s)
+		defer stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan Poll, 1)
+		go func() { p, _ := s.PollLink(ctx, simKey); got <- p }()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		close(release)
+		if p := <-got; p.Token != testToken {
+			t.Errorf("PollLink after its caller gave up = %+v, want the token", p)
+		}
+	})
+}
