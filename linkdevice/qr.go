@@ -2,8 +2,10 @@ package linkdevice
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/mdp/qrterminal/v3"
 	"rsc.io/qr"
@@ -85,4 +87,37 @@ func QRPNG(payload string) ([]byte, error) {
 		return nil, fmt.Errorf("encode qr: %w", err)
 	}
 	return code.PNG(), nil
+}
+
+// clearScreen moves the cursor home and clears the terminal (ANSI).
+const clearScreen = "\x1b[H\x1b[2J"
+
+// RenderLinkScreen draws one frame of snugd ctl pair link for a terminal
+// width columns wide: with clear, it first clears the screen (so a
+// rotation redraws in place), then the code, then how long it is good for
+// and how to cancel. A terminal too narrow for any layout gets a sentence
+// saying how wide it must be instead of a broken code. Errors:
+// CheckQRPayload's, and w's.
+func RenderLinkScreen(w io.Writer, q QR, now time.Time, width int, clear bool) error {
+	var buf bytes.Buffer
+	if clear {
+		buf.WriteString(clearScreen)
+	}
+	err := RenderQR(&buf, q.Payload, width)
+	var tn *TooNarrowError
+	switch {
+	case errors.As(err, &tn):
+		fmt.Fprintf(&buf, "Widen the terminal to %d columns to show the code.\n", tn.Need)
+	case err != nil:
+		return err
+	}
+	buf.WriteString("\nScan the code with the device you are linking.\n")
+	if left := q.ExpiresAt.Sub(now); left > 0 {
+		secs := int((left + time.Second - 1) / time.Second)
+		fmt.Fprintf(&buf, "This code changes in %d s. Press Ctrl-C to cancel.\n", secs)
+	} else {
+		buf.WriteString("This code has expired; waiting for the next one. Press Ctrl-C to cancel.\n")
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/makiuchi-d/gozxing"
@@ -161,5 +162,39 @@ func TestQRRefusesBadPayloads(t *testing.T) {
 		if _, err := QRPNG(p); err == nil {
 			t.Errorf("QRPNG(%q) = nil, want an error", p)
 		}
+	}
+}
+
+// One frame of snugd ctl pair link: it clears, draws a code that decodes,
+// says the time left; a rotation's frame draws the new code.
+func TestRenderLinkScreen(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		payload string
+		left    time.Duration
+		text    string
+	}{
+		{"SNUGSIM1:AAAA0000AAAA0000AAAA0000AAAA0000", 16500 * time.Millisecond, "This code changes in 17 s."},
+		{"SNUGSIM1:BBBB1111BBBB1111BBBB1111BBBB1111", -time.Second, "This code has expired"},
+	} {
+		var buf bytes.Buffer
+		if err := RenderLinkScreen(&buf, QR{Payload: tc.payload, ExpiresAt: now.Add(tc.left)}, now, 100, true); err != nil {
+			t.Fatal(err)
+		}
+		out, ok := strings.CutPrefix(buf.String(), clearScreen)
+		if !ok {
+			t.Errorf("frame does not start by clearing the screen")
+		}
+		code, text, _ := strings.Cut(out, "\n\n")
+		if got := decodeQR(t, halfBlocksToImage(t, code+"\n")); got != tc.payload {
+			t.Errorf("frame's code decodes to %q, want %q", got, tc.payload)
+		}
+		if !strings.Contains(text, tc.text) || !strings.Contains(text, "Ctrl-C") {
+			t.Errorf("frame text = %q, want %q and Ctrl-C", text, tc.text)
+		}
+	}
+	var buf bytes.Buffer
+	if err := RenderLinkScreen(&buf, QR{Payload: qrPayloads[0], ExpiresAt: now}, now, 20, false); err != nil || !strings.Contains(buf.String(), "Widen the terminal to") {
+		t.Errorf("narrow frame = %q, %v", buf.String(), err)
 	}
 }

@@ -223,3 +223,14 @@ func TestSimFlags(t *testing.T) {
 		t.Errorf("RunSim at end of input = %v, want nil", err)
 	}
 }
+
+// The standing target rule's two sources are where the simulator reads
+// them: a send built from SimSendPath and SimTargetField goes out.
+func TestSimStandingTargetRule(t *testing.T) {
+	s := &simulator{opt: SimOptions{SendLimit: 10}, session: &simSession{Version: 1, Threads: seedThreads()}, dir: t.TempDir()}
+	body, _ := json.Marshal(map[string]string{SimTargetField: "t-family", "text": "on my way"})
+	resp := s.serveAPI(Request{Method: SimSendMethod, PathAndQuery: strings.Replace(SimSendPath, "{target}", "t-family", 1), Body: body})
+	if resp.Status != 201 {
+		t.Errorf("send by the rule = %d %s, want 201", resp.Status, resp.Body)
+	}
+}
