@@ -52,7 +52,14 @@
 //     process stops and its directory is removed, even if the helper
 //     cannot be reached;
 //   - Status() for GET /v1/status and snugd ctl status: per session its
-//     State, Restarts and LastError (a fixed sentence).
+//     State, Restarts and LastError (a fixed sentence); Helpers() lists
+//     the registered ids, sessions or not.
+//
+// For the flow's answers the API calls QRPNG(payload) (?format=png), and
+// snugd ctl pair link calls RenderLinkScreen(w, qr, now, columns, true)
+// for each new code and once a second for the time left. The registry
+// entry sim's standing target rule (§17) is {Method: SimSendMethod,
+// PathPattern: SimSendPath, BodyField: SimTargetField}.
 //
 // Helpers are found only through the table: a Spec's Executable is a bare
 // file name looked up in Config.Dir, never a path, and nothing an app or a
