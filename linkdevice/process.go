@@ -82,13 +82,32 @@ type execProcess struct {
 	cmd          *exec.Cmd
 	in, out, err *os.File
 	closeOnce    sync.Once
+
+	mu     sync.Mutex
+	reaped bool // Wait returned: the pid (and group id) may be reused
 }
 
 func (p *execProcess) Stdin() io.WriteCloser { return p.in }
 func (p *execProcess) Stdout() io.Reader     { return p.out }
 func (p *execProcess) Stderr() io.Reader     { return p.err }
-func (p *execProcess) Kill()                 { killTree(p.cmd.Process) }
-func (p *execProcess) Wait() error           { return p.cmd.Wait() }
+
+// Kill signals the helper's process group, unless the helper has been
+// reaped: then its id may already name someone else's group.
+func (p *execProcess) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reaped {
+		killTree(p.cmd.Process)
+	}
+}
+
+func (p *execProcess) Wait() error {
+	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.reaped = true
+	p.mu.Unlock()
+	return err
+}
 
 func (p *execProcess) Close() {
 	p.closeOnce.Do(func() { closeAll(p.in, p.out, p.err) })

@@ -437,8 +437,7 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 	}
 
 	ictx, cancel := context.WithCancel(ctx)
-	stopInit := context.AfterFunc(ctx, cancel)
-	go func() {
+	go func() { // ends with initialize
 		select {
 		case <-ss.stop:
 			cancel()
@@ -446,7 +445,6 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 		}
 	}()
 	_, err = client.Initialize(ictx, ss.dir)
-	stopInit()
 	cancel()
 	if err != nil {
 		proc.Kill()
