@@ -341,3 +341,39 @@ func writeScan(t *testing.T, dir, payload string) {
 		t.Fatal(err)
 	}
 }
+
+// A helper's own children die with it: a child that holds the helper's
+// stdout open neither survives the kill nor wedges the session's reader.
+func TestHelperChildrenKilled(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep(1) to fork")
+	}
+	h := testHelper(t, "forker", "--test.run=^$")
+	h.s.cfg.Env = append(h.s.cfg.Env, "PATH=/usr/bin:/bin")
+	_, err := h.s.Do(t.Context(), simKey, Request{Method: "GET", PathAndQuery: "/", Token: testToken})
+	if !errors.Is(err, ErrSessionClosed) {
+		t.Fatalf("Do = %v, want ErrSessionClosed", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(h.s.SessionDir(simKey), "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the child to die", func() bool {
+		st, err := os.ReadFile("/proc/" + string(raw) + "/stat")
+		return err != nil || strings.Contains(string(st), ") Z ")
+	})
+	waitFor(t, "the restart bookkeeping", func() bool { return statusOf(t, h.s, simKey).Restarts >= 1 })
+
+	// And after an orderly exit: the restarted helper answers shutdown and
+	// exits, and its child goes with it.
+	waitFor(t, "the restart", func() bool { return statusOf(t, h.s, simKey).State == StateRunning })
+	raw, err = os.ReadFile(filepath.Join(h.s.SessionDir(simKey), "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	waitFor(t, "the second child to die", func() bool {
+		st, err := os.ReadFile("/proc/" + string(raw) + "/stat")
+		return err != nil || strings.Contains(string(st), ") Z ")
+	})
+}

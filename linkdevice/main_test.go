@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,19 @@ func runTestHelper(mode string) int {
 	}
 	if mode == "exit" {
 		return 2
+	}
+	if mode == "forker" { // a child that keeps our stdout open, then garbage
+		child := exec.Command("sleep", "300")
+		child.Stdout = os.Stdout
+		if err := child.Start(); err != nil {
+			return 1
+		}
+		os.WriteFile("child.pid", []byte(strconv.Itoa(child.Process.Pid)), 0o600)
+		h = basicHandler(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			io.WriteString(out, "garbage\n")
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
 	}
 	Serve(ctx, os.Stdin, os.Stdout, h)
 	time.Sleep(10 * time.Millisecond)

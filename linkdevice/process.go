@@ -101,10 +101,14 @@ func (p *execProcess) Kill() {
 	}
 }
 
+// Wait waits for the helper to exit, then kills what is left of its
+// process group (children it left behind) at once: while any member
+// lives the group id stays reserved, so the signal reaches only them.
 func (p *execProcess) Wait() error {
 	err := p.cmd.Wait()
 	p.mu.Lock()
 	p.reaped = true
+	killGroup(p.cmd.Process)
 	p.mu.Unlock()
 	return err
 }

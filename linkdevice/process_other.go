@@ -14,3 +14,5 @@ func killTree(p *os.Process) {
 		p.Kill()
 	}
 }
+
+func killGroup(*os.Process) {}

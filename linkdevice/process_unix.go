@@ -19,3 +19,10 @@ func killTree(p *os.Process) {
 	syscall.Kill(-p.Pid, syscall.SIGKILL)
 	p.Kill()
 }
+
+// killGroup kills the members left in p's process group after p exited.
+func killGroup(p *os.Process) {
+	if p != nil {
+		syscall.Kill(-p.Pid, syscall.SIGKILL)
+	}
+}
