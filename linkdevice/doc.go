@@ -39,7 +39,8 @@
 //     Response gets gates 9 and 10 like any other. ErrResponseTooLarge is
 //     NET_SIZE_EXCEEDED, ErrUnauthorized and ErrNotLinked NET_AUTH_FAILED,
 //     ErrOutOfBounds NET_INVALID_REQUEST, every other error
-//     NET_FETCH_FAILED (nothing falls back to the network);
+//     NET_FETCH_FAILED (nothing falls back to the network; ErrTooMany, the
+//     64-session cap, too);
 //   - StartLink(ctx, key) for POST …/{slot}/link/start (it also gives a
 //     failed helper a fresh restart budget), then codes arrive as EventQR;
 //   - PollLink(ctx, key) when EventLinkStatus says linked (or on a timer):

@@ -30,6 +30,8 @@ const (
 	// drainGrace is how long the reader may drain what an exited helper
 	// wrote before its streams are closed.
 	drainGrace = time.Second
+	// maxSessions bounds the helper processes one snugd runs at once.
+	maxSessions = 64
 )
 
 // backoff returns the wait before restart number try (0-based).
@@ -41,6 +43,7 @@ var (
 	ErrStopped       = errors.New("the helper supervisor is not running")
 	ErrHelperDown    = errors.New("the helper is restarting")
 	ErrHelperFailed  = errors.New("the helper failed and is not restarted")
+	ErrTooMany       = errors.New("too many helper sessions are running")
 )
 
 // Spec is one entry of the helper table: the bare file name of the
@@ -302,6 +305,10 @@ func (s *Supervisor) acquire(ctx context.Context, k SessionKey, retry bool) (*se
 			ss = nil
 		}
 	}
+	if ss == nil && s.live() >= maxSessions {
+		s.mu.Unlock()
+		return nil, nil, ErrTooMany
+	}
 	if ss == nil {
 		ss = &session{key: k, spec: spec, dir: s.SessionDir(k), stop: make(chan struct{}), state: StateStarting, changed: make(chan struct{})}
 		s.sessions[k] = ss
@@ -327,6 +334,20 @@ func (s *Supervisor) acquire(ctx context.Context, k SessionKey, retry bool) (*se
 			return nil, nil, ctx.Err()
 		}
 	}
+}
+
+// live counts the sessions that hold or may soon hold a process; s.mu is
+// held.
+func (s *Supervisor) live() int {
+	n := 0
+	for _, ss := range s.sessions {
+		ss.mu.Lock()
+		if ss.state != StateFailed && ss.state != StateStopped {
+			n++
+		}
+		ss.mu.Unlock()
+	}
+	return n
 }
 
 func (s *Supervisor) setState(ss *session, st State, c *Client) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -400,6 +401,27 @@ func TestSupervisorPollSurvivesCallerCancel(t *testing.T) {
 		close(release)
 		if p := <-got; p.Token != testToken {
 			t.Errorf("PollLink after its caller gave up = %+v, want the token", p)
+		}
+	})
+}
+
+// At most maxSessions helper processes run at once.
+func TestSupervisorSessionCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStarter{behave: func(int) behavior { return serving(basicHandler(linkHandler)) }}
+		s := newFakeSupervisor(t, f, nil)
+		stop := runSupervisor(t, s)
+		defer stop()
+		for i := range maxSessions {
+			if _, err := s.PollLink(context.Background(), SessionKey{HelperID: "sim", AppID: "app", Slot: fmt.Sprint(i)}); err != nil {
+				t.Fatalf("session %d: %v", i, err)
+			}
+		}
+		if _, err := s.PollLink(context.Background(), SessionKey{HelperID: "sim", AppID: "app", Slot: "one-more"}); !errors.Is(err, ErrTooMany) {
+			t.Errorf("session %d = %v, want ErrTooMany", maxSessions+1, err)
+		}
+		if _, err := s.PollLink(context.Background(), SessionKey{HelperID: "sim", AppID: "app", Slot: "0"}); err != nil {
+			t.Errorf("an existing session = %v, want served", err)
 		}
 	})
 }
