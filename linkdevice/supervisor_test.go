@@ -425,3 +425,26 @@ func TestSupervisorSessionCap(t *testing.T) {
 		}
 	})
 }
+
+// A helper silent from the start: initialize times out after 10 s, the
+// caller gets an error, the helper is restarted.
+func TestSupervisorSilentInitialize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStarter{behave: func(int) behavior {
+			return func(stdin io.Reader, _, _ io.Writer) { io.Copy(io.Discard, stdin) }
+		}}
+		s := newFakeSupervisor(t, f, nil)
+		stop := runSupervisor(t, s)
+		defer stop()
+		start := time.Now()
+		if _, err := s.PollLink(context.Background(), simKey); !errors.Is(err, ErrHelperDown) {
+			t.Errorf("PollLink = %v, want ErrHelperDown", err)
+		}
+		if d := time.Since(start); d != Timeout(MethodInitialize) {
+			t.Errorf("PollLink returned after %v, want the initialize timeout", d)
+		}
+		if st := statusOf(t, s, simKey); st.LastError != "the helper did not answer in time" || st.Restarts != 1 {
+			t.Errorf("status = %+v", st)
+		}
+	})
+}
