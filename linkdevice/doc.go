@@ -53,8 +53,8 @@
 //     process stops and its directory is removed, even if the helper
 //     cannot be reached;
 //   - Status() for GET /v1/status and snugd ctl status: per session its
-//     State, Restarts and LastError (a fixed sentence); Helpers() lists
-//     the registered ids, sessions or not.
+//     State, Restarts and LastError (a fixed sentence); HelperStatus()
+//     folds them into one line per registered helper, sessions or not.
 //
 // For the flow's answers the API calls QRPNG(payload) (?format=png), and
 // snugd ctl pair link calls RenderLinkScreen(w, qr, now, columns, true)

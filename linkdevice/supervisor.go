@@ -283,6 +283,43 @@ func (s *Supervisor) Status() []Status {
 	return out
 }
 
+// StateIdle is a helper with no session (HelperStatus only).
+const StateIdle State = "idle"
+
+// HelperSummary is one registered helper's line in snugd ctl status: its
+// sessions folded into the worst state among them (failed, backoff,
+// starting, running, stopped; idle with none), their restarts summed, and
+// the last error of a session in that state.
+type HelperSummary struct {
+	HelperID  string
+	State     State
+	Sessions  int
+	Restarts  int
+	LastError string
+}
+
+// HelperStatus summarises every registered helper, sorted by id.
+func (s *Supervisor) HelperStatus() []HelperSummary {
+	rank := map[State]int{StateFailed: 5, StateBackoff: 4, StateStarting: 3, StateRunning: 2, StateStopped: 1}
+	sessions := s.Status()
+	out := make([]HelperSummary, 0, len(s.cfg.Helpers))
+	for _, id := range s.Helpers() {
+		h := HelperSummary{HelperID: id, State: StateIdle}
+		for _, st := range sessions {
+			if st.HelperID != id {
+				continue
+			}
+			h.Sessions++
+			h.Restarts += st.Restarts
+			if rank[st.State] > rank[h.State] {
+				h.State, h.LastError = st.State, st.LastError
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
 // acquire returns the running session of k, starting it on demand and
 // waiting while it starts. A session in backoff or failed refuses at once.
 func (s *Supervisor) acquire(ctx context.Context, k SessionKey, retry bool) (*session, *Client, error) {

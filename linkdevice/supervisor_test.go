@@ -99,6 +99,10 @@ func TestSupervisorBackoffAndBudget(t *testing.T) {
 		if st.State != StateFailed || st.Restarts != 5 || st.LastError != "the helper exited" {
 			t.Errorf("status = %+v, want failed after 5 restarts, \"the helper exited\"", st)
 		}
+		wantSum := []HelperSummary{{HelperID: "sim", State: StateFailed, Sessions: 1, Restarts: 5, LastError: "the helper exited"}}
+		if got := s.HelperStatus(); !slices.Equal(got, wantSum) {
+			t.Errorf("HelperStatus = %+v, want %+v", got, wantSum)
+		}
 		if _, err := s.PollLink(context.Background(), simKey); !errors.Is(err, ErrHelperFailed) {
 			t.Errorf("PollLink on a failed helper = %v, want ErrHelperFailed", err)
 		}
@@ -256,6 +260,9 @@ func TestSupervisorRefusals(t *testing.T) {
 		s := newFakeSupervisor(t, f, nil)
 		stop := runSupervisor(t, s)
 		defer stop()
+		if got := s.HelperStatus(); len(got) != 1 || got[0].State != StateIdle || got[0].Sessions != 0 {
+			t.Errorf("HelperStatus before any session = %+v, want sim idle", got)
+		}
 		if _, err := s.PollLink(context.Background(), SessionKey{HelperID: "whatsapp", AppID: "a", Slot: "s"}); !errors.Is(err, ErrUnknownHelper) {
 			t.Errorf("PollLink of an unregistered helper = %v, want ErrUnknownHelper", err)
 		}
