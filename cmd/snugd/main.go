@@ -52,6 +52,7 @@ func commands() map[string]command {
 		"restart":   serviceCommand("restart"),
 		"status":    serviceCommand("status"),
 		"webhost":   cmdWebhost,
+		"helper":    cmdHelper, // hidden: linked-device helpers (helper.go)
 	}
 }
 

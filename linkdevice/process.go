@@ -1,0 +1,118 @@
+package linkdevice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+)
+
+// Command is one helper process to start: an absolute path the supervisor
+// resolved from its table, fixed arguments, the session directory as the
+// working directory, and the whole environment.
+type Command struct {
+	Path string
+	Args []string
+	Dir  string
+	Env  []string
+}
+
+// Process is a started helper. Stdin, Stdout and Stderr are its three
+// streams; Kill ends it at once (its process group where there is one);
+// Wait returns when it has exited; Close releases the streams, after Wait.
+type Process interface {
+	Stdin() io.WriteCloser
+	Stdout() io.Reader
+	Stderr() io.Reader
+	Kill()
+	Wait() error
+	Close()
+}
+
+// Starter starts helper processes. The zero Config uses ExecStarter; tests
+// substitute one whose processes live inside a synctest bubble.
+type Starter interface {
+	Start(ctx context.Context, cmd Command) (Process, error)
+}
+
+// ExecStarter starts real processes with os/exec.
+type ExecStarter struct{}
+
+// Start starts cmd with three fresh pipes and no inherited descriptors.
+func (ExecStarter) Start(_ context.Context, cmd Command) (Process, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	c := exec.Command(cmd.Path, cmd.Args...)
+	c.Dir, c.Env = cmd.Dir, cmd.Env
+	if c.Env == nil {
+		c.Env = []string{} // never snugd's own environment
+	}
+	c.Stdin, c.Stdout, c.Stderr = inR, outW, errW
+	c.SysProcAttr = sysProcAttr()
+	if err := c.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("start: %w", errors.Unwrap(err))
+	}
+	closeAll(inR, outW, errW) // the child's ends
+	return &execProcess{cmd: c, in: inW, out: outR, err: errR}, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+type execProcess struct {
+	cmd          *exec.Cmd
+	in, out, err *os.File
+	closeOnce    sync.Once
+
+	mu     sync.Mutex
+	reaped bool // Wait returned: the pid (and group id) may be reused
+}
+
+func (p *execProcess) Stdin() io.WriteCloser { return p.in }
+func (p *execProcess) Stdout() io.Reader     { return p.out }
+func (p *execProcess) Stderr() io.Reader     { return p.err }
+
+// Kill signals the helper's process group, unless the helper has been
+// reaped: then its id may already name someone else's group.
+func (p *execProcess) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reaped {
+		killTree(p.cmd.Process)
+	}
+}
+
+// Wait waits for the helper to exit, then kills what is left of its
+// process group (children it left behind) at once: while any member
+// lives the group id stays reserved, so the signal reaches only them.
+func (p *execProcess) Wait() error {
+	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.reaped = true
+	killGroup(p.cmd.Process)
+	p.mu.Unlock()
+	return err
+}
+
+func (p *execProcess) Close() {
+	p.closeOnce.Do(func() { closeAll(p.in, p.out, p.err) })
+}
