@@ -12,8 +12,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"time"
 	"strings"
+	"time"
 
 	"github.com/snug/snugd/api"
 )
