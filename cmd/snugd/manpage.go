@@ -27,11 +27,11 @@ Flags go before or after a command's arguments.
 .SH COMMANDS
 `)
 	for _, d := range topDocs() {
-		fmt.Fprintf(&b, ".TP\n.B snugd %s\n%s.\nExample:\n.B %s\n", roff(d.synopsis), roff(d.summary), roff(d.example))
+		fmt.Fprintf(&b, ".TP\n.B snugd %s\n%s.\n.br\nExample:\n.B %s\n", roff(d.synopsis), roff(d.summary), roff(d.example))
 	}
 	b.WriteString(".SH CTL COMMANDS\n")
 	for _, c := range ctlCommands() {
-		fmt.Fprintf(&b, ".TP\n.B snugd ctl %s\n%s.\nExample:\n.B %s\n", roff(c.synopsis), roff(c.summary), roff(c.example))
+		fmt.Fprintf(&b, ".TP\n.B snugd ctl %s\n%s.\n.br\nExample:\n.B %s\n", roff(c.synopsis), roff(c.summary), roff(c.example))
 	}
 	b.WriteString(`.SH ENVIRONMENT
 .TP
