@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -285,5 +289,45 @@ func TestBodyPreview(t *testing.T) {
 	many := strings.Repeat("[1,\n", 30)
 	if got := bodyPreview(many, 3, 2000); len(got) != 4 || !strings.Contains(got[3], "more characters not shown") {
 		t.Errorf("bodyPreview of 30 lines, 3 shown = %q", got)
+	}
+}
+
+// TestFailedStartCreatesNothing: a start that fails on a taken port
+// leaves no data directory, no key, no database, no config.json.
+func TestFailedStartCreatesNothing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	missing := filepath.Join(shortDir(t), "data")
+	empty := shortDir(t)
+	os.Chmod(empty, 0o700)
+	for _, dir := range []string{missing, empty} {
+		code, _, errOut := runCmd(t, "", "run", "--data-dir", dir, "--port", strconv.Itoa(port))
+		if code != exitNo || !strings.Contains(errOut, "in use") {
+			t.Errorf("run on a taken port = %d, %q", code, errOut)
+		}
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed start created %s: %v", missing, err)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("a failed start left %v in %s", ents, empty)
+	}
+}
+
+// TestDoctorWithPortFlag: a daemon started with --port listens elsewhere
+// than config.json says; doctor checks the port it listens on and passes.
+func TestDoctorWithPortFlag(t *testing.T) {
+	td := startDaemon(t)
+	other := freePort(t)
+	if err := os.WriteFile(filepath.Join(td.dir, configFile), []byte(`{"port": `+strconv.Itoa(other)+`}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := td.ctl(t, "", "doctor")
+	if code != exitOK || !strings.Contains(out, "OK    port") || !strings.Contains(out, "started with --port: config.json says 127.0.0.1:"+strconv.Itoa(other)) {
+		t.Errorf("doctor of a daemon started with --port = %d:\n%s%s", code, out, errOut)
 	}
 }
