@@ -126,7 +126,8 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	root := dir // the closure must not see dir's reassignment below
+	t.Cleanup(func() { os.RemoveAll(root) })
 	dir = filepath.Join(dir, "d")
 	e := &env{t: t, dir: dir, clock: &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}, logs: &lockedBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

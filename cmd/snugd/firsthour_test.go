@@ -303,7 +303,9 @@ func TestFailedStartCreatesNothing(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	missing := filepath.Join(shortDir(t), "data")
 	empty := shortDir(t)
-	os.Chmod(empty, 0o700)
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	for _, dir := range []string{missing, empty} {
 		code, _, errOut := runCmd(t, "", "run", "--data-dir", dir, "--port", strconv.Itoa(port))
 		if code != exitNo || !strings.Contains(errOut, "in use") {
