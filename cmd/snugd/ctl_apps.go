@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func ctlApps(ctx context.Context, c *ctl, args []string) int {
 // printApps prints one aligned row per connection under a header; the app
 // id is written on its first row only.
 func printApps(w io.Writer, apps []api.AppJSON) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(newTrimWriter(w), 0, 0, 2, ' ', 0)
 	// An OWNER column joins after APP when app ownership lands.
 	fmt.Fprintln(tw, "APP\tSLOT\tPROVIDER\tKIND\tSTATUS\tCREDENTIALS\tNOTES")
 	for _, a := range apps {
@@ -130,4 +131,28 @@ func shortPin(fp string) string {
 		return fp[:23] + "…"
 	}
 	return fp
+}
+
+// trimWriter drops the spaces tabwriter pads an empty last cell with. It
+// writes whole lines only; tabwriter ends every flush with one.
+type trimWriter struct {
+	w    io.Writer
+	part *[]byte // an unfinished line
+}
+
+func newTrimWriter(w io.Writer) trimWriter { return trimWriter{w: w, part: new([]byte)} }
+
+func (t trimWriter) Write(p []byte) (int, error) {
+	*t.part = append(*t.part, p...)
+	for {
+		i := bytes.IndexByte(*t.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := bytes.TrimRight((*t.part)[:i], " ")
+		if _, err := t.w.Write(append(line, '\n')); err != nil {
+			return 0, err
+		}
+		*t.part = (*t.part)[i+1:]
+	}
 }

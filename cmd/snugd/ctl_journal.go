@@ -133,7 +133,7 @@ func journalRow(e api.JournalEntryJSON) []string {
 
 // printJournal prints entries under a header, aligned to the widest cell.
 func (c *ctl) printJournal(entries []api.JournalEntryJSON) {
-	tw := tabwriter.NewWriter(c.e.stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(newTrimWriter(c.e.stdout), 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(journalColumns, "\t"))
 	for _, e := range entries {
 		fmt.Fprintln(tw, strings.Join(journalRow(e), "\t"))
