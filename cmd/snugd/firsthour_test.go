@@ -333,3 +333,12 @@ func TestDoctorWithPortFlag(t *testing.T) {
 		t.Errorf("doctor of a daemon started with --port = %d:\n%s%s", code, out, errOut)
 	}
 }
+
+func TestTopHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"help", "-h"}} {
+		code, out, errOut := runCmd(t, "", args...)
+		if code != exitOK || !strings.HasPrefix(out, "usage: snugd ") || !strings.Contains(out, "SNUGD_DATA_DIR") || errOut != "" {
+			t.Errorf("snugd %q = %d, %q, %q; want the usage on stdout", args, code, out, errOut)
+		}
+	}
+}

@@ -67,7 +67,7 @@ snugd COMMAND -h describes one command, with an example.
 // cmdHelp is snugd help [COMMAND] | help ctl COMMAND | help --man.
 func cmdHelp(ctx context.Context, e env, args []string) int {
 	switch {
-	case len(args) == 0:
+	case len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
 		usage(e.stdout)
 		return exitOK
 	case args[0] == "--man" || args[0] == "-man":
