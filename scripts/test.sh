@@ -28,7 +28,7 @@ part() {
 		summary+=("passed   $name (${took} s)")
 	elif [ "$rc" -eq 77 ]; then
 		local why
-		why=$(grep -i 'skipped' "$log" | tail -n 1 | sed 's/.*skipped[:(]* *//; s/)$//')
+		why=$(grep -i 'skipped' "$log" | tail -n 1 | sed 's/.*skipped: *//')
 		if [ "$required" = required ] && [ "$ci" = true ]; then
 			failed=$((failed + 1))
 			summary+=("FAILED   $name: skipped under CI=true, where it is required: ${why:-no reason given}")

@@ -25,6 +25,9 @@ type ctl struct {
 	json    bool // --json: machine output on stdout
 	client  *api.Client
 	name    string // "snugd ctl hosts", for messages
+	// systemAddr is where the system service listens by default: when
+	// this user's socket is missing, fail looks there for a snugd.
+	systemAddr string
 }
 
 // A ctlCommand is one snugd ctl command.
@@ -175,7 +178,7 @@ func cmdCtl(ctx context.Context, e env, args []string) int {
 	if wantsHelp(args[1:]) {
 		return ctlHelp(ctx, e, *cmd)
 	}
-	c := &ctl{e: e, json: asJSON, name: "snugd ctl " + cmd.name}
+	c := &ctl{e: e, json: asJSON, name: "snugd ctl " + cmd.name, systemAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(defaultPort))}
 	if !cmd.offline {
 		dir, err := resolveDataDir(e.getenv, dataDir)
 		if err != nil {
@@ -232,8 +235,8 @@ func (c *ctl) fail(err error) int {
 			fmt.Fprintf(c.e.stderr, "%s: permission denied on %s\nhint: run snugd ctl as the user snugd runs as (or root)\n", c.name, sock)
 		} else {
 			fmt.Fprintf(c.e.stderr, "%s: snugd is not running for %s (nothing answers on %s)\n", c.name, c.dataDir, sock)
-			if addr, ok := snugdOnDefaultPort(); ok && c.dataDir != defaultDataDir(true) {
-				fmt.Fprintf(c.e.stderr, "hint: a snugd answers on %s, probably the system service with its data in %s: run \"sudo snugd ctl %s\", or pass the --data-dir it uses\n", addr, defaultDataDir(true), strings.TrimPrefix(c.name, "snugd ctl "))
+			if c.systemAddr != "" && snugdAnswers(c.systemAddr) && c.dataDir != defaultDataDir(true) {
+				fmt.Fprintf(c.e.stderr, "hint: a snugd answers on %s, probably the system service with its data in %s: run \"sudo snugd ctl %s\", or pass the --data-dir it uses\n", c.systemAddr, defaultDataDir(true), strings.TrimPrefix(c.name, "snugd ctl "))
 			} else {
 				fmt.Fprintf(c.e.stderr, "hint: start it with \"snugd start\" (the installed service) or \"snugd run --data-dir %s\"; or pass the --data-dir it uses\n", c.dataDir)
 			}
@@ -306,16 +309,12 @@ func parseCtlArgs(flags *flag.FlagSet, args []string, maxArgs int) ([]string, in
 	return pos, 0, true
 }
 
-// snugdOnDefaultPort reports whether a snugd answers GET /v1/health on the
-// default loopback port, and where: what a user's snugd ctl finds when the
-// daemon is the system service, whose socket it cannot see.
-func snugdOnDefaultPort() (string, bool) {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(defaultPort))
+// snugdAnswers reports whether a snugd answers GET /v1/health on addr:
+// what a user's snugd ctl finds when the daemon is the system service,
+// whose socket it cannot see.
+func snugdAnswers(addr string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, hdr, status, err := tcpGet(ctx, addr, "/v1/health", map[string]string{"Host": addr})
-	if err != nil || status != http.StatusOK || hdr.Get("Snugd-Version") == "" {
-		return "", false
-	}
-	return addr, true
+	return err == nil && status == http.StatusOK && hdr.Get("Snugd-Version") != ""
 }

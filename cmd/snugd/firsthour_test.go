@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snug/snugd/api"
 )
 
 // runEnv runs snugd args in-process with stdin and an environment.
@@ -340,5 +345,25 @@ func TestTopHelp(t *testing.T) {
 		if code != exitOK || !strings.HasPrefix(out, "usage: snugd ") || !strings.Contains(out, "SNUGD_DATA_DIR") || errOut != "" {
 			t.Errorf("snugd %q = %d, %q, %q; want the usage on stdout", args, code, out, errOut)
 		}
+	}
+}
+
+// TestCtlHintsAtTheSystemService: a user's ctl that finds no socket, while
+// a snugd answers on the system service's port, says to use sudo.
+func TestCtlHintsAtTheSystemService(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Snugd-Version", "1.2.0")
+		io.WriteString(w, `{"ok":true,"version":"1.2.0"}`)
+	}))
+	defer srv.Close()
+	var errb bytes.Buffer
+	c := &ctl{e: env{stderr: &errb}, dataDir: filepath.Join(t.TempDir(), "mine"), name: "snugd ctl status", systemAddr: srv.Listener.Addr().String()}
+	if code := c.fail(api.ErrUnreachable); code != exitNo || !strings.Contains(errb.String(), `probably the system service`) || !strings.Contains(errb.String(), `run "sudo snugd ctl status"`) {
+		t.Errorf("fail = %d, %q; want the sudo hint", code, errb.String())
+	}
+	srv.Close()
+	errb.Reset()
+	if c.fail(api.ErrUnreachable); !strings.Contains(errb.String(), `hint: start it with "snugd start"`) {
+		t.Errorf("fail with nothing on the port = %q; want the start hint", errb.String())
 	}
 }
