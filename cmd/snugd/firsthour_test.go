@@ -367,3 +367,24 @@ func TestCtlHintsAtTheSystemService(t *testing.T) {
 		t.Errorf("fail with nothing on the port = %q; want the start hint", errb.String())
 	}
 }
+
+// FuzzBodyPreview: an app's request body, whatever it holds, previews in
+// at most maxLines+1 lines with no control character left raw.
+func FuzzBodyPreview(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, "plain", "x\x1b[2J\x07", "\u202eabc", `[1,2,{"b":"\u0000"}]`, strings.Repeat("é\n", 40), "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		lines := bodyPreview(body, 5, 100)
+		if len(lines) > 6 {
+			t.Fatalf("%d lines, want at most 6", len(lines))
+		}
+		for _, l := range lines {
+			for _, r := range l {
+				if !printable(r) {
+					t.Fatalf("line %q holds %U", l, r)
+				}
+			}
+		}
+	})
+}
