@@ -121,6 +121,11 @@ echo "   exposure level $exposure"
 echo "-- run"
 /usr/bin/snugd version | grep -qx "snugd $version" || fail "snugd version does not say $version"
 /usr/bin/snugd version --json | grep -q "\"version\": \"$version\"" || fail "snugd version --json does not say $version"
+for flag in --version -v; do
+	/usr/bin/snugd $flag | head -n 1 | grep -qx "snugd $version" || fail "snugd $flag does not say $version"
+done
+/usr/bin/snugd ctl status -h | grep -q '^example:' || fail "snugd ctl status -h shows no example on stdout"
+/usr/bin/snugd completion bash | bash -n || fail "snugd completion bash is not valid bash"
 
 echo "-- reinstall"
 dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log" >&2; fail "dpkg -i over itself"; }
