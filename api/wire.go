@@ -542,22 +542,23 @@ type KillResponse struct {
 // JournalEntryJSON is one journal entry: metadata only, never a body, a
 // header value or a credential.
 type JournalEntryJSON struct {
-	ID    int64  `json:"id"`
-	At    Time   `json:"at"`
-	AppID string `json:"appId"`
-	Slot  string `json:"slot,omitempty"`
-	Host  string `json:"host,omitempty"`
+	ID         int64  `json:"id"`
+	At         Time   `json:"at"`
+	AppID      string `json:"appId"`
+	Slot       string `json:"slot,omitempty"`
+	Host       string `json:"host,omitempty"`
+	Method     string `json:"method,omitempty"`
+	Outcome    string `json:"outcome"`
+	Gate       string `json:"gate,omitempty"`
+	Code       string `json:"code,omitempty"`
+	Status     int    `json:"status,omitempty"`
+	DurationMS int64  `json:"durationMs"`
+	Unattended bool   `json:"unattended"`
+	Note       string `json:"note,omitempty"`
+
 	// ResolvedHost is where a connection-URL request (host
 	// snug-connection://<slot>) went, for the administrator.
 	ResolvedHost string `json:"resolvedHost,omitempty"`
-	Method       string `json:"method,omitempty"`
-	Outcome      string `json:"outcome"`
-	Gate         string `json:"gate,omitempty"`
-	Code         string `json:"code,omitempty"`
-	Status       int    `json:"status,omitempty"`
-	DurationMS   int64  `json:"durationMs"`
-	Unattended   bool   `json:"unattended"`
-	Note         string `json:"note,omitempty"`
 }
 
 // JournalResponse is GET /v1/journal, newest first. Next is the before

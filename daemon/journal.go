@@ -23,22 +23,23 @@ import (
 
 // JournalEntry is one journal entry.
 type JournalEntry struct {
-	ID    int64
-	At    time.Time
-	AppID string
-	Slot  string
-	Host  string
+	ID         int64
+	At         time.Time
+	AppID      string
+	Slot       string
+	Host       string
+	Method     string
+	Outcome    string // sent, refused, standing-approved, standing-refused, standing-armed, …
+	Gate       string // the gate that refused, "" when none did
+	Code       string // the code answered, "" for a response
+	Status     int    // upstream status, 0 when nothing was fetched
+	Duration   time.Duration
+	Unattended bool
+	Note       string
+
 	// ResolvedHost is where a connection-URL request (Host is the symbolic
 	// snug-connection://<slot>) went: for the administrator, never the app.
 	ResolvedHost string
-	Method       string
-	Outcome      string // sent, refused, standing-approved, standing-refused, standing-armed, …
-	Gate         string // the gate that refused, "" when none did
-	Code         string // the code answered, "" for a response
-	Status       int    // upstream status, 0 when nothing was fetched
-	Duration     time.Duration
-	Unattended   bool
-	Note         string
 }
 
 // JournalQuery selects a page of the journal, newest first.
@@ -93,16 +94,16 @@ func (d *Daemon) record(f *fetch, res NetResult) {
 		return // no identity to file it under
 	}
 	e := store.JournalEntry{
-		At:           f.start,
-		AppID:        f.call.AppID,
-		Host:         f.journalHost(),
-		ResolvedHost: f.resolvedHost(),
-		Method:       f.req.Method,
-		Duration:     d.now().Sub(f.start),
-		Status:       res.Status,
-		Code:         string(res.Code),
-		Note:         "",
+		At:       f.start,
+		AppID:    f.call.AppID,
+		Host:     f.journalHost(),
+		Method:   f.req.Method,
+		Duration: d.now().Sub(f.start),
+		Status:   res.Status,
+		Code:     string(res.Code),
+		Note:     "",
 	}
+	e.ResolvedHost = f.resolvedHost()
 	if f.grant != nil {
 		e.Slot = f.grant.slot
 	} else if f.conn != nil {

@@ -10,22 +10,23 @@ import (
 // unattended act, metadata only. No field may carry a credential, a
 // credentialed URL or a body; Host is a host name, never a URL.
 type JournalEntry struct {
-	ID    int64 // assigned by InsertJournal; grows with every entry
-	At    time.Time
-	AppID string
-	Slot  string
-	Host  string
+	ID         int64 // assigned by InsertJournal; grows with every entry
+	At         time.Time
+	AppID      string
+	Slot       string
+	Host       string
+	Method     string
+	Outcome    string // e.g. "sent", "refused", "confirm-denied"
+	Gate       string // the gate that decided, when one refused
+	Code       string // the registry code answered, if any
+	Status     int    // the upstream HTTP status, 0 when nothing was fetched
+	Duration   time.Duration
+	Unattended bool // a standing approval answered instead of the user (§17)
+	Note       string
+
 	// ResolvedHost is the host a connection-URL request (Host
 	// snug-connection://<slot>) went to, for the administrator; "" else.
 	ResolvedHost string
-	Method       string
-	Outcome      string // e.g. "sent", "refused", "confirm-denied"
-	Gate         string // the gate that decided, when one refused
-	Code         string // the registry code answered, if any
-	Status       int    // the upstream HTTP status, 0 when nothing was fetched
-	Duration     time.Duration
-	Unattended   bool // a standing approval answered instead of the user (§17)
-	Note         string
 }
 
 // maxJournalText bounds each text field of an entry.
