@@ -248,7 +248,7 @@ func (s *Server) journal(c echo.Context) error {
 	out := JournalResponse{Entries: make([]JournalEntryJSON, 0, len(entries))}
 	for _, e := range entries {
 		out.Entries = append(out.Entries, JournalEntryJSON{
-			ID: e.ID, At: Time{e.At}, AppID: e.AppID, Slot: e.Slot, Host: e.Host, Method: e.Method, Outcome: e.Outcome,
+			ID: e.ID, At: Time{e.At}, AppID: e.AppID, Slot: e.Slot, Host: e.Host, ResolvedHost: e.ResolvedHost, Method: e.Method, Outcome: e.Outcome,
 			Gate: e.Gate, Code: e.Code, Status: e.Status, DurationMS: e.Duration.Milliseconds(), Unattended: e.Unattended, Note: e.Note,
 		})
 	}

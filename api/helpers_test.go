@@ -69,7 +69,8 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	root := dir // the closure must not see dir's reassignment below
+	t.Cleanup(func() { os.RemoveAll(root) })
 	dir = filepath.Join(dir, "d")
 	e := &env{t: t, dir: dir, clock: testutil.NewClock(testutil.Epoch), logs: &testutil.LogBuffer{}}
 	log := e.logs.Logger()

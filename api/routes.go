@@ -113,6 +113,7 @@ func routes() []route {
 		{method: get, path: "/v1/status", access: authed, limit: noBody, handle: (*Server).status},
 		{method: get, path: "/v1/events", access: authed, limit: noBody, class: stream, handle: (*Server).events},
 
+		{method: get, path: "/v1/apps", access: ctlOnly, limit: noBody, handle: (*Server).apps},
 		{method: get, path: "/v1/apps/:appId/connections", access: authed, limit: noBody, handle: (*Server).connections},
 		{method: put, path: conn, access: authed, limit: requirementBody, handle: (*Server).putConnection},
 		{method: post, path: "/v1/apps/:appId/directives", access: authed, limit: requirementBody, handle: (*Server).directive},

@@ -556,6 +556,10 @@ type JournalEntryJSON struct {
 	DurationMS int64  `json:"durationMs"`
 	Unattended bool   `json:"unattended"`
 	Note       string `json:"note,omitempty"`
+
+	// ResolvedHost is where a connection-URL request (host
+	// snug-connection://<slot>) went, for the administrator.
+	ResolvedHost string `json:"resolvedHost,omitempty"`
 }
 
 // JournalResponse is GET /v1/journal, newest first. Next is the before

@@ -87,7 +87,18 @@ type parkedConfirm struct {
 	gen     uint64
 	done    chan bool // receives the one decision
 	decided bool
+	by      string // who or what decided it (a Denied* note), set before done receives
 }
+
+// The journal's notes for a confirm that ended in a deny: who or what
+// decided it, so a user's deny and a timeout read differently.
+const (
+	DeniedByUser     = "denied by the user"
+	DeniedByTimeout  = "denied: nobody answered the confirm in time"
+	DeniedByCaller   = "denied: the caller went away while the confirm waited"
+	DeniedByShutdown = "denied: snugd shut down while the confirm waited"
+	DeniedQueueFull  = "denied without asking: too many confirms are waiting"
+)
 
 func newConfirmBroker(timeout time.Duration, hints *hintBus, now func() time.Time) *confirmBroker {
 	return &confirmBroker{
@@ -113,6 +124,12 @@ const (
 // the caller going away (deny) or the daemon closing (deny). A confirm
 // beyond the queue's bounds is not parked at all (askFull).
 func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
+	r, _ := b.askWhy(ctx, c)
+	return r
+}
+
+// askWhy is ask, with who or what denied a denied confirm (a Denied* note).
+func (b *confirmBroker) askWhy(ctx context.Context, c Confirm) (askResult, string) {
 	c.ID = randomID(16)
 	c.CreatedAt = b.now()
 	c.ExpiresAt = c.CreatedAt.Add(b.timeout)
@@ -120,7 +137,7 @@ func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
 	b.mu.Lock()
 	if b.closed || len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp {
 		b.mu.Unlock()
-		return askFull
+		return askFull, DeniedQueueFull
 	}
 	p.gen = b.gen[c.AppID]
 	b.queue = append(b.queue, p)
@@ -129,14 +146,17 @@ func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
 
 	timer := time.NewTimer(b.timeout)
 	defer timer.Stop()
+	why := DeniedByTimeout
 	select {
 	case allow := <-p.done:
-		return answer(allow)
+		return answer(allow), p.by
 	case <-ctx.Done():
+		why = DeniedByCaller
 	case <-timer.C:
 	}
-	b.resolve(p, false, RememberOnce) // a no-op if the user decided first
-	return answer(<-p.done)
+	b.resolveBy(p, false, RememberOnce, why) // a no-op if the user decided first
+	allow := <-p.done
+	return answer(allow), p.by
 }
 
 func answer(allow bool) askResult {
@@ -157,14 +177,23 @@ func (b *confirmBroker) parkedBy(appID string) int {
 	return n
 }
 
-// resolve decides p once. It is the only writer of p.done.
+// resolve decides p once, as the user's decision.
 func (b *confirmBroker) resolve(p *parkedConfirm, allow bool, remember Remember) {
+	b.resolveBy(p, allow, remember, DeniedByUser)
+}
+
+// resolveBy decides p once; by says who or what decided a deny. It is the
+// only writer of p.done and p.by.
+func (b *confirmBroker) resolveBy(p *parkedConfirm, allow bool, remember Remember, by string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p.decided {
 		return // deny-after-decide, decide-after-decide: no-op
 	}
 	p.decided = true
+	if !allow {
+		p.by = by
+	}
 	for i, q := range b.queue {
 		if q == p { // reference identity
 			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
@@ -214,7 +243,7 @@ func (b *confirmBroker) close() {
 	parked := append([]*parkedConfirm(nil), b.queue...)
 	b.mu.Unlock()
 	for _, p := range parked {
-		b.resolve(p, false, RememberOnce)
+		b.resolveBy(p, false, RememberOnce, DeniedByShutdown)
 	}
 }
 

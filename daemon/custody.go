@@ -165,7 +165,9 @@ func (d *Daemon) ConnectionState(ctx context.Context, appID, slot string) (s Con
 }
 
 // SetCredentials stores credential values for (appID, slot) in one
-// transaction, with the slot's state marked connected. Every key must be a
+// transaction, with the slot's state marked connected once every required
+// field of the current requirement has a value, else pending with
+// LastError naming the fields still missing (MissingFieldsPrefix). Every key must be a
 // field the current or the staged requirement declares; values are
 // non-empty UTF-8 without NUL, at most 64 KiB. A revoked row takes none.
 // Errors name keys, never values.
@@ -210,8 +212,18 @@ func (d *Daemon) SetCredentials(ctx context.Context, appID, slot string, values 
 		if err != nil {
 			return err
 		}
+		missing, err := missingFields(tx, appID, slot, fromRow(row))
+		if err != nil {
+			return err
+		}
 		obtained := tx.Now().UnixMilli()
 		state.Status, state.ObtainedAt, state.LastError = ConnConnected, &obtained, ""
+		if len(missing) > 0 {
+			// Not connected until every required field has a value: the
+			// state names the keys still owed (keys are not secret).
+			state.Status, state.ObtainedAt = ConnPending, nil
+			state.LastError = MissingFieldsPrefix + strings.Join(missing, ", ")
+		}
 		return writeConnState(tx, appID, slot, state)
 	})
 	if err != nil {
@@ -219,6 +231,38 @@ func (d *Daemon) SetCredentials(ctx context.Context, appID, slot string, values 
 	}
 	d.connectionChanged(appID, slot)
 	return nil
+}
+
+// MissingFieldsPrefix starts a pending state's LastError that lists the
+// required field keys still without a value.
+const MissingFieldsPrefix = "missing required fields: "
+
+// missingFields lists, in declaration order, the fields of c's current
+// requirement that are required (not declared optional) and have no
+// stored value in (appID, slot), as tx sees it.
+func missingFields(tx *store.Tx, appID, slot string, c Connection) ([]string, error) {
+	if c.Requirement == nil {
+		return nil, nil
+	}
+	have, err := tx.SecretKeys(store.FieldKey(appID, slot, ""))
+	if err != nil {
+		return nil, err
+	}
+	stored := map[string]bool{}
+	for _, k := range have {
+		stored[strings.TrimPrefix(k, store.FieldKey(appID, slot, ""))] = true
+	}
+	var missing []string
+	fields := c.Requirement.Fields
+	if c.Requirement.UserLayer != nil {
+		fields = append(slices.Clip(fields), c.Requirement.UserLayer.Fields...)
+	}
+	for _, f := range fields {
+		if (f.Required == nil || *f.Required) && !stored[f.Key] {
+			missing = append(missing, f.Key)
+		}
+	}
+	return missing, nil
 }
 
 // declaredFields lists the field keys of c's current and staged

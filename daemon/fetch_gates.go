@@ -39,6 +39,7 @@ type fetch struct {
 	helperID string              // gate 5
 	resolved transports.Resolved // gate 5: the checked addresses Do may dial
 	approval string              // gate 6: "", "user", "session" or "standing"
+	denial   string              // gate 6: who or what denied the confirm (a Denied* note)
 	header   http.Header         // gate 7 (or 6a)
 	sendURL  *url.URL            // gate 8: target with query credentials placed
 	pin      string              // gate 8: the LAN row's certificate pin
@@ -333,10 +334,13 @@ func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 			return nil
 		}
 	}
-	switch d.confirms.ask(ctx, seat) {
+	res, why := d.confirms.askWhy(ctx, seat)
+	switch res {
 	case askFull:
+		f.denial = why
 		return refuse(errcode.NetConfirmDenied, "too many requests are waiting for the user's confirmation")
 	case askDenied:
+		f.denial = why
 		return refuse(errcode.NetConfirmDenied, "the user did not confirm the request")
 	}
 	f.approval = "user"

@@ -14,7 +14,8 @@ import (
 // host, method, outcome, the gate that decided, code, upstream status,
 // duration), plus the standing approvals' acts. An entry never holds a
 // URL, a body or a header value; for a connection-URL request the host is
-// the symbolic snug-connection://<slot>, never the resolved host.
+// the symbolic snug-connection://<slot> and ResolvedHost, beside it, the
+// host it went to (for the administrator: the app never reads the journal).
 //
 // Ordinary entries are written off the hot path by a bounded batcher,
 // flushed on Close; unattended acts (§17) are written synchronously,
@@ -35,6 +36,10 @@ type JournalEntry struct {
 	Duration   time.Duration
 	Unattended bool
 	Note       string
+
+	// ResolvedHost is where a connection-URL request (Host is the symbolic
+	// snug-connection://<slot>) went: for the administrator, never the app.
+	ResolvedHost string
 }
 
 // JournalQuery selects a page of the journal, newest first.
@@ -98,6 +103,7 @@ func (d *Daemon) record(f *fetch, res NetResult) {
 		Code:     string(res.Code),
 		Note:     "",
 	}
+	e.ResolvedHost = f.resolvedHost()
 	if f.grant != nil {
 		e.Slot = f.grant.slot
 	} else if f.conn != nil {
@@ -119,6 +125,10 @@ func (d *Daemon) record(f *fetch, res NetResult) {
 		e.Note = "approved by session memory"
 	case "user":
 		e.Note = "approved by the user"
+	case "":
+		if f.denial != "" {
+			e.Note = f.denial // who or what denied the confirm
+		}
 	}
 	if f.probe {
 		e.Note = "probe"
@@ -134,6 +144,16 @@ func (f *fetch) journalHost() string {
 		return f.conn.symbolic()
 	}
 	return f.host
+}
+
+// resolvedHost is the host a connection-URL request resolved to, for the
+// administrator's journal; "" for a literal URL (its host is already in
+// Host) or when nothing resolved.
+func (f *fetch) resolvedHost() string {
+	if f.conn != nil {
+		return f.host
+	}
+	return ""
 }
 
 // journalQueue bounds the batcher's queue; a full queue makes add wait

@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/snug/snugd/api"
 )
@@ -21,6 +25,9 @@ type ctl struct {
 	json    bool // --json: machine output on stdout
 	client  *api.Client
 	name    string // "snugd ctl hosts", for messages
+	// systemAddr is where the system service listens by default: when
+	// this user's socket is missing, fail looks there for a snugd.
+	systemAddr string
 }
 
 // A ctlCommand is one snugd ctl command.
@@ -28,6 +35,7 @@ type ctlCommand struct {
 	name     string
 	synopsis string // after "snugd ctl "
 	summary  string
+	example  string // one command line, after "$ "
 	// run runs the command. offline commands get a ctl without a client.
 	run     func(ctx context.Context, c *ctl, args []string) int
 	offline bool
@@ -36,61 +44,122 @@ type ctlCommand struct {
 // ctlCommands is snugd ctl's command table, in the order usage lists it.
 func ctlCommands() []ctlCommand {
 	return []ctlCommand{
-		{name: "status", synopsis: "status [--json]", summary: "what runs: version, uptime, data dir, counts, helpers, standing approvals, pending confirms", run: ctlStatus},
-		{name: "doctor", synopsis: "doctor [--json]", summary: "check files, database, lock, port, the API's Host/Origin refusals and the clock", run: ctlDoctor},
-		{name: "hosts", synopsis: "hosts list|approve CODE|deny CODE|revoke ID [--json]", summary: "paired hosts and pairing requests", run: ctlHosts},
-		{name: "connections", synopsis: "connections APP [--json]", summary: "an app's connections and their state (never a credential)", run: ctlConnections},
-		{name: "review", synopsis: "review APP SLOT [--json]", summary: "what approving shows: diff, hosts, scopes, instructions, console URL, provenance", run: ctlReview},
-		{name: "approve", synopsis: "approve APP SLOT [--json]", summary: "approve a declared connection (freezes its hosts)", run: ctlWriter("approve")},
-		{name: "reapprove", synopsis: "reapprove APP SLOT [--json]", summary: "approve a staged change to an approved connection", run: ctlWriter("reapprove")},
-		{name: "revoke", synopsis: "revoke APP SLOT [--json]", summary: "revoke a connection and wipe its credentials", run: ctlWriter("revoke")},
-		{name: "reconnect", synopsis: "reconnect APP SLOT [--json]", summary: "make a revoked connection declared again (the revocation stays disclosed)", run: ctlWriter("reconnect")},
-		{name: "credentials", synopsis: "credentials set APP SLOT [--file F]", summary: "store credential values: a JSON object from stdin or a 0600 file, never argv", run: ctlCredentials},
-		{name: "pair", synopsis: "pair claim APP SLOT [--json]", summary: "a pairing ceremony: claim a SimpleFIN setup token read from stdin (hidden on a terminal), never argv", run: ctlPair},
-		{name: "confirms", synopsis: "confirms [--watch] [--json] | confirms allow ID [--session] | confirms deny ID", summary: "pending confirmations, and deciding them", run: ctlConfirms},
-		{name: "journal", synopsis: "journal [--follow] [--json]", summary: "unattended acts and executor decisions (metadata only)", run: ctlJournal},
-		{name: "export", synopsis: "export FILE", summary: "export the user DB without secrets", run: ctlExport},
-		{name: "import", synopsis: "import FILE [--json]", summary: "import a user DB and print the reconciliation report", run: ctlImport},
-		{name: "template", synopsis: "template render --requirement FILE --values FILE --method M --url U [--body-file F] [--timestamp N]", summary: "render a requirement's templates offline (no daemon)", offline: true, run: func(ctx context.Context, c *ctl, args []string) int { return cmdTemplate(ctx, c.e, args) }},
+		{name: "status", synopsis: "status [--json]", summary: "what runs: version, uptime, data dir, counts, helpers, standing approvals, pending confirms, and what needs attention", example: "snugd ctl status", run: ctlStatus},
+		{name: "apps", synopsis: "apps [--json]", summary: "every app, its connections' states and what needs attention (proposals, staged changes, missing credentials, pins, expiring tokens)", example: "snugd ctl apps", run: ctlApps},
+		{name: "doctor", synopsis: "doctor [--json]", summary: "check files, database, lock, port, the API's Host/Origin refusals and the clock", example: "sudo snugd ctl doctor", run: ctlDoctor},
+		{name: "hosts", synopsis: "hosts list|approve CODE|deny CODE|revoke ID [--json]", summary: "paired hosts and pairing requests", example: "snugd ctl hosts approve 7KQ3-M9XD", run: ctlHosts},
+		{name: "connections", synopsis: "connections APP [--json]", summary: "an app's connections and their state (never a credential)", example: "snugd ctl connections my-app", run: ctlConnections},
+		{name: "review", synopsis: "review APP SLOT [--json]", summary: "what approving shows: diff, hosts, scopes, instructions, console URL, provenance", example: "snugd ctl review my-app exchange", run: ctlReview},
+		{name: "approve", synopsis: "approve APP SLOT [--json]", summary: "approve a declared connection (freezes its hosts)", example: "snugd ctl approve my-app exchange", run: ctlWriter("approve")},
+		{name: "reapprove", synopsis: "reapprove APP SLOT [--json]", summary: "approve a staged change to an approved connection", example: "snugd ctl reapprove my-app exchange", run: ctlWriter("reapprove")},
+		{name: "revoke", synopsis: "revoke APP SLOT [--json]", summary: "revoke a connection and wipe its credentials", example: "snugd ctl revoke my-app exchange", run: ctlWriter("revoke")},
+		{name: "reconnect", synopsis: "reconnect APP SLOT [--json]", summary: "make a revoked connection declared again (the revocation stays disclosed)", example: "snugd ctl reconnect my-app exchange", run: ctlWriter("reconnect")},
+		{name: "credentials", synopsis: "credentials set APP SLOT [--file F]", summary: "store credential values: a JSON object from a 0600 file, piped on standard input, or typed at a prompt; never argv", example: "snugd ctl credentials set my-app exchange --file exchange.json", run: ctlCredentials},
+		{name: "pair", synopsis: "pair claim APP SLOT [--json]", summary: "a pairing ceremony: claim a SimpleFIN setup token read from standard input (hidden on a terminal), never argv", example: "snugd ctl pair claim budget bank < setup-token.txt", run: ctlPair},
+		{name: "confirms", synopsis: "confirms [--watch] [--json] | confirms allow ID [--session] | confirms deny ID", summary: "pending confirmations, and deciding them", example: "snugd ctl confirms allow 3f9c2a71d0e84b6a --session", run: ctlConfirms},
+		{name: "journal", synopsis: "journal [--follow] [--app APP] [--json]", summary: "unattended acts and executor decisions (metadata only)", example: "snugd ctl journal --app my-app", run: ctlJournal},
+		{name: "export", synopsis: "export FILE|-", summary: "export the user DB without secrets (- writes it to standard output)", example: "snugd ctl export snug-backup.db", run: ctlExport},
+		{name: "import", synopsis: "import FILE [--json]", summary: "import a user DB and print the reconciliation report", example: "snugd ctl import snug-backup.db", run: ctlImport},
+		{name: "template", synopsis: "template render --requirement FILE --values FILE --method M --url U [--body-file F] [--timestamp N]", summary: "render a requirement's templates offline (no daemon)", example: "snugd ctl template render --requirement req.json --values values.json --method GET --url https://api.example.com/v1/me", offline: true, run: func(ctx context.Context, c *ctl, args []string) int { return cmdTemplate(ctx, c.e, args) }},
 	}
 }
 
+func ctlNames() []string {
+	var names []string
+	for _, c := range ctlCommands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
 func ctlUsage(w io.Writer) {
-	fmt.Fprint(w, "usage: snugd ctl [--data-dir DIR] COMMAND … [--json]\n\n")
+	fmt.Fprint(w, "usage: snugd ctl COMMAND [ARGS] [--data-dir DIR] [--json]\n\n")
 	fmt.Fprint(w, "Talks to the running snugd over the ctl socket (snugd.sock) in its data directory.\n\n")
 	for _, c := range ctlCommands() {
 		fmt.Fprintf(w, "  %s\n      %s\n", c.synopsis, c.summary)
 	}
 	fmt.Fprint(w, `
---data-dir defaults to the per-OS location (see README.md). --json prints
-machine-readable JSON on stdout (confirms --watch and journal --follow print
-one object per line). Exit status: 0 success, 1 the daemon or
-the command's subject says no (daemon down, refused, validation failed),
-2 a usage error. snugd ctl COMMAND -h describes one command.
+--data-dir (before or after the command) defaults to $SNUGD_DATA_DIR, else
+the per-OS location (see README.md). --json prints machine-readable JSON on
+stdout (confirms --watch and journal --follow print one object per line).
+Exit status: 0 success, 1 the daemon or the command's subject says no
+(daemon down, refused, validation failed), 2 a usage error.
+snugd ctl COMMAND -h describes one command, with an example.
 `)
 }
 
-// cmdCtl is snugd ctl [--data-dir DIR] COMMAND … [--json].
-func cmdCtl(ctx context.Context, e env, args []string) int {
-	flags := flag.NewFlagSet("snugd ctl", flag.ContinueOnError)
-	flags.SetOutput(e.stderr)
-	flags.Usage = func() { ctlUsage(e.stderr) }
-	dataDir := flags.String("data-dir", "", "the daemon's data directory")
-	asJSON := flags.Bool("json", false, "machine-readable output")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+// ctlHelp prints one ctl command's help on standard output: synopsis,
+// summary, flags (as the command's own flag set describes them) and an
+// example.
+func ctlHelp(ctx context.Context, e env, cmd ctlCommand) int {
+	fmt.Fprintf(e.stdout, "usage: snugd ctl %s\n\n%s\n", cmd.synopsis, cmd.summary)
+	flags := captureFlags(func(w io.Writer) {
+		c := &ctl{e: env{stdin: strings.NewReader(""), stdout: w, stderr: w, getenv: e.getenv}, name: "snugd ctl " + cmd.name}
+		if cmd.name == "template" {
+			cmdTemplateRender(ctx, c.e, []string{"-h"})
+			return
 		}
+		cmd.run(ctx, c, []string{"-h"})
+	})
+	if !cmd.offline {
+		flags += "  --data-dir string\n    the daemon's data directory (default $SNUGD_DATA_DIR, else the per-OS location)\n"
+	}
+	fmt.Fprintf(e.stdout, "\nflags:\n%s", flags)
+	fmt.Fprintf(e.stdout, "\nexample:\n  %s\n", cmd.example)
+	return exitOK
+}
+
+// splitGlobal takes snugd ctl's own flags (--data-dir DIR, --json) out of
+// args wherever they stand before a "--", so "ctl status --data-dir X"
+// works as well as "ctl --data-dir X status". A --data-dir without a value
+// is a usage error.
+func splitGlobal(args []string) (rest []string, dataDir string, asJSON bool, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i:]...)
+			break
+		}
+		switch {
+		case a == "--data-dir" || a == "-data-dir":
+			if i+1 >= len(args) {
+				return nil, "", false, errors.New("flag needs an argument: --data-dir")
+			}
+			dataDir = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--data-dir=") || strings.HasPrefix(a, "-data-dir="):
+			_, dataDir, _ = strings.Cut(a, "=")
+		case a == "--json" || a == "-json":
+			asJSON = true
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, dataDir, asJSON, nil
+}
+
+// cmdCtl is snugd ctl COMMAND … [--data-dir DIR] [--json].
+func cmdCtl(ctx context.Context, e env, args []string) int {
+	args, dataDir, asJSON, err := splitGlobal(args)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "snugd ctl: %v\n", err)
 		return exitUsage
 	}
-	args = flags.Args()
 	if len(args) == 0 {
 		ctlUsage(e.stderr)
 		return exitUsage
 	}
-	if isHelp(args[0]) {
+	if isHelp(args[0]) || args[0] == "-help" {
+		if len(args) > 1 {
+			return cmdCtl(ctx, e, []string{args[1], "--help"})
+		}
 		ctlUsage(e.stdout)
 		return exitOK
+	}
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(e.stderr, "snugd ctl: flag provided but not defined: %s\n\n", args[0])
+		ctlUsage(e.stderr)
+		return exitUsage
 	}
 	var cmd *ctlCommand
 	for _, c := range ctlCommands() {
@@ -100,13 +169,19 @@ func cmdCtl(ctx context.Context, e env, args []string) int {
 		}
 	}
 	if cmd == nil {
-		fmt.Fprintf(e.stderr, "snugd ctl: unknown command %q\n\n", args[0])
-		ctlUsage(e.stderr)
+		fmt.Fprintf(e.stderr, "snugd ctl: unknown command %q\n", args[0])
+		if s := suggest(args[0], ctlNames()); s != "" {
+			fmt.Fprintf(e.stderr, "did you mean \"snugd ctl %s\"?\n", s)
+		}
+		fmt.Fprintln(e.stderr, "\"snugd ctl help\" lists the commands")
 		return exitUsage
 	}
-	c := &ctl{e: e, json: *asJSON, name: "snugd ctl " + cmd.name}
+	if wantsHelp(args[1:]) {
+		return ctlHelp(ctx, e, *cmd)
+	}
+	c := &ctl{e: e, json: asJSON, name: "snugd ctl " + cmd.name, systemAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(defaultPort))}
 	if !cmd.offline {
-		dir, err := resolveDataDir(e.getenv, *dataDir)
+		dir, err := resolveDataDir(e.getenv, dataDir)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "snugd ctl: %v\n", err)
 			return exitUsage
@@ -127,7 +202,7 @@ func (c *ctl) flags(synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(c.e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(c.e.stderr, "usage: snugd ctl [--data-dir DIR] %s\n", synopsis)
+		fmt.Fprintf(c.e.stderr, "usage: snugd ctl %s\n", synopsis)
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&c.json, "json", c.json, "machine-readable output")
@@ -160,7 +235,12 @@ func (c *ctl) fail(err error) int {
 		if errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied") {
 			fmt.Fprintf(c.e.stderr, "%s: permission denied on %s\nhint: run snugd ctl as the user snugd runs as (or root)\n", c.name, sock)
 		} else {
-			fmt.Fprintf(c.e.stderr, "%s: snugd is not running for %s (nothing answers on %s)\nhint: start it with \"snugd start\" (the installed service) or \"snugd run --data-dir %s\"; or pass the --data-dir it uses\n", c.name, c.dataDir, sock, c.dataDir)
+			fmt.Fprintf(c.e.stderr, "%s: snugd is not running for %s (nothing answers on %s)\n", c.name, c.dataDir, sock)
+			if c.systemAddr != "" && snugdAnswers(c.systemAddr) && c.dataDir != defaultDataDir(true) {
+				fmt.Fprintf(c.e.stderr, "hint: a snugd answers on %s, probably the system service with its data in %s: run \"sudo snugd ctl %s\", or pass the --data-dir it uses\n", c.systemAddr, defaultDataDir(true), strings.TrimPrefix(c.name, "snugd ctl "))
+			} else {
+				fmt.Fprintf(c.e.stderr, "hint: start it with \"snugd start\" (the installed service) or \"snugd run --data-dir %s\"; or pass the --data-dir it uses\n", c.dataDir)
+			}
 		}
 	case errors.As(err, &apiErr):
 		fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", c.name, apiErr.Code, apiErr.Message)
@@ -228,4 +308,14 @@ func parseCtlArgs(flags *flag.FlagSet, args []string, maxArgs int) ([]string, in
 		return nil, exitUsage, false
 	}
 	return pos, 0, true
+}
+
+// snugdAnswers reports whether a snugd answers GET /v1/health on addr:
+// what a user's snugd ctl finds when the daemon is the system service,
+// whose socket it cannot see.
+func snugdAnswers(addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, hdr, status, err := tcpGet(ctx, addr, "/v1/health", map[string]string{"Host": addr})
+	return err == nil && status == http.StatusOK && hdr.Get("Snugd-Version") != ""
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -120,29 +122,63 @@ func (c *ctl) watchConfirms(ctx context.Context) int {
 
 // printConfirm shows one confirm: what would be sent, where, for whom.
 // The body is the app's own request body (no credential is rendered before
-// the confirm), previewed, never the credentialed request.
+// the confirm), previewed: indented when it is JSON, cut visibly when long.
 func (c *ctl) printConfirm(cf api.ConfirmJSON) {
 	if c.json {
 		c.printJSONLine(cf)
 		return
 	}
-	who := cf.AppID
+	who := visible(cf.AppID)
 	if cf.Slot != "" {
 		who += "/" + cf.Slot
 	}
-	c.out("%s  %s %s", cf.ID, cf.Method, cf.URL)
-	c.out("    host %s, for %s, expires %s", cf.Host, who, cf.ExpiresAt.UTC().Format(time.RFC3339))
+	c.out("confirm %s", cf.ID)
+	c.out("  request  %s %s", cf.Method, visible(cf.URL))
+	c.out("  host     %s", visible(cf.Host))
+	c.out("  for      %s", who)
+	c.out("  expires  %s (in %s)", cf.ExpiresAt.UTC().Format(time.RFC3339), max(time.Until(cf.ExpiresAt.Time).Round(time.Second), 0))
 	if cf.BodyPreview != "" {
-		c.out("    body %s", preview(cf.BodyPreview, 200))
+		lines := bodyPreview(cf.BodyPreview, previewLines, previewChars)
+		c.out("  body     %s", lines[0])
+		for _, l := range lines[1:] {
+			c.out("           %s", l)
+		}
 	}
-	c.out("    decide: snugd ctl confirms allow %s [--session] | snugd ctl confirms deny %s", cf.ID, cf.ID)
+	c.out("  decide   snugd ctl confirms allow %s [--session] | snugd ctl confirms deny %s", cf.ID, cf.ID)
 }
 
-// preview quotes at most n characters of s on one line.
-func preview(s string, n int) string {
-	if utf8.RuneCountInString(s) > n {
-		r := []rune(s)
-		s = string(r[:n]) + "…"
+// How much of a body a confirm shows.
+const (
+	previewLines = 20
+	previewChars = 2000
+)
+
+// bodyPreview renders a request body for a person: JSON indented by two
+// spaces, anything else as is; every control character made visible; cut
+// after maxLines lines or maxChars characters with a line saying how much
+// is not shown.
+func bodyPreview(body string, maxLines, maxChars int) []string {
+	text := body
+	var buf bytes.Buffer
+	if json.Valid([]byte(body)) && json.Indent(&buf, []byte(body), "", "  ") == nil {
+		text = buf.String()
 	}
-	return strings.Trim(fmt.Sprintf("%q", s), `"`)
+	total := utf8.RuneCountInString(text)
+	var out []string
+	used := 0 // characters consumed, newlines included
+	for _, line := range strings.Split(text, "\n") {
+		n := utf8.RuneCountInString(line)
+		if len(out) == maxLines || used+n > maxChars {
+			if len(out) < maxLines && used < maxChars {
+				keep := maxChars - used
+				out = append(out, visible(string([]rune(line)[:keep])))
+				used += keep
+			}
+			out = append(out, fmt.Sprintf("… (%d more characters not shown)", max(total-used, 1)))
+			return out
+		}
+		out = append(out, visible(line))
+		used += n + 1
+	}
+	return out
 }

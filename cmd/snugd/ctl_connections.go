@@ -149,11 +149,13 @@ func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int 
 
 // ctlCredentials is snugd ctl credentials set APP SLOT [--file F]. Values
 // come as one JSON object of field key to value, from standard input or a
-// file no one else may read; never from the command line, where ps and the
-// shell's history would keep them.
+// file no one else may read, or typed at a prompt that does not echo when
+// standard input is a terminal; never from the command line, where ps and
+// the shell's history would keep them. It then says whether the
+// connection is complete, naming the required fields still missing.
 func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
 	fs := c.flags("credentials set APP SLOT [--file F]")
-	file := fs.String("file", "-", "a 0600 file holding the JSON object of field key to value; - (the default) reads standard input")
+	file := fs.String("file", "-", "a 0600 file holding the JSON object of field key to value; - (the default) reads standard input, or prompts for each field on a terminal")
 	pos, code, ok := c.args(fs, args, "set", "APP", "SLOT")
 	if !ok {
 		return code
@@ -162,23 +164,103 @@ func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
 		fmt.Fprintf(c.e.stderr, "%s: unknown subcommand (want set)\n", c.name)
 		return exitUsage
 	}
-	data, err := readSecretInput(c.e.stdin, *file)
-	if err != nil {
-		return c.fail(err)
-	}
-	values, err := parseValues(data)
-	if err != nil {
-		return c.fail(fmt.Errorf("credential values: %w", err))
+	appID, slot := pos[1], pos[2]
+	var values map[string]string
+	if *file == "-" && isTerminal(c.e.stdin) {
+		var err error
+		if values, err = c.promptValues(ctx, appID, slot); err != nil {
+			return c.fail(err)
+		}
+	} else {
+		data, err := readSecretInput(c.e.stdin, *file)
+		if err != nil {
+			return c.fail(err)
+		}
+		if values, err = parseValues(data); err != nil {
+			return c.fail(fmt.Errorf("credential values: %w", err))
+		}
 	}
 	if len(values) == 0 {
 		return c.fail(errors.New(`credential values: the object is empty; give {"field_key": "value", …}`))
 	}
-	if err := c.client.SetCredentials(ctx, pos[1], pos[2], values); err != nil {
+	if err := c.client.SetCredentials(ctx, appID, slot, values); err != nil {
 		return c.fail(err)
 	}
-	if c.json {
-		return c.printJSON(map[string]any{"appId": pos[1], "slot": pos[2], "stored": slices.Sorted(maps.Keys(values))})
+	var state *api.ConnStateJSON
+	if conns, err := c.client.Connections(ctx, appID); err == nil {
+		for _, cn := range conns {
+			if cn.Slot == slot {
+				state = cn.State
+			}
+		}
 	}
-	c.out("stored %d %s for %s/%s (write-only: snugd never shows them again)", len(values), plural(len(values), "value", "values"), pos[1], pos[2])
+	if c.json {
+		return c.printJSON(map[string]any{"appId": appID, "slot": slot, "stored": slices.Sorted(maps.Keys(values)), "state": state})
+	}
+	c.out("stored %d %s for %s/%s (write-only: snugd never shows them again)", len(values), plural(len(values), "value", "values"), appID, slot)
+	if state != nil && state.Status != "connected" {
+		line := state.Status
+		if state.LastError != "" {
+			line += ": " + state.LastError
+		}
+		c.out("not connected yet (%s); set the rest with snugd ctl credentials set %s %s", line, appID, slot)
+	}
 	return exitOK
+}
+
+// reqField is what the prompt needs of a requirement's field.
+type reqField struct {
+	Key      string `json:"key"`
+	Label    string `json:"label"`
+	Type     string `json:"type"`
+	Required *bool  `json:"required"`
+}
+
+// promptValues asks for each field of the slot's requirement on the
+// terminal, without echo. An empty answer skips the field.
+func (c *ctl) promptValues(ctx context.Context, appID, slot string) (map[string]string, error) {
+	conns, err := c.client.Connections(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	var fields []reqField
+	found := false
+	for _, cn := range conns {
+		if cn.Slot != slot {
+			continue
+		}
+		found = true
+		var r struct {
+			Fields []reqField `json:"fields"`
+		}
+		raw := cn.Requirement
+		if len(cn.PendingRequirement) > 0 && string(cn.PendingRequirement) != "null" {
+			raw = cn.PendingRequirement
+		}
+		if json.Unmarshal(raw, &r) == nil {
+			fields = r.Fields
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%s has no connection %s (snugd ctl apps lists them)", appID, slot)
+	}
+	if len(fields) == 0 {
+		return nil, fmt.Errorf("%s/%s declares no credential field", appID, slot)
+	}
+	fmt.Fprintf(c.e.stderr, "credentials for %s/%s (typing is not shown; an empty answer skips a field):\n", appID, slot)
+	values := map[string]string{}
+	for _, f := range fields {
+		opt := ""
+		if f.Required != nil && !*f.Required {
+			opt = ", optional"
+		}
+		v, err := readPassword(c.e.stdin, c.e.stderr, fmt.Sprintf("  %s (%s%s): ", visible(f.Label), visible(f.Key), opt))
+		if err != nil {
+			return nil, fmt.Errorf("read from the terminal: %w", err)
+		}
+		if s := strings.TrimRight(string(v), "\r\n"); s != "" {
+			values[f.Key] = s
+		}
+	}
+	return values, nil
 }

@@ -9,15 +9,29 @@ import (
 	"path/filepath"
 )
 
-// ctlExport is snugd ctl export FILE: the user DB, secrets dropped and
-// vacuumed (§13), written to FILE (mode 0600; an existing FILE is refused).
+// ctlExport is snugd ctl export FILE|-: the user DB, secrets dropped and
+// vacuumed (§13), written to FILE (mode 0600; an existing FILE is refused),
+// or to standard output for -.
 func ctlExport(ctx context.Context, c *ctl, args []string) int {
-	fs := c.flags("export FILE")
+	fs := c.flags("export FILE|-")
 	pos, code, ok := c.args(fs, args, "FILE")
 	if !ok {
 		return code
 	}
 	name := pos[0]
+	if isStdout(name) {
+		// - is standard output, for a pipe or a redirect; never a terminal,
+		// which a database file would garble.
+		if isTerminal(c.e.stdout) {
+			fmt.Fprintf(c.e.stderr, "%s: standard output is a terminal; redirect it (snugd ctl export - > snug-backup.db) or name a file\n", c.name)
+			return exitUsage
+		}
+		if err := c.client.Export(ctx, c.e.stdout); err != nil {
+			return c.fail(err)
+		}
+		fmt.Fprintf(c.e.stderr, "exported to standard output (no secrets: credentials stay on this device)\n")
+		return exitOK
+	}
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return c.fail(err)

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snug/snugd/api"
 )
@@ -32,15 +35,17 @@ func ctlJournal(ctx context.Context, c *ctl, args []string) int {
 		}
 		if len(entries) == 0 {
 			c.out("the journal is empty")
+			return exitOK
 		}
-		for _, e := range entries {
-			c.printEntry(e)
-		}
+		c.printJournal(entries)
 		return exitOK
 	}
 	// Follow: print oldest first, then poll for newer entries. Bounded only
 	// by the user's interrupt, one request a second.
 	var last int64
+	if !c.json {
+		fmt.Fprintln(c.e.stdout, padRow(journalColumns, journalWidths))
+	}
 	for i := len(entries) - 1; i >= 0; i-- {
 		c.printEntry(entries[i])
 		last = max(last, entries[i].ID)
@@ -69,28 +74,91 @@ func ctlJournal(ctx context.Context, c *ctl, args []string) int {
 	}
 }
 
+// journalHeader is the human journal's header; journalRow formats a row
+// to the same columns.
+var journalColumns = []string{"TIME", "APP/SLOT", "METHOD", "HOST", "OUTCOME", "DETAIL"}
+
 func (c *ctl) printEntry(e api.JournalEntryJSON) {
 	if c.json {
 		c.printJSONLine(e)
 		return
 	}
-	what := e.Outcome
-	if e.Code != "" {
-		what += " " + e.Code
-	}
-	if e.Gate != "" {
-		what += " at " + e.Gate
-	}
-	if e.Status != 0 {
-		what += fmt.Sprintf(" (HTTP %d)", e.Status)
-	}
-	unattended := ""
-	if e.Unattended {
-		unattended = " [unattended]"
-	}
-	who := e.AppID
+	fmt.Fprintln(c.e.stdout, padRow(journalRow(e), journalWidths))
+}
+
+// journalWidths are the fixed column widths of journal --follow, where rows
+// arrive one at a time; the listing aligns to its widest cells instead.
+var journalWidths = []int{20, 24, 6, 28, 9}
+
+// journalRow returns an entry's cells: the host is the one the request
+// went to (a connection URL's resolved host, for the administrator); the
+// detail says which gate refused with which code, the upstream status,
+// and who decided (the user, a timeout, a standing approval).
+func journalRow(e api.JournalEntryJSON) []string {
+	who := visible(e.AppID)
 	if e.Slot != "" {
 		who += "/" + e.Slot
 	}
-	c.out("%s  %s %s %s  %s%s", e.At.UTC().Format(time.RFC3339), who, e.Method, e.Host, what, unattended)
+	host := e.Host
+	var detail []string
+	if e.ResolvedHost != "" {
+		host = e.ResolvedHost
+		detail = append(detail, "via "+e.Host)
+	}
+	if host == "" {
+		host = "-"
+	}
+	method := e.Method
+	if method == "" {
+		method = "-"
+	}
+	if e.Code != "" {
+		d := e.Code
+		if e.Gate != "" {
+			d += " at " + e.Gate
+		}
+		detail = append([]string{d}, detail...)
+	}
+	if e.Status != 0 {
+		detail = append(detail, fmt.Sprintf("HTTP %d", e.Status))
+	}
+	if e.Note != "" {
+		detail = append(detail, visible(e.Note))
+	}
+	if e.Unattended {
+		detail = append(detail, "unattended")
+	}
+	return []string{e.At.UTC().Format(time.RFC3339), who, method, visible(host), e.Outcome, strings.Join(detail, "; ")}
+}
+
+// printJournal prints entries under a header, aligned to the widest cell.
+func (c *ctl) printJournal(entries []api.JournalEntryJSON) {
+	tw := tabwriter.NewWriter(newTrimWriter(c.e.stdout), 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(journalColumns, "\t"))
+	for _, e := range entries {
+		fmt.Fprintln(tw, strings.Join(journalRow(e), "\t"))
+	}
+	tw.Flush()
+}
+
+// padRow pads each cell but the last to its width (at least), two spaces
+// apart.
+func padRow(cells []string, widths []int) string {
+	var b strings.Builder
+	for i, cell := range cells {
+		if i == len(cells)-1 {
+			b.WriteString(cell)
+			break
+		}
+		w := 0
+		if i < len(widths) {
+			w = widths[i]
+		}
+		b.WriteString(cell)
+		for n := utf8.RuneCountInString(cell); n < w; n++ {
+			b.WriteByte(' ')
+		}
+		b.WriteString("  ")
+	}
+	return strings.TrimRight(b.String(), " ")
 }

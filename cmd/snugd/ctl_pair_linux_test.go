@@ -4,45 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
-
-// openPTY opens a pseudo-terminal pair: the master (what a terminal
-// emulator sees, echo included) and the slave (the process's stdin).
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	// Through SyscallConn, not Fd: Fd would put the master in blocking
-	// mode, and its read deadline below would never fire.
-	rc, err := master.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	var ioErr error
-	if err := rc.Control(func(fd uintptr) {
-		if ioErr = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); ioErr == nil {
-			n, ioErr = unix.IoctlGetInt(int(fd), unix.TIOCGPTN)
-		}
-	}); err != nil || ioErr != nil {
-		t.Fatalf("unlockpt, ptsname: %v %v", err, ioErr)
-	}
-	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open the slave: %v", err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	return master, slave
-}
 
 // TestReadSetupTokenHidden: on a terminal the token is read with echo off,
 // so what the terminal shows never holds it, and the prompt goes to

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"runtime"
 	"unicode/utf8"
 )
@@ -16,7 +17,7 @@ import (
 const maxValuesSize = 256 << 10
 
 // readSecretInput reads a credential values document from name, or from
-// stdin when name is "-". A file must be a regular file that neither group
+// stdin when name is "-" (a file redirected to stdin obeys the file rule). A file must be a regular file that neither group
 // nor others may access (0600 or stricter; on Windows its ACL decides): a
 // values file others can read is a leaked credential, so it is refused
 // rather than used. Errors name the file only once it is known to exist,
@@ -24,6 +25,12 @@ const maxValuesSize = 256 << 10
 // in the file's place, and is not repeated.
 func readSecretInput(stdin io.Reader, name string) ([]byte, error) {
 	if name == "-" {
+		// "< file" is the same file as --file: the same mode rule.
+		if f, ok := stdin.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+				return nil, fmt.Errorf("standard input is a file with mode %04o: a file holding credentials must not be readable by group or others (chmod 600 it)", fi.Mode().Perm())
+			}
+		}
 		return readBounded(stdin, maxValuesSize, "standard input")
 	}
 	f, err := openRegular(name)

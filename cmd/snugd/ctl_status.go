@@ -43,11 +43,32 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 	}
 	c.out("standing     %d armed", len(st.Standing))
 	c.out("confirms     %d pending", st.PendingConfirms)
+	// What needs attention, by name: pairing requests, then each app's
+	// (GET /v1/apps on the ctl channel).
+	var lines []string
 	if st.Hosts.PendingPairings > 0 {
-		c.out("\n%d pairing %s waiting: snugd ctl hosts list", st.Hosts.PendingPairings, plural(st.Hosts.PendingPairings, "request is", "requests are"))
+		lines = append(lines, fmt.Sprintf("%d pairing %s waiting: snugd ctl hosts list", st.Hosts.PendingPairings, plural(st.Hosts.PendingPairings, "request is", "requests are")))
 	}
-	if cc.NeedsReapproval+cc.Imported > 0 {
-		fmt.Fprintln(c.e.stdout, "\nsome connections need attention: snugd ctl connections APP")
+	apps, err := c.client.Apps(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	for _, a := range apps {
+		for _, at := range a.Attention {
+			who := visible(a.AppID)
+			if at.Slot != "" {
+				who += "/" + at.Slot
+			}
+			lines = append(lines, who+": "+visible(at.Message))
+		}
+	}
+	if len(lines) == 0 {
+		c.out("\nnothing needs attention")
+		return exitOK
+	}
+	c.out("\nneeds attention:")
+	for _, l := range lines {
+		c.out("  %s", l)
 	}
 	return exitOK
 }

@@ -473,7 +473,7 @@ func TestCtlConfirms(t *testing.T) {
 	}
 	cf := list.Confirms[0]
 	code, out, _ = td.ctl(t, "", "confirms")
-	for _, want := range []string{cf.ID + "  POST https://api.exchange.coinbase.com/orders", "host api.exchange.coinbase.com, for trader/coinbase-exchange", `body {\"size\":\"1\"}`} {
+	for _, want := range []string{"confirm " + cf.ID, "request  POST https://api.exchange.coinbase.com/orders", "host     api.exchange.coinbase.com", "for      trader/coinbase-exchange", "body     {\n", `"size": "1"`} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("confirms output lacks %q:\n%s", want, out)
 		}
@@ -610,12 +610,12 @@ func TestCtlFollow(t *testing.T) {
 		done <- td.d.Net(context.Background(), daemon.NetCall{AppID: "trader", Frame: []byte(frame), Delivery: daemon.DeliveryApp})
 	}()
 	waitFor(t, &watch, "DELETE https://api.exchange.coinbase.com/orders/7")
-	id := strings.Fields(watch.String())[0]
+	id := strings.Fields(watch.String())[1] // "confirm ID"
 	if code, _, errOut := td.ctl(t, "", "confirms", "deny", id); code != exitOK {
 		t.Fatalf("confirms deny = %d, %q", code, errOut)
 	}
 	<-done
-	waitFor(t, &journal, "NET_CONFIRM_DENIED")
+	waitFor(t, &journal, "NET_CONFIRM_DENIED at confirm; denied by the user")
 	if code := stopWatch(); code != exitOK {
 		t.Errorf("confirms --watch ended %d, want 0", code)
 	}

@@ -42,17 +42,19 @@ func main() {
 // commands is the whole subcommand table.
 func commands() map[string]command {
 	return map[string]command{
-		"run":       cmdRun,
-		"ctl":       cmdCtl,
-		"version":   cmdVersion,
-		"install":   serviceCommand("install"),
-		"uninstall": serviceCommand("uninstall"),
-		"start":     serviceCommand("start"),
-		"stop":      serviceCommand("stop"),
-		"restart":   serviceCommand("restart"),
-		"status":    serviceCommand("status"),
-		"webhost":   cmdWebhost,
-		"helper":    cmdHelper, // hidden: linked-device helpers (helper.go)
+		"run":        cmdRun,
+		"ctl":        cmdCtl,
+		"version":    cmdVersion,
+		"install":    serviceCommand("install"),
+		"uninstall":  serviceCommand("uninstall"),
+		"start":      serviceCommand("start"),
+		"stop":       serviceCommand("stop"),
+		"restart":    serviceCommand("restart"),
+		"status":     serviceCommand("status"),
+		"completion": cmdCompletion,
+		"help":       cmdHelp,
+		"webhost":    cmdWebhost,
+		"helper":     cmdHelper, // hidden: linked-device helpers (helper.go)
 	}
 }
 
@@ -60,9 +62,11 @@ func dispatch(ctx context.Context, e env, args []string) int {
 	if len(args) == 0 {
 		return cmdRun(ctx, e, nil)
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(e.stdout)
-		return exitOK
+	switch args[0] {
+	case "-h", "--help", "-help":
+		return cmdHelp(ctx, e, args[1:])
+	case "-v", "--version", "-version":
+		return cmdVersion(ctx, e, args[1:])
 	}
 	if len(args[0]) > 0 && args[0][0] == '-' {
 		// snugd --data-dir X --port N: the same as snugd run.
@@ -70,21 +74,28 @@ func dispatch(ctx context.Context, e env, args []string) int {
 	}
 	cmd, ok := commands()[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "snugd: unknown command %q\n\n", args[0])
-		usage(e.stderr)
+		fmt.Fprintf(e.stderr, "snugd: unknown command %q\n", args[0])
+		if s := suggest(args[0], topNames()); s != "" {
+			fmt.Fprintf(e.stderr, "did you mean \"snugd %s\"?\n", s)
+		}
+		fmt.Fprintln(e.stderr, "\"snugd help\" lists the commands")
 		return exitUsage
+	}
+	if args[0] != "ctl" && args[0] != "help" && wantsHelp(args[1:]) {
+		return topHelp(ctx, e, args[0])
 	}
 	return cmd(ctx, e, args[1:])
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: snugd [command] [flags]
-
-  run [--data-dir DIR] [--port N]   the daemon in the foreground (the default command)
-  install|uninstall|start|stop|restart|status [--user]
-                                    the OS service
-  ctl [--data-dir DIR] COMMAND …    talk to the running daemon (snugd ctl help)
-  version                           version and build information
-  webhost [--port N]                serve the reference browser host on 127.0.0.1 (default 4780)
-`)
+// wantsHelp reports whether args ask for help (-h, --help) before any "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--help", "-help":
+			return true
+		}
+	}
+	return false
 }

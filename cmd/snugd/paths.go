@@ -159,11 +159,18 @@ func defaultLogDir(system bool) string {
 	return d
 }
 
+// dataDirEnv names the environment variable that sets the data directory
+// when --data-dir is not given.
+const dataDirEnv = "SNUGD_DATA_DIR"
+
 // resolveDataDir returns the data directory snugd run and snugd ctl use:
-// flagValue when given, else the default for how snugd runs (runsAsSystem),
-// made absolute either way.
+// flagValue when given, else $SNUGD_DATA_DIR, else the default for how
+// snugd runs (runsAsSystem), made absolute either way.
 func resolveDataDir(getenv func(string) string, flagValue string) (string, error) {
 	dir := flagValue
+	if dir == "" {
+		dir = getenv(dataDirEnv)
+	}
 	if dir == "" {
 		var err error
 		if dir, err = hostPlaces(getenv).dataDir(runsAsSystem()); err != nil {

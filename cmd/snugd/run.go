@@ -48,23 +48,37 @@ func cmdRun(ctx context.Context, e env, args []string) int {
 }
 
 // runDaemon starts the daemon and serves the API until ctx is done:
-// data directory, config.json, logger, daemon, the two listeners, then
-// Serve, which drains on shutdown; the store closes last.
+// config, the TCP port, then the data directory, config.json, logger,
+// daemon and the ctl socket, then Serve, which drains on shutdown; the
+// store closes last.
 func runDaemon(ctx context.Context, e env, rf runFlags) error {
 	restrictUmask()
 	dir, err := resolveDataDir(e.getenv, rf.dataDir)
 	if err != nil {
 		return err
 	}
+	// Read the configuration (the defaults when there is no config.json
+	// or no directory yet) and take the port before creating anything: a
+	// start that fails on a taken port or a bad configuration leaves no
+	// data directory, key or database behind.
+	cfg, err := loadConfig(dir, rf.config)
+	if err != nil {
+		return err
+	}
+	tcp, err := api.ListenTCP(cfg.listenAddr())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if tcp != nil {
+			tcp.Close()
+		}
+	}()
 	if err := ensureDataDir(dir); err != nil {
 		return err
 	}
 	if err := writeDefaultConfig(dir); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(dir, configFile), err)
-	}
-	cfg, err := loadConfig(dir, rf.config)
-	if err != nil {
-		return err
 	}
 	// Text (logfmt) lines on stderr: readable in a terminal, and one
 	// parseable line per record in the journal or snugd.log. No level logs
@@ -84,20 +98,17 @@ func runDaemon(ctx context.Context, e env, rf runFlags) error {
 			log.Error("close the store", "err", err)
 		}
 	}()
-	tcp, err := api.ListenTCP(cfg.listenAddr())
-	if err != nil {
-		return err
-	}
 	ctl, err := api.ListenCtl(dir, log)
 	if err != nil {
-		tcp.Close()
 		return err
 	}
+	listener := tcp
+	tcp = nil // Serve owns it now
 	s := api.New(d, api.Options{Version: version, Logger: log, DrainTimeout: drainBound})
 	fmt.Fprintf(e.stdout, "snugd %s: data in %s, API on http://%s, ctl socket %s\n",
-		version, dir, tcp.Addr(), filepath.Join(dir, api.CtlSocket))
-	log.Info("snugd started", "version", version, "data_dir", dir, "listen", tcp.Addr().String(), "transport_policy", string(cfg.TransportPolicy))
-	err = s.Serve(ctx, tcp, ctl)
+		version, dir, listener.Addr(), filepath.Join(dir, api.CtlSocket))
+	log.Info("snugd started", "version", version, "data_dir", dir, "listen", listener.Addr().String(), "transport_policy", string(cfg.TransportPolicy))
+	err = s.Serve(ctx, listener, ctl)
 	log.Info("snugd stopped")
 	return err
 }

@@ -269,11 +269,19 @@ func (h serviceHost) manager(c *service.Config) (manager, error) {
 }
 
 func errNoServiceManager(goos, found string) error {
-	what := "no service manager"
-	if found != "" {
-		what = "a service manager (" + found + ") snugd ships no service file for"
+	var what string
+	switch {
+	case goos == "linux":
+		// kardianos/service finds System V scripts, upstart or nothing
+		// where systemd is not running: a container, a chroot, a minimal
+		// init. That is what the administrator needs to hear.
+		what = "systemd is not running on this machine (a container, a chroot, or another init system)"
+	case found != "":
+		what = "this " + goos + " machine's service manager (" + found + ") is not one snugd ships a service file for"
+	default:
+		what = "no service manager snugd knows is running on this " + goos + " machine"
 	}
-	return fmt.Errorf("%s on this %s machine: snugd installs itself under systemd, launchd and the Windows service manager; elsewhere run snugd run under your own supervisor", what, goos)
+	return fmt.Errorf("%s. snugd installs itself as a systemd, launchd or Windows service only. Here, run \"snugd run\" under your own supervisor instead (the container's entrypoint or command, runit, s6, supervisord): it stays in the foreground, logs to stderr and stops cleanly on SIGTERM", what)
 }
 
 // installOptions works out what snugd install installs.

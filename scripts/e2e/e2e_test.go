@@ -80,13 +80,32 @@ func setUpHarness(t *testing.T) *harness {
 	lockHarness(t)
 	h := &harness{dir: t.TempDir()}
 	h.pki = newPKI(t, h.dir)
-	pubNS().setUp(t)
-	privNS().setUp(t)
+	before := rootNetwork(t)
+	setUpNetwork(t, pubNS(), privNS())
+	// Nothing joined the machine's own namespace: no link, address or route.
+	if after := rootNetwork(t); after != before {
+		t.Fatalf("setting up the harness changed the machine's own namespace:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 	cert, key := h.pki.leaf(t, "api", "api.e2e.test", simplefinHost)
 	h.pub = startUpstream(t, pubNS(), upstreamConfig{Role: "pub", Listen: pubNS().nsAddr + ":443", Cert: cert, Key: key, Secret: e2eSecret}, h.dir)
 	cert, key = h.pki.leaf(t, "private", "private.e2e.test")
 	h.priv = startUpstream(t, privNS(), upstreamConfig{Role: "priv", Listen: privNS().nsAddr + ":443", Cert: cert, Key: key}, h.dir)
 	return h
+}
+
+// rootNetwork describes the machine's own namespace: its links, addresses
+// and routes (IPv4 and IPv6), for the check that the harness adds nothing.
+func rootNetwork(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"-o", "link", "show"}, {"-o", "addr", "show"}, {"route", "show", "table", "all"}, {"-6", "route", "show", "table", "all"}} {
+		out, err := ipOut(context.Background(), args...)
+		if err != nil {
+			t.Fatalf("read the machine's network: %v", err)
+		}
+		b.WriteString(out)
+	}
+	return b.String()
 }
 
 // direct sends one GET from the test process itself to an upstream at
@@ -101,8 +120,7 @@ func (h *harness) direct(t *testing.T, addr, host, path string) int {
 		Proxy:           nil,
 		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: host},
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", addr)
+			return cliDial(ctx, "tcp", addr) // from where snugd is
 		},
 	}
 	defer tr.CloseIdleConnections()
@@ -130,6 +148,19 @@ type netResponse struct {
 		Message   string `json:"message"`
 		Retryable bool   `json:"retryable"`
 	} `json:"error"`
+}
+
+// String shows a frame in a failure message: its status, or its error's
+// code and message (the error is a pointer, which %+v would print as one).
+func (r netResponse) String() string {
+	if r.Error != nil {
+		return fmt.Sprintf("{ok:%v status:%d error:%s %q retryable:%v url:%q}", r.OK, r.Status, r.Error.Code, r.Error.Message, r.Error.Retryable, r.URL)
+	}
+	body := r.Body
+	if len(body) > 200 {
+		body = body[:200] + "…"
+	}
+	return fmt.Sprintf("{ok:%v status:%d body:%q url:%q}", r.OK, r.Status, body, r.URL)
 }
 
 func (r netResponse) code() string {
@@ -239,10 +270,28 @@ func TestE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("ctl apps lists what needs attention", func(t *testing.T) {
+		code, out, errOut := s.ctl(t, "", "apps")
+		for _, want := range []string{"APP", "CREDENTIALS", app, "exchange", "E2E Exchange", "private", "no credentials stored: snugd ctl credentials set " + app + " exchange"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("snugd ctl apps = %d, lacks %q\n%s%s", code, want, out, errOut)
+			}
+		}
+		if code, out, _ := s.ctl(t, "", "status"); !strings.Contains(out, "needs attention:") || !strings.Contains(out, app+"/exchange: no credentials stored") {
+			t.Errorf("snugd ctl status = %d, does not name what needs attention\n%s", code, out)
+		}
+	})
+
 	t.Run("credentials via ctl stdin", func(t *testing.T) {
+		// One of three required values: stored, and the connection is not
+		// connected; the missing fields are named.
+		code, out, errOut := s.ctl(t, fmt.Sprintf(`{"api_key":%q}`, e2eKey), "credentials", "set", app, "exchange")
+		if code != 0 || !strings.Contains(out, "not connected yet (pending: missing required fields: api_secret, passphrase)") {
+			t.Errorf("snugd ctl credentials set with one value = %d\n%s%s", code, out, errOut)
+		}
 		values := fmt.Sprintf(`{"api_key":%q,"api_secret":%q,"passphrase":%q}`, e2eKey, e2eSecret, e2ePassphrase)
-		code, out, errOut := s.ctl(t, values, "credentials", "set", app, "exchange")
-		if code != 0 {
+		code, out, errOut = s.ctl(t, values, "credentials", "set", app, "exchange")
+		if code != 0 || strings.Contains(out, "not connected") {
 			t.Fatalf("snugd ctl credentials set = %d\n%s%s", code, out, errOut)
 		}
 		code, out, _ = s.ctl(t, "", "connections", app, "--json")
@@ -287,6 +336,20 @@ func TestE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("connection URL journaled with its resolved host", func(t *testing.T) {
+		r := s.mustNet(t, token, "conn-url", "GET", "snug-connection://exchange/accounts", "")
+		if !r.OK || r.Status != 200 {
+			t.Fatalf("GET snug-connection://exchange/accounts = %v", r)
+		}
+		if strings.Contains(r.URL, "api.e2e.test") {
+			t.Errorf("the app's frame names the resolved host: %v", r)
+		}
+		code, out, errOut := s.ctl(t, "", "journal", "--json")
+		if code != 0 || !strings.Contains(out, `"host": "snug-connection://exchange"`) || !strings.Contains(out, `"resolvedHost": "api.e2e.test"`) {
+			t.Errorf("snugd ctl journal --json = %d, lacks the symbolic and resolved hosts\n%s%s", code, out, errOut)
+		}
+	})
+
 	// conformance: P3-X14-24, P3-X14-25
 	t.Run("POST confirmed through the API", func(t *testing.T) {
 		mark := h.pub.mark()
@@ -305,6 +368,9 @@ func TestE2E(t *testing.T) {
 		// The administrator sees the same confirm through snugd ctl.
 		if code, out, errOut := s.ctl(t, "", "confirms", "--json"); code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "https://api.e2e.test/orders/allow") {
 			t.Errorf("snugd ctl confirms --json = %d\n%s%s; want the parked POST", code, out, errOut)
+		}
+		if code, out, errOut := s.ctl(t, "", "confirms"); code != 0 || !strings.Contains(out, "request  POST https://api.e2e.test/orders/allow") || !strings.Contains(out, "body     {\n") || !strings.Contains(out, `"size": "1"`) {
+			t.Errorf("snugd ctl confirms = %d\n%s%s; want the request and its body indented", code, out, errOut)
 		}
 		if n := len(h.pub.requestsSince(mark)); n != 0 {
 			t.Fatalf("upstream saw %d requests while the confirm was parked, want 0", n)
@@ -444,6 +510,12 @@ func TestE2E(t *testing.T) {
 		for _, secret := range []string{e2eKey, e2eSecret, e2ePassphrase, token} {
 			if strings.Contains(out, secret) {
 				t.Errorf("snugd ctl journal shows a credential")
+			}
+		}
+		code, out, errOut = s.ctl(t, "", "journal")
+		for _, want := range []string{"TIME", "OUTCOME", "api.e2e.test", "via snug-connection://exchange", "denied: nobody answered the confirm in time", "approved by the user"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("snugd ctl journal = %d, lacks %q\n%s%s", code, want, out, errOut)
 			}
 		}
 		code, out, errOut = s.ctl(t, "", "status")

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,9 +37,9 @@ func buildSnugd(t *testing.T, dir string) string {
 	return bin
 }
 
-// A snugd is the daemon running under unshare -m with the harness's
-// /etc/hosts bind-mounted over the real one, trusting the test CA through
-// SSL_CERT_FILE. Nothing else about it is for tests.
+// A snugd is the daemon running in the client namespace under unshare -m
+// with the harness's /etc/hosts bind-mounted over the real one, trusting
+// the test CA through SSL_CERT_FILE. Nothing else about it is for tests.
 type snugd struct {
 	bin     string
 	dataDir string
@@ -58,7 +57,9 @@ type snugd struct {
 // snugd run, waiting until GET /v1/health answers.
 func startSnugd(t *testing.T, h *harness, bin string) *snugd {
 	t.Helper()
-	port := freePort(t)
+	// The client namespace is the harness's own: the documented default
+	// port is free there.
+	port := 4747
 	s := &snugd{bin: bin, dataDir: filepath.Join(h.dir, "data"), port: port, base: fmt.Sprintf("http://127.0.0.1:%d", port), log: &lockedBuffer{}, done: make(chan struct{})}
 	if err := os.Mkdir(s.dataDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -79,10 +80,11 @@ func startSnugd(t *testing.T, h *harness, bin string) *snugd {
 	if err := os.Mkdir(noCerts, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	// unshare execs sh in a new mount namespace (private propagation, so
-	// the bind mount never reaches the host), and sh execs snugd: one
-	// process, whose pid is cmd's.
-	s.cmd = exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+	// ip netns exec joins the client namespace and execs unshare, which
+	// execs sh in a new mount namespace (private propagation, so the bind
+	// mount never reaches the host), and sh execs snugd: one process,
+	// whose pid is cmd's.
+	s.cmd = exec.Command("ip", "netns", "exec", cliNSName, "unshare", "-m", "--propagation", "private", "sh", "-c",
 		`mount --bind "$1" /etc/hosts && exec "$2" run --data-dir "$3"`, "sh", hosts, bin, s.dataDir)
 	s.cmd.Env = append(cleanEnv(), "SSL_CERT_FILE="+h.pki.caFile, "SSL_CERT_DIR="+noCerts)
 	s.cmd.SysProcAttr = dieWithParent()
@@ -139,24 +141,14 @@ func cleanEnv() []string {
 	return env
 }
 
-// freePort returns a loopback port nobody listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// ctl runs the real snugd ctl --data-dir against the daemon, with stdin,
-// and returns its exit status and output.
+// ctl runs the real snugd ctl --data-dir against the daemon, inside the
+// client namespace (doctor checks the TCP port there), with stdin, and
+// returns its exit status and output.
 func (s *snugd) ctl(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.bin, append([]string{"ctl", "--data-dir", s.dataDir}, args...)...)
+	cmd := inCli(ctx, s.bin, append([]string{"ctl", "--data-dir", s.dataDir}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -165,7 +157,7 @@ func (s *snugd) ctl(t *testing.T, stdin string, args ...string) (int, string, st
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("snugd ctl %q: %v", args, err)
+		t.Fatalf("snugd ctl %q: %v (%s)", args, err, errb.String())
 	}
 	return code, out.String(), errb.String()
 }
@@ -211,7 +203,9 @@ func (s *snugd) callCtx(ctx context.Context, method, path, token string, body an
 		}
 		req.Header.Set(header[i], header[i+1])
 	}
-	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	// snugd listens on loopback inside the client namespace; the
+	// connection is made from there.
+	tr := &http.Transport{Proxy: nil, DisableKeepAlives: true, DialContext: cliDial}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {

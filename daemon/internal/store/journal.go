@@ -24,12 +24,16 @@ type JournalEntry struct {
 	Duration   time.Duration
 	Unattended bool // a standing approval answered instead of the user (§17)
 	Note       string
+
+	// ResolvedHost is the host a connection-URL request (Host
+	// snug-connection://<slot>) went to, for the administrator; "" else.
+	ResolvedHost string
 }
 
 // maxJournalText bounds each text field of an entry.
 const maxJournalText = 1024
 
-const journalColumns = "id, at, app_id, slot, host, method, outcome, gate, code, status, duration_ms, unattended, note"
+const journalColumns = "id, at, app_id, slot, host, resolved_host, method, outcome, gate, code, status, duration_ms, unattended, note"
 
 // InsertJournal appends e (At defaults to the transaction's time) and, in
 // the same statement batch, drops the entries that fall out of the
@@ -39,7 +43,7 @@ func (tx *Tx) InsertJournal(e JournalEntry) (JournalEntry, error) {
 	if e.AppID == "" || e.Outcome == "" {
 		return JournalEntry{}, fmt.Errorf("%w: a journal entry needs an app id and an outcome", ErrInvalid)
 	}
-	for _, f := range []string{e.AppID, e.Slot, e.Host, e.Method, e.Outcome, e.Gate, e.Code, e.Note} {
+	for _, f := range []string{e.AppID, e.Slot, e.Host, e.ResolvedHost, e.Method, e.Outcome, e.Gate, e.Code, e.Note} {
 		if len(f) > maxJournalText {
 			return JournalEntry{}, fmt.Errorf("%w: journal field longer than %d bytes", ErrInvalid, maxJournalText)
 		}
@@ -49,9 +53,9 @@ func (tx *Tx) InsertJournal(e JournalEntry) (JournalEntry, error) {
 	}
 	e.At = e.At.UTC().Truncate(time.Millisecond)
 	e.Duration = e.Duration.Truncate(time.Millisecond)
-	res, err := tx.exec(`INSERT INTO snugd_journal (at, app_id, slot, host, method, outcome, gate, code, status, duration_ms, unattended, note)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		FormatTime(e.At), e.AppID, e.Slot, e.Host, e.Method, e.Outcome, e.Gate, e.Code, e.Status,
+	res, err := tx.exec(`INSERT INTO snugd_journal (at, app_id, slot, host, resolved_host, method, outcome, gate, code, status, duration_ms, unattended, note)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		FormatTime(e.At), e.AppID, e.Slot, e.Host, e.ResolvedHost, e.Method, e.Outcome, e.Gate, e.Code, e.Status,
 		e.Duration.Milliseconds(), e.Unattended, e.Note)
 	if err != nil {
 		return JournalEntry{}, fmt.Errorf("insert journal entry: %w", err)
@@ -130,7 +134,7 @@ func scanJournalEntry(rows *sql.Rows) (JournalEntry, error) {
 		at         string
 		durationMS int64
 	)
-	if err := rows.Scan(&e.ID, &at, &e.AppID, &e.Slot, &e.Host, &e.Method, &e.Outcome, &e.Gate, &e.Code,
+	if err := rows.Scan(&e.ID, &at, &e.AppID, &e.Slot, &e.Host, &e.ResolvedHost, &e.Method, &e.Outcome, &e.Gate, &e.Code,
 		&e.Status, &durationMS, &e.Unattended, &e.Note); err != nil {
 		return JournalEntry{}, fmt.Errorf("read journal: %w", err)
 	}

@@ -199,7 +199,7 @@ func TestMigrationsAreNumberedInOrder(t *testing.T) {
 }
 
 func TestMigrationsResumeFromTheCounter(t *testing.T) {
-	// A database left at schema 3 (by an older build) gets 4 to 6 on open.
+	// A database left at schema 3 (by an older build) gets 4 to the newest on open.
 	s := openStore(t)
 	dir := s.Dir()
 	update(t, s, func(tx *Tx) error {
@@ -216,8 +216,8 @@ func TestMigrationsResumeFromTheCounter(t *testing.T) {
 		}
 		return tx.queryRow("SELECT value FROM snugd_meta WHERE key = 'schema_version'").Scan(&v)
 	})
-	if n != 4 || v != 6 {
-		t.Errorf("after reopening a schema-3 database: %d of 4 tables, schema_version %d, want 4 and 6", n, v)
+	if ms, _ := migrations(); n != 4 || v != len(ms) {
+		t.Errorf("after reopening a schema-3 database: %d of 4 tables, schema_version %d, want 4 and %d", n, v, len(ms))
 	}
 }
 
