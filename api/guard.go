@@ -69,6 +69,7 @@ type ctxKey int
 const (
 	routeKey ctxKey = iota
 	paramsKey
+	hostKey // the authenticated host's id (TCP, authed routes)
 )
 
 // channel is one listener's chain.
@@ -174,7 +175,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 				return errorOf(ch.s.log, err), false
 			}
 			defer release()
-			ctx = bound
+			ctx = context.WithValue(bound, hostKey, h.ID)
 		case rt.origin == originRedeem:
 			if wait := ch.s.fails.blocked(failureKeys(origin, "")); wait > 0 {
 				return rateLimited(w, wait), false

@@ -139,7 +139,7 @@ func TestConfirmTimeout(t *testing.T) {
 			done <- b.ask(context.Background(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) == askAllowed
 		}()
 		synctest.Wait()
-		if len(b.pending()) != 1 {
+		if len(b.Pending()) != 1 {
 			t.Fatal("confirm not parked")
 		}
 		time.Sleep(119 * time.Second)
@@ -152,7 +152,7 @@ func TestConfirmTimeout(t *testing.T) {
 		if allow := <-done; allow || time.Since(start) != 2*time.Minute {
 			t.Fatalf("ask = %v after %v, want a deny after 2m", allow, time.Since(start))
 		}
-		if len(b.pending()) != 0 {
+		if len(b.Pending()) != 0 {
 			t.Error("timed-out confirm still pending")
 		}
 	})
@@ -201,7 +201,7 @@ func TestCloseDeniesParkedConfirms(t *testing.T) {
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	ch := r.parkedNet(context.Background(), t, "app1", post("{}"))
 	waitConfirms(t, r.d, 1)
-	r.d.confirms.close()
+	r.d.BeginShutdown()
 	if res := <-ch; res.Code != errcode.NetConfirmDenied {
 		t.Fatalf("parked request after close = %q, want NET_CONFIRM_DENIED", res.Code)
 	}
@@ -264,7 +264,7 @@ func TestConfirmQueueBounded(t *testing.T) {
 			b.ask(bctx, Confirm{AppID: fmt.Sprintf("app%d", i), Host: "h", Method: "POST"})
 		}()
 	}
-	for len(b.pending()) < maxParked {
+	for len(b.Pending()) < maxParked {
 		time.Sleep(time.Millisecond)
 	}
 	if got := b.ask(bctx, Confirm{AppID: "late", Host: "h", Method: "POST"}); got != askFull {
@@ -272,4 +272,151 @@ func TestConfirmQueueBounded(t *testing.T) {
 	}
 	bcancel()
 	wg.Wait()
+}
+
+// withdrawRig is a rig with a paired desktop host whose call is parked on
+// a confirm, bound to the host as the API binds it (BindHost): the three
+// interleavings of issue 18 start from it.
+type withdrawRig struct {
+	*rig
+	hostID string
+	res    <-chan NetResult
+	id     string // the parked confirm's id
+}
+
+func newWithdrawRig(t *testing.T) *withdrawRig {
+	t.Helper()
+	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
+	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	h, err := r.d.AuthenticateHost(t.Context(), pairHost(t, r.d, SurfaceDesktop, ""), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := r.d.BindHost(t.Context(), h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	ch := make(chan NetResult, 1)
+	go func() {
+		ch <- r.d.Net(ctx, NetCall{AppID: "app1", Frame: post("{}"), Delivery: DeliveryApp, HostID: h.ID})
+	}()
+	cs := waitConfirms(t, r.d, 1)
+	if cs[0].HostID != h.ID {
+		t.Fatalf("parked confirm's host = %q, want %q", cs[0].HostID, h.ID)
+	}
+	return &withdrawRig{rig: r, hostID: h.ID, res: ch, id: cs[0].ID}
+}
+
+// denied checks the parked call ended NET_CONFIRM_DENIED with message msg,
+// no credential read and no upstream request.
+func (w *withdrawRig) denied(t *testing.T, msg string) {
+	t.Helper()
+	res := <-w.res
+	if res.Code != errcode.NetConfirmDenied || !strings.Contains(string(res.Frame), msg) {
+		t.Errorf("parked call = %s, want NET_CONFIRM_DENIED %q", res.Frame, msg)
+	}
+	if n := w.reads.Load(); n != 0 {
+		t.Errorf("credential reads = %d, want 0", n)
+	}
+	if n := len(w.up.requests()); n != 0 {
+		t.Errorf("upstream requests = %d, want 0", n)
+	}
+	if cs := w.d.Confirms(); len(cs) != 0 {
+		t.Errorf("pending confirms = %+v, want none", cs)
+	}
+}
+
+// TestUnpairThenAllow: DeleteHost withdraws the host's parked confirm
+// before it returns, so an allow after it is a no-op that says so
+// (CONFIRM_WITHDRAWN), never an allow.
+func TestUnpairThenAllow(t *testing.T) {
+	w := newWithdrawRig(t)
+	if err := w.d.DeleteHost(t.Context(), w.hostID); err != nil {
+		t.Fatal(err)
+	}
+	if cs := w.d.Confirms(); len(cs) != 0 {
+		t.Fatalf("after DeleteHost returned, pending confirms = %+v, want none", cs)
+	}
+	if err := w.d.DecideConfirm(w.id, true, RememberSession); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+		t.Fatalf("DecideConfirm(allow) after the unpairing = %v, want CONFIRM_WITHDRAWN", err)
+	}
+	w.denied(t, "unpaired")
+	if w.d.confirms.sessionAllows("app1", apiHost, "POST") {
+		t.Error("a withdrawn confirm's allow was remembered for the session")
+	}
+}
+
+// TestAllowThenUnpair: the allow arrives first, and the unpairing lands
+// before the request takes it (the claim hook runs DeleteHost at exactly
+// that point): the allow is void, the call is denied before gate 6 ends.
+func TestAllowThenUnpair(t *testing.T) {
+	w := newWithdrawRig(t)
+	var unpaired error
+	hook := func(c Confirm) {
+		if c.ID == w.id {
+			unpaired = w.d.DeleteHost(context.WithoutCancel(t.Context()), w.hostID)
+		}
+	}
+	testHookClaim.Store(&hook)
+	t.Cleanup(func() { testHookClaim.Store(nil) })
+	if err := w.d.DecideConfirm(w.id, true, RememberOnce); err != nil {
+		t.Fatalf("DecideConfirm(allow) = %v, want nil", err)
+	}
+	w.denied(t, "unpaired")
+	if unpaired != nil {
+		t.Fatalf("DeleteHost = %v", unpaired)
+	}
+	if err := w.d.DecideConfirm(w.id, true, RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+		t.Errorf("a second decision after the unpairing = %v, want CONFIRM_WITHDRAWN", err)
+	}
+}
+
+// TestShutdownThenAllow: BeginShutdown denies the parked confirm before it
+// returns, with its own reason; a late allow is a no-op that says so, and
+// a confirm asked afterwards is denied at once without parking.
+func TestShutdownThenAllow(t *testing.T) {
+	w := newWithdrawRig(t)
+	w.d.BeginShutdown()
+	if cs := w.d.Confirms(); len(cs) != 0 {
+		t.Fatalf("after BeginShutdown returned, pending confirms = %+v, want none", cs)
+	}
+	if err := w.d.DecideConfirm(w.id, true, RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+		t.Fatalf("DecideConfirm(allow) after shutdown began = %v, want CONFIRM_WITHDRAWN", err)
+	}
+	w.denied(t, "shutting down")
+	res, resp := w.net(t, "app1", post("{}"))
+	if res.Code != errcode.NetConfirmDenied || !strings.Contains(resp.Error.Message, "shutting down") {
+		t.Errorf("a request after shutdown began = %q %+v, want NET_CONFIRM_DENIED at once", res.Code, resp.Error)
+	}
+}
+
+// TestWithdrawHostLeavesOthers: unpairing one host leaves another host's
+// and the ctl channel's confirms parked and decidable.
+func TestWithdrawHostLeavesOthers(t *testing.T) {
+	w := newWithdrawRig(t)
+	ctl := w.parkedNet(t.Context(), t, "app1", post(`{"ctl":1}`))
+	waitConfirms(t, w.d, 2)
+	if n := w.d.confirms.WithdrawHost("another-host"); n != 0 {
+		t.Errorf("WithdrawHost(another) = %d, want 0", n)
+	}
+	if n := w.d.confirms.WithdrawHost(""); n != 0 {
+		t.Errorf(`WithdrawHost("") = %d, want 0`, n)
+	}
+	if err := w.d.DeleteHost(t.Context(), w.hostID); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-w.res; res.Code != errcode.NetConfirmDenied {
+		t.Errorf("the unpaired host's call = %q, want NET_CONFIRM_DENIED", res.Code)
+	}
+	cs := w.d.Confirms()
+	if len(cs) != 1 || cs[0].HostID != "" {
+		t.Fatalf("pending after the unpairing = %+v, want the ctl call's", cs)
+	}
+	if err := w.d.DecideConfirm(cs[0].ID, true, RememberOnce); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-ctl; res.Code != "" {
+		t.Errorf("ctl call = %q, want ok", res.Code)
+	}
 }

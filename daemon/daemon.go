@@ -160,11 +160,18 @@ func (d *Daemon) DataDir() string { return d.store.Dir() }
 // DBPath reports the path of snugd.db.
 func (d *Daemon) DBPath() string { return d.store.DBPath() }
 
+// BeginShutdown starts the daemon's shutdown: every parked confirm is
+// denied (NET_CONFIRM_DENIED, "snugd is shutting down") before it returns,
+// and every confirm asked later is denied at once, since nobody can decide
+// one any more. Everything else keeps serving until Close. The API server
+// calls it when its shutdown begins; it is idempotent.
+func (d *Daemon) BeginShutdown() { d.confirms.Shutdown() }
+
 // Close denies every parked confirm, flushes the journal, closes idle
 // upstream connections and the store. The Daemon must not be used
 // afterwards.
 func (d *Daemon) Close() error {
-	d.confirms.close()
+	d.BeginShutdown()
 	d.journal.close()
 	d.exec.public.CloseIdleConnections()
 	d.exec.lan.CloseIdleConnections()

@@ -110,6 +110,10 @@ type NetCall struct {
 	AppID    string
 	Frame    []byte
 	Delivery Delivery
+	// HostID is the paired host that forwarded the call, "" for the ctl
+	// channel. A confirm the call parks belongs to that host: unpairing
+	// it withdraws the confirm (DeleteHost).
+	HostID string
 }
 
 // NetResult is the executor's answer.

@@ -315,6 +315,7 @@ func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 		Slot:     f.grant.slot,
 		Body:     f.req.Body,
 		Delivery: f.call.Delivery,
+		HostID:   f.call.HostID,
 	}
 	if f.probe {
 		seat.Slot, seat.Body, seat.Probe = "", "", true
@@ -337,6 +338,10 @@ func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 		return refuse(errcode.NetConfirmDenied, "too many requests are waiting for the user's confirmation")
 	case askDenied:
 		return refuse(errcode.NetConfirmDenied, "the user did not confirm the request")
+	case askUnpaired:
+		return refuse(errcode.NetConfirmDenied, "the host that sent the request was unpaired")
+	case askShutdown:
+		return refuse(errcode.NetConfirmDenied, "snugd is shutting down")
 	}
 	f.approval = "user"
 	return nil

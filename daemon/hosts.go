@@ -730,7 +730,8 @@ func (d *Daemon) Hosts(ctx context.Context) ([]Host, error) {
 }
 
 // DeleteHost unpairs host id at once: its token stops authenticating
-// before DeleteHost returns. Errors: HOST_NOT_FOUND.
+// and every confirm it parked is withdrawn before DeleteHost returns.
+// Errors: HOST_NOT_FOUND.
 func (d *Daemon) DeleteHost(ctx context.Context, id string) error {
 	if err := d.lockHosts(ctx); err != nil {
 		return err
@@ -743,6 +744,7 @@ func (d *Daemon) DeleteHost(ctx context.Context, id string) error {
 	if err != nil {
 		return d.internal("delete host", err)
 	}
+	d.confirms.WithdrawHost(id) // before DeleteHost answers (and before remove cancels its calls): an allow after it is a no-op
 	d.hosts.remove(id)
 	d.log.Info("host unpaired", "host_id", id)
 	return nil

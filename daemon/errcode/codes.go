@@ -54,6 +54,7 @@ const (
 	StarterNotVouched     Code = "STARTER_NOT_VOUCHED"
 	ImportInvalid         Code = "IMPORT_INVALID"
 	StandingArmed         Code = "STANDING_ARMED"
+	ConfirmWithdrawn      Code = "CONFIRM_WITHDRAWN"
 )
 
 // The loopback API's own refusals (api/API.md): the security chain and host
@@ -73,7 +74,7 @@ const (
 
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 51
+const numCodes = 52
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -146,5 +147,6 @@ func table() [numCodes]Entry {
 		{Code: PairingRedeemed, Meaning: "the pairing's token was already released; pair again"},
 		{Code: VerifierMismatch, Meaning: "the verifier does not hash to the pairing's challenge"},
 		{Code: HostNotFound, Meaning: "no paired host with that id"},
+		{Code: ConfirmWithdrawn, Meaning: "the confirm was withdrawn (its host was unpaired, or snugd is shutting down); the decision changed nothing"},
 	}
 }
