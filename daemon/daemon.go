@@ -86,14 +86,14 @@ type Daemon struct {
 	// publication, so an index is never published out of commit order.
 	writeMu sync.Mutex
 
-	// The executor (fetch.go).
-	exec     executor
-	confirms *confirmBroker
-	standing *standingGate
-	journal  *journalBatcher
-	// readSecrets is the executor's one read of credential values: d's
-	// cachedSlotSecrets, replaced only by tests that count the reads.
-	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	// The executor (fetch.go) and the parts of it the writers reach:
+	// the confirm broker's session memory and the standing gate's disarm
+	// run after every connection write (hints.go), DeleteHost withdraws
+	// confirms, Close stops the journal.
+	exec        *executor
+	confirms    *confirmBroker
+	standing    *standingGate
+	journal     *journal
 	secretCache secretCache
 	// hosts indexes the paired hosts by token hash (hosts.go); its zero
 	// value is ready.
@@ -133,20 +133,29 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	exec, err := newExecutor(cfg)
+	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters}
+	confirmTimeout := cfg.ConfirmTimeout
+	if confirmTimeout <= 0 {
+		confirmTimeout = DefaultConfirmTimeout
+	}
+	d.confirms = newConfirmBroker(confirmTimeout, d.hints, now)
+	d.journal = newJournal(st, now, log.With("component", "journal"))
+	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
+	exec, err := newExecutor(cfg, execDeps{
+		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
+		readSecrets: d.cachedSlotSecrets, log: log, now: now,
+	})
 	if err != nil {
+		d.journal.batch.close()
 		st.Close()
 		return nil, err
 	}
-	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), exec: exec, registry: reg, starters: starters}
-	d.readSecrets = d.cachedSlotSecrets
-	d.confirms = newConfirmBroker(exec.confirmTimeout, d.hints, now)
-	d.standing = newStandingGate(now, cfg.StandingTargets)
+	d.exec = exec
 	if err := d.rebuildIndex(ctx); err != nil {
+		d.journal.batch.close()
 		st.Close()
 		return nil, err
 	}
-	d.journal = newJournalBatcher(st, log.With("component", "journal"))
 	if err := d.reconsentPins(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -172,9 +181,8 @@ func (d *Daemon) BeginShutdown() { d.confirms.Shutdown() }
 // afterwards.
 func (d *Daemon) Close() error {
 	d.BeginShutdown()
-	d.journal.close()
-	d.exec.public.CloseIdleConnections()
-	d.exec.lan.CloseIdleConnections()
+	d.journal.batch.close()
+	d.exec.closeIdle()
 	d.hints.close()
 	return d.store.Close()
 }

@@ -245,8 +245,10 @@ func newRig(t testing.TB, opts ...func(*Config)) *rig {
 			t.Errorf("the daemon's log carries a credential:\n%s", r.logs.String())
 		}
 	})
-	inner := d.readSecrets
-	d.readSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
+	// The executor's credential reader is its dependency; the rig wraps
+	// it to count the reads.
+	inner := d.exec.readSecrets
+	d.exec.readSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
 		r.reads.Add(1)
 		return inner(ctx, appID, slot)
 	}

@@ -225,7 +225,7 @@ func TestStripBelt(t *testing.T) {
 	}
 	f := &fetch{call: NetCall{AppID: "app1", Delivery: DeliveryApp}, start: r.d.now(), index: r.d.index.Load(),
 		req: wire.NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "GET", Headers: sent}}
-	res := r.d.run(context.Background(), f, gates()[1:]) // every gate but the shape gate
+	res := r.d.exec.run(context.Background(), f, gates()[1:]) // every gate but the shape gate
 	if res.Code != "" {
 		t.Fatalf("Net = %q", res.Code)
 	}

@@ -45,21 +45,40 @@ type JournalQuery struct {
 	Limit          int   // 1..1000; 0 means 100
 }
 
+// journal is the executor's journal: the store it writes to, its clock
+// and logger, and the batcher of ordinary entries (a service the daemon
+// runs, services.go).
+type journal struct {
+	st    *store.Store
+	now   func() time.Time
+	log   *slog.Logger
+	batch *journalBatcher
+}
+
+func newJournal(st *store.Store, now func() time.Time, log *slog.Logger) *journal {
+	return &journal{st: st, now: now, log: log, batch: newJournalBatcher(st, log)}
+}
+
 // Journal returns one page of the journal, newest first, after flushing
 // the entries still queued.
 func (d *Daemon) Journal(ctx context.Context, q JournalQuery) ([]JournalEntry, error) {
+	return d.journal.query(ctx, q)
+}
+
+func (j *journal) query(ctx context.Context, q JournalQuery) ([]JournalEntry, error) {
 	if q.Limit < 0 || q.Limit > 1000 || q.Before < 0 {
 		return nil, errcode.New(errcode.BadRequest, "limit must be 0-1000 and before not negative")
 	}
-	d.journal.flush()
+	j.batch.flush()
 	var rows []store.JournalEntry
-	err := d.store.View(ctx, func(tx *store.Tx) error {
+	err := j.st.View(ctx, func(tx *store.Tx) error {
 		var err error
 		rows, err = tx.Journal(store.JournalQuery(q))
 		return err
 	})
 	if err != nil {
-		return nil, d.internal("read journal", err)
+		j.log.Error("read journal", "err", err)
+		return nil, errcode.Wrap(errcode.Internal, "read journal failed", err)
 	}
 	out := make([]JournalEntry, len(rows))
 	for i, r := range rows {
@@ -68,62 +87,65 @@ func (d *Daemon) Journal(ctx context.Context, q JournalQuery) ([]JournalEntry, e
 	return out, nil
 }
 
-// journalNow writes e synchronously (an unattended act) and reports
-// whether it was written.
-func (d *Daemon) journalNow(ctx context.Context, e store.JournalEntry) bool {
-	e.At = d.now()
-	err := d.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+// add queues an ordinary entry.
+func (j *journal) add(e store.JournalEntry) { j.batch.add(e) }
+
+// writeNow writes e synchronously (an unattended act) and reports whether
+// it was written.
+func (j *journal) writeNow(ctx context.Context, e store.JournalEntry) bool {
+	e.At = j.now()
+	err := j.st.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		_, err := tx.InsertJournal(e)
 		return err
 	})
 	if err != nil {
-		d.log.Error("write journal entry", "outcome", e.Outcome, "err", err)
+		j.log.Error("write journal entry", "outcome", e.Outcome, "err", err)
 		return false
 	}
 	return true
 }
 
 // record queues the journal entry of one executor request.
-func (d *Daemon) record(f *fetch, res NetResult) {
+func (e *executor) record(f *fetch, res NetResult) {
 	if checkAppID(f.call.AppID) != nil {
 		return // no identity to file it under
 	}
-	e := store.JournalEntry{
+	entry := store.JournalEntry{
 		At:       f.start,
 		AppID:    f.call.AppID,
 		Host:     f.journalHost(),
 		Method:   f.req.Method,
-		Duration: d.now().Sub(f.start),
+		Duration: e.now().Sub(f.start),
 		Status:   res.Status,
 		Code:     string(res.Code),
 		Note:     "",
 	}
 	if f.grant != nil {
-		e.Slot = f.grant.slot
+		entry.Slot = f.grant.slot
 	} else if f.conn != nil {
-		e.Slot = f.conn.slot
+		entry.Slot = f.conn.slot
 	}
 	switch {
 	case f.err != nil:
-		e.Outcome, e.Gate = "refused", f.failedGate
-		if f.resp != nil || f.departed {
-			e.Outcome = "failed"
+		entry.Outcome, entry.Gate = "refused", f.failedGate
+		if f.resp != nil {
+			entry.Outcome = "failed"
 		}
 	default:
-		e.Outcome = "sent"
+		entry.Outcome = "sent"
 	}
 	switch f.approval {
 	case "standing":
-		e.Unattended, e.Note = true, "approved by a standing approval"
+		entry.Unattended, entry.Note = true, "approved by a standing approval"
 	case "session":
-		e.Note = "approved by session memory"
+		entry.Note = "approved by session memory"
 	case "user":
-		e.Note = "approved by the user"
+		entry.Note = "approved by the user"
 	}
 	if f.probe {
-		e.Note = "probe"
+		entry.Note = "probe"
 	}
-	d.journal.add(e)
+	e.journal.add(entry)
 }
 
 // journalHost is the host the journal records: the symbolic form for a

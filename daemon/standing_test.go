@@ -270,11 +270,11 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 	u := mustURL(t, "https://api.example.com/v1/threads/T1/messages")
 	f := &fetch{call: NetCall{AppID: "app1"}, probe: true, index: r.d.index.Load(), target: u}
 	seat := Confirm{AppID: "app1", Host: apiHost, Method: "POST", URL: u.String(), Probe: true}
-	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingNoOpinion {
+	if v := r.d.standing.decide(context.Background(), f, seat); v != standingNoOpinion {
 		t.Fatalf("decide(probe) = %d, want no opinion", v)
 	}
 	seat.Probe, seat.Slot, seat.Body = false, "chat", `{"message":{"thread_id":"T1"}}`
-	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingApprove {
+	if v := r.d.standing.decide(context.Background(), f, seat); v != standingApprove {
 		t.Fatalf("decide(app send) = %d, want approve", v)
 	}
 
@@ -289,7 +289,7 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 		grant: idx.apps["app1"].row("chat"), host: apiHost, target: u,
 		req: wire.NetRequest{Method: "POST", Body: `{"message":{"thread_id":"T1"}}`, HasBody: true}}
 	done := make(chan *errcode.Error, 1)
-	go func() { done <- r.d.confirm(context.Background(), pf) }()
+	go func() { done <- r.d.exec.confirm(context.Background(), pf) }()
 	cs := waitConfirms(t, r.d, 1)
 	if c := cs[0]; !c.Probe || c.Slot != "" || c.Body != "" || c.Host != apiHost {
 		t.Errorf("probe confirm seat = %+v, want no slot, no body, Probe set", c)
