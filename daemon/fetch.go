@@ -59,7 +59,6 @@ package daemon
 // journal.go: the journal; facts.go: the chat lane's facts (§16).
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -412,30 +411,19 @@ func (e *executor) answer(f *fetch) NetResult {
 		return NetResult{Frame: b, Answer: true, Code: f.err.Code}
 	}
 	resp := f.out
-	b, err := wire.Encode(resp)
+	b, replaced, err := wire.EncodeNetResponse(resp)
 	if err != nil {
 		e.log.Error("encode net answer", "err", err)
 		b, _ = wire.Encode(wire.NetErrorResponse(f.req.RequestID, f.req.URL, errcode.New(errcode.HostError, "the answer could not be encoded")))
 		return NetResult{Frame: b, Answer: b != nil, Code: errcode.HostError}
 	}
-	if code := encodedCode(b, resp); code != "" {
+	if replaced {
 		// Encode turned an oversized frame into NET_SIZE_EXCEEDED (R6).
+		code := errcode.NetSizeExceeded
 		f.failedGate, f.err = "read", errcode.New(code, "the response exceeds the net frame size class")
 		return NetResult{Frame: b, Answer: true, Code: code}
 	}
 	return NetResult{Frame: b, Answer: true, Status: resp.Status, ProviderError: f.providerError}
-}
-
-// encodedCode reports NET_SIZE_EXCEEDED when Encode replaced the response
-// resp with its size-class error (the only replacement it makes), "" when
-// b is resp. The frame's head (type, v, requestId ≤ 128 characters, ok)
-// fits in its first 400 bytes; a requestId cannot spell "ok":false there,
-// because JSON escapes its quotes.
-func encodedCode(b []byte, resp wire.NetResponse) errcode.Code {
-	if resp.Error != nil || !bytes.Contains(b[:min(len(b), 400)], []byte(`"ok":false`)) {
-		return ""
-	}
-	return errcode.NetSizeExceeded
 }
 
 // randomID returns n random bytes in hex: IDs nobody can guess.
