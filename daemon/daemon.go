@@ -90,10 +90,13 @@ type Daemon struct {
 	// the confirm broker's session memory and the standing gate's disarm
 	// run after every connection write (hints.go), DeleteHost withdraws
 	// confirms, Close stops the journal.
-	exec        *executor
-	confirms    *confirmBroker
-	standing    *standingGate
-	journal     *journal
+	exec     *executor
+	confirms *confirmBroker
+	standing *standingGate
+	journal  *journal
+	// services are the long-lived parts (services.go): started in New,
+	// stopped by Close.
+	services    *services
 	secretCache secretCache
 	// hosts indexes the paired hosts by token hash (hosts.go); its zero
 	// value is ready.
@@ -140,22 +143,22 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.confirms = newConfirmBroker(confirmTimeout, d.hints, now)
 	d.journal = newJournal(st, now, log.With("component", "journal"))
+	d.services = newServices(log)
 	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
 		readSecrets: d.cachedSlotSecrets, log: log, now: now,
 	})
 	if err != nil {
-		d.journal.batch.close()
 		st.Close()
 		return nil, err
 	}
 	d.exec = exec
 	if err := d.rebuildIndex(ctx); err != nil {
-		d.journal.batch.close()
 		st.Close()
 		return nil, err
 	}
+	d.services.start("journal", d.journal.batch)
 	if err := d.reconsentPins(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -176,12 +179,12 @@ func (d *Daemon) DBPath() string { return d.store.DBPath() }
 // calls it when its shutdown begins; it is idempotent.
 func (d *Daemon) BeginShutdown() { d.confirms.Shutdown() }
 
-// Close denies every parked confirm, flushes the journal, closes idle
-// upstream connections and the store. The Daemon must not be used
-// afterwards.
+// Close denies every parked confirm, stops the services (the journal
+// writes what is queued), closes idle upstream connections and the store.
+// The Daemon must not be used afterwards.
 func (d *Daemon) Close() error {
 	d.BeginShutdown()
-	d.journal.batch.close()
+	d.services.stop()
 	d.exec.closeIdle()
 	d.hints.close()
 	return d.store.Close()

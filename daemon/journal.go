@@ -166,13 +166,15 @@ const (
 )
 
 // journalBatcher writes queued entries in batches, one transaction each.
+// It is a service (services.go): Run writes until its context is done,
+// then writes what is queued and returns; add after that drops the entry
+// (only a closing daemon adds then).
 type journalBatcher struct {
 	st  *store.Store
 	log *slog.Logger
 	in  chan journalOp
-	wg  sync.WaitGroup
 
-	mu     sync.RWMutex // held shared by add, exclusively by close
+	mu     sync.RWMutex // held shared by add and flush, exclusively to close in
 	closed bool
 }
 
@@ -183,11 +185,7 @@ type journalOp struct {
 }
 
 func newJournalBatcher(st *store.Store, log *slog.Logger) *journalBatcher {
-	b := &journalBatcher{st: st, log: log, in: make(chan journalOp, journalQueue)}
-	b.wg.Add(1)
-	// The batcher lives until close.
-	go b.loop()
-	return b
+	return &journalBatcher{st: st, log: log, in: make(chan journalOp, journalQueue)}
 }
 
 func (b *journalBatcher) add(e store.JournalEntry) {
@@ -212,21 +210,22 @@ func (b *journalBatcher) flush() {
 	<-done
 }
 
-// close writes what is queued and stops the batcher.
-func (b *journalBatcher) close() {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return
-	}
-	b.closed = true
-	close(b.in)
-	b.mu.Unlock()
-	b.wg.Wait()
+// Run writes queued entries until ctx is done, then writes what is left
+// and returns nil. The loop keeps draining while the queue is closed, so
+// an add blocked on a full queue always gets through first.
+func (b *journalBatcher) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.closed = true
+		close(b.in)
+	})
+	defer stop()
+	b.loop()
+	return nil
 }
 
 func (b *journalBatcher) loop() {
-	defer b.wg.Done()
 	batch := make([]store.JournalEntry, 0, journalBatch)
 	var waiting []chan struct{}
 	for op := range b.in {
