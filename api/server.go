@@ -109,18 +109,14 @@ func (s *Server) TCPHandler(port int) http.Handler {
 // it serves every route without a token, ctl-only routes included.
 func (s *Server) CtlHandler() http.Handler { return s.channel(true) }
 
-// channel builds one channel: echo routing the channel's table behind the
-// security chain.
+// channel builds one channel: the security chain over the channel's
+// route table. The chain's match dispatches the handler; echo supplies
+// the handlers' Context (binding, JSON answers) and routes nothing.
 func (s *Server) channel(ctl bool) *channel {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpErrorHandler
-	tab := newTable(ctl)
-	for _, rt := range tab.routes {
-		handle := rt.handle
-		e.Add(rt.method, rt.path, func(c echo.Context) error { return handle(s, c) })
-	}
-	return &channel{s: s, ctl: ctl, tab: tab, next: e}
+	return &channel{s: s, ctl: ctl, tab: newTable(ctl), echo: e}
 }
 
 // ListenTCP listens on addr, which must be 127.0.0.1:<port> or
