@@ -30,9 +30,9 @@ func (r *rig) parkedNet(ctx context.Context, t *testing.T, app string, f []byte)
 func TestConfirmFIFO(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	first := r.parkedNet(context.Background(), t, "app1", post(`{"n":1}`))
+	first := r.parkedNet(t.Context(), t, "app1", post(`{"n":1}`))
 	waitConfirms(t, r.d, 1)
-	second := r.parkedNet(context.Background(), t, "app1", post(`{"n":2}`))
+	second := r.parkedNet(t.Context(), t, "app1", post(`{"n":2}`))
 	cs := waitConfirms(t, r.d, 2)
 	if cs[0].Body != `{"n":1}` || cs[1].Body != `{"n":2}` {
 		t.Fatalf("Confirms() = %+v, want arrival order", cs)
@@ -67,6 +67,15 @@ func TestConfirmFIFO(t *testing.T) {
 	}
 }
 
+// subscribe subscribes to a bare hint bus (a broker tested alone).
+func subscribe(b *hintBus) <-chan Hint {
+	ch := make(chan Hint, hintBuffer)
+	b.mu.Lock()
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	return ch
+}
+
 func errorsIsCode(err error, c errcode.Code) bool {
 	got, _ := errcode.CodeOf(err)
 	return got == c
@@ -76,10 +85,10 @@ func errorsIsCode(err error, c errcode.Code) bool {
 func TestConfirmCallerGone(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	ctxA, cancelA := context.WithCancel(context.Background())
+	ctxA, cancelA := context.WithCancel(t.Context())
 	a := r.parkedNet(ctxA, t, "app1", post(`{"turn":"A"}`))
 	waitConfirms(t, r.d, 1)
-	b := r.parkedNet(context.Background(), t, "app1", post(`{"turn":"B"}`))
+	b := r.parkedNet(t.Context(), t, "app1", post(`{"turn":"B"}`))
 	waitConfirms(t, r.d, 2)
 	cancelA()
 	if res := <-a; res.Code != errcode.NetConfirmDenied {
@@ -100,8 +109,10 @@ func TestConfirmCallerGone(t *testing.T) {
 
 // conformance: P3-L16-12
 func TestDenyAfterDecide(t *testing.T) {
-	b := newConfirmBroker(time.Hour, newHintBus(), time.Now)
-	ctx, cancel := context.WithCancel(context.Background())
+	bus := newHintBus()
+	b := newConfirmBroker(time.Hour, bus, time.Now)
+	hints := subscribe(bus)
+	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	var got bool
 	wg.Add(1)
@@ -109,14 +120,10 @@ func TestDenyAfterDecide(t *testing.T) {
 		defer wg.Done()
 		got = b.ask(ctx, Confirm{AppID: "a", Host: "h", Method: "POST"}) == askAllowed
 	}()
-	var p *parkedConfirm
-	for p == nil {
-		b.mu.Lock()
-		if len(b.queue) > 0 {
-			p = b.queue[0]
-		}
-		b.mu.Unlock()
-	}
+	<-hints // parked
+	b.mu.Lock()
+	p := b.queue[0]
+	b.mu.Unlock()
 	b.resolve(p, true, RememberOnce)
 	cancel()                          // the turn aborts after the decision
 	b.resolve(p, false, RememberOnce) // and a late deny arrives
@@ -136,7 +143,7 @@ func TestConfirmTimeout(t *testing.T) {
 		start := time.Now()
 		done := make(chan bool)
 		go func() {
-			done <- b.ask(context.Background(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) == askAllowed
+			done <- b.ask(t.Context(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) == askAllowed
 		}()
 		synctest.Wait()
 		if len(b.Pending()) != 1 {
@@ -187,7 +194,7 @@ func TestSessionMemory(t *testing.T) {
 			t.Fatalf("other key %s %s = %v %q, want a prompt", tc.app, tc.f, p, code)
 		}
 	}
-	if err := r.d.SetCredentials(context.Background(), "app1", "ex", map[string]string{"api_key": "rotated"}); err != nil {
+	if err := r.d.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": "rotated"}); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := ask(t, "app1", post("{}"), false, RememberOnce); !p {
@@ -199,7 +206,7 @@ func TestSessionMemory(t *testing.T) {
 func TestCloseDeniesParkedConfirms(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	ch := r.parkedNet(context.Background(), t, "app1", post("{}"))
+	ch := r.parkedNet(t.Context(), t, "app1", post("{}"))
 	waitConfirms(t, r.d, 1)
 	r.d.BeginShutdown()
 	if res := <-ch; res.Code != errcode.NetConfirmDenied {
@@ -217,7 +224,7 @@ func TestConfirmQueueBounded(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	r.connect(t, "app2", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var parked []<-chan NetResult
 	for range maxParkedPerApp {
@@ -240,8 +247,9 @@ func TestConfirmQueueBounded(t *testing.T) {
 			break
 		}
 	}
-	for len(r.d.Confirms()) != maxParkedPerApp {
-		time.Sleep(time.Millisecond)
+	// The decision took the confirm off the queue before it returned.
+	if n := len(r.d.Confirms()); n != maxParkedPerApp {
+		t.Fatalf("after a decision, parked = %d, want %d", n, maxParkedPerApp)
 	}
 	parked = append(parked, r.parkedNet(ctx, t, "app1", post("{}")))
 	waitConfirms(t, r.d, maxParkedPerApp+1)
@@ -254,8 +262,10 @@ func TestConfirmQueueBounded(t *testing.T) {
 	}
 
 	// The daemon-wide bound, on the broker alone.
-	b := newConfirmBroker(time.Hour, newHintBus(), time.Now)
-	bctx, bcancel := context.WithCancel(context.Background())
+	bus := newHintBus()
+	b := newConfirmBroker(time.Hour, bus, time.Now)
+	bctx, bcancel := context.WithCancel(t.Context())
+	hints := subscribe(bus)
 	var wg sync.WaitGroup
 	for i := range maxParked {
 		wg.Add(1)
@@ -265,7 +275,7 @@ func TestConfirmQueueBounded(t *testing.T) {
 		}()
 	}
 	for len(b.Pending()) < maxParked {
-		time.Sleep(time.Millisecond)
+		<-hints // each ask rings after it parked; a dropped ring means more are buffered
 	}
 	if got := b.ask(bctx, Confirm{AppID: "late", Host: "h", Method: "POST"}); got != askFull {
 		t.Errorf("ask beyond maxParked = %d, want askFull", got)

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -114,7 +113,7 @@ func TestNoArmingFromTheApp(t *testing.T) {
 			frame("POST", "https://api.example.com/v1/standing", map[string]any{"body": `{"arm":true,"target":"T1","trigger":"reply"}`}),
 			frame("POST", "https://api.example.com/v1/threads/T1/messages", map[string]any{"standing": true}),
 		} {
-			r.d.Net(context.Background(), NetCall{AppID: "app1", Frame: f, Delivery: del})
+			r.d.Net(t.Context(), NetCall{AppID: "app1", Frame: f, Delivery: del})
 		}
 	}
 	if s := r.d.Standings(); len(s) != 0 {
