@@ -352,7 +352,8 @@ func (e *executor) testConnection(ctx context.Context, appID, slot string) (NetR
 	if row.req == nil || row.req.TestRequest == nil || len(row.req.DeclaredAPIHosts) == 0 {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement has no test request")
 	}
-	u, err := composeURL(probeScheme(row.req), row.req.DeclaredAPIHosts[0], row.req.TestRequest.PathAndQuery)
+	// https, a LAN row's too (the LAN transport's pinned TLS, §12.11).
+	u, err := composeURL("https", row.req.DeclaredAPIHosts[0], row.req.TestRequest.PathAndQuery)
 	if err != nil {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not compose")
 	}
@@ -368,10 +369,6 @@ func (e *executor) testConnection(ctx context.Context, appID, slot string) (NetR
 	f := &fetch{call: NetCall{AppID: appID, Frame: frame, Delivery: DeliveryApp}, probe: true, start: e.now(), index: idx}
 	return e.run(ctx, f, gates()), nil
 }
-
-// probeScheme is the scheme a probe uses: https, the LAN row's too (the
-// LAN transport's pinned TLS, §12.11).
-func probeScheme(*requirement.Requirement) string { return "https" }
 
 // run passes f through gates in order, then answers and journals it.
 func (e *executor) run(ctx context.Context, f *fetch, gates []gate) NetResult {
