@@ -106,12 +106,13 @@ type confirmBroker struct {
 type sessionKey struct{ app, host, method string }
 
 type parkedConfirm struct {
-	c         Confirm
-	gen       uint64
-	done      chan struct{} // closed by the one decision
-	decided   bool
-	allow     bool
-	withdrawn withdrawal
+	c          Confirm
+	gen        uint64
+	done       chan struct{} // closed by the one decision
+	decided    bool
+	allow      bool
+	withdrawn  withdrawal
+	remembered bool // its allow added the session memory entry
 }
 
 func newConfirmBroker(timeout time.Duration, hints *hintBus, now func() time.Time) *confirmBroker {
@@ -237,17 +238,20 @@ func (b *confirmBroker) decideLocked(p *parkedConfirm, allow bool, remember Reme
 	}
 	if allow {
 		b.unclaimed[p] = true
-		if remember == RememberSession && !p.c.Probe && b.gen[p.c.AppID] == p.gen {
+		k := sessionKey{p.c.AppID, p.c.Host, p.c.Method}
+		if _, had := b.session[k]; !had && remember == RememberSession && !p.c.Probe && b.gen[p.c.AppID] == p.gen {
 			// Remembered only if no connection write of the app happened
 			// since the confirm was shown.
-			b.session[sessionKey{p.c.AppID, p.c.Host, p.c.Method}] = struct{}{}
+			b.session[k] = struct{}{}
+			p.remembered = true
 		}
 	}
 	close(p.done)
 }
 
 // withdrawLocked denies p for why: parked, it is decided now; allowed but
-// not yet taken by its request, the allow is void. The caller holds b.mu.
+// not yet taken by its request, the allow is void, and so is the session
+// memory it added. The caller holds b.mu.
 func (b *confirmBroker) withdrawLocked(p *parkedConfirm, why withdrawal) {
 	if !p.decided {
 		b.decideLocked(p, false, RememberOnce, why)
@@ -257,6 +261,11 @@ func (b *confirmBroker) withdrawLocked(p *parkedConfirm, why withdrawal) {
 		delete(b.unclaimed, p)
 		p.allow, p.withdrawn = false, why
 		b.decided[p.c.ID] = why
+		if p.remembered && b.gen[p.c.AppID] == p.gen {
+			// The allow never took effect, so neither does its
+			// "allow for this session".
+			delete(b.session, sessionKey{p.c.AppID, p.c.Host, p.c.Method})
+		}
 	}
 }
 

@@ -370,12 +370,15 @@ func TestAllowThenUnpair(t *testing.T) {
 	}
 	testHookClaim.Store(&hook)
 	t.Cleanup(func() { testHookClaim.Store(nil) })
-	if err := w.d.DecideConfirm(w.id, true, RememberOnce); err != nil {
+	if err := w.d.DecideConfirm(w.id, true, RememberSession); err != nil {
 		t.Fatalf("DecideConfirm(allow) = %v, want nil", err)
 	}
 	w.denied(t, "unpaired")
 	if unpaired != nil {
 		t.Fatalf("DeleteHost = %v", unpaired)
+	}
+	if w.d.confirms.sessionAllows("app1", apiHost, "POST") {
+		t.Error("a voided allow's session memory survived the unpairing")
 	}
 	if err := w.d.DecideConfirm(w.id, true, RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
 		t.Errorf("a second decision after the unpairing = %v, want CONFIRM_WITHDRAWN", err)

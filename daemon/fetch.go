@@ -145,16 +145,17 @@ type NetResult struct {
 	ProviderError string
 }
 
-// LocalTransport is a local helper transport of gate 6a (Part V, DESIGN.md):
-// the linked-device issue implements it over the helper protocol. Do sends
-// one request to the helper and returns its answer; the token is the helper
-// token from the slot's credential slice. It must honour ctx and should
-// return its body whole; the executor caps it at 1 MiB all the same.
+// LocalTransport is a local helper transport (Part V, DESIGN.md), chosen
+// at gate 6a and sent by at gate 9: the linked-device issue implements it
+// over the helper protocol. Do sends one request to the helper and returns
+// its answer; the token is the helper token from the slot's credential
+// slice (gate 8's helperSource). It must honour ctx and should return its
+// body whole; the executor caps it at 1 MiB all the same.
 type LocalTransport interface {
 	Do(ctx context.Context, req LocalRequest) (LocalResponse, error)
 }
 
-// LocalRequest is a request departing to a helper at gate 6a. Header has
+// LocalRequest is a request departing to a helper at gate 9. Header has
 // gate 7's strip applied and the rendered header templates (if any) set.
 type LocalRequest struct {
 	AppID        string
