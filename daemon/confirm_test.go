@@ -340,6 +340,8 @@ func (w *withdrawRig) denied(t *testing.T, msg string) {
 // TestUnpairThenAllow: DeleteHost withdraws the host's parked confirm
 // before it returns, so an allow after it is a no-op that says so
 // (CONFIRM_WITHDRAWN), never an allow.
+//
+// conformance: P3-X14-27
 func TestUnpairThenAllow(t *testing.T) {
 	w := newWithdrawRig(t)
 	if err := w.d.DeleteHost(t.Context(), w.hostID); err != nil {
@@ -360,6 +362,8 @@ func TestUnpairThenAllow(t *testing.T) {
 // TestAllowThenUnpair: the allow arrives first, and the unpairing lands
 // before the request takes it (the claim hook runs DeleteHost at exactly
 // that point): the allow is void, the call is denied before gate 6 ends.
+//
+// conformance: P3-X14-27
 func TestAllowThenUnpair(t *testing.T) {
 	w := newWithdrawRig(t)
 	var unpaired error
@@ -388,6 +392,8 @@ func TestAllowThenUnpair(t *testing.T) {
 // TestShutdownThenAllow: BeginShutdown denies the parked confirm before it
 // returns, with its own reason; a late allow is a no-op that says so, and
 // a confirm asked afterwards is denied at once without parking.
+//
+// conformance: P3-X14-27
 func TestShutdownThenAllow(t *testing.T) {
 	w := newWithdrawRig(t)
 	w.d.BeginShutdown()
@@ -405,7 +411,10 @@ func TestShutdownThenAllow(t *testing.T) {
 }
 
 // TestWithdrawHostLeavesOthers: unpairing one host leaves another host's
-// and the ctl channel's confirms parked and decidable.
+// and the ctl channel's confirms parked and decidable: withdrawal is by
+// reference to the host, as an aborted turn's is by reference to itself.
+//
+// conformance: P3-L16-11
 func TestWithdrawHostLeavesOthers(t *testing.T) {
 	w := newWithdrawRig(t)
 	ctl := w.parkedNet(t.Context(), t, "app1", post(`{"ctl":1}`))
