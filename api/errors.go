@@ -45,6 +45,7 @@ func statusTable() map[errcode.Code]int {
 		errcode.SlotCapReached:        http.StatusConflict,
 		errcode.PairingRedeemed:       http.StatusConflict,
 		errcode.StandingArmed:         http.StatusConflict,
+		errcode.ConfirmWithdrawn:      http.StatusConflict,
 		// 413, 415.
 		errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 		errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,17 +108,19 @@ func TestEventsWire(t *testing.T) {
 // TestEventsEndOnShutdown: an open stream does not hold shutdown up.
 func TestEventsEndOnShutdown(t *testing.T) {
 	e := newEnv(t)
-	c := e.host(e.pair("desktop", ""), "")
+	// The stream's headers arrive once the handler has subscribed: the
+	// transport says when, instead of a sleep.
+	seen := &headersSeen{rt: http.DefaultTransport, ch: make(chan struct{})}
+	c := NewClient(e.base, ClientOptions{Token: e.pair("desktop", ""), HTTPClient: &http.Client{Transport: seen}})
 	done := make(chan error, 1)
-	started := make(chan struct{})
 	go func() {
-		done <- c.Events(context.Background(), func(Event) error { return nil })
+		done <- c.Events(t.Context(), func(Event) error { return nil })
 	}()
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		close(started)
-	}()
-	<-started
+	select {
+	case <-seen.ch:
+	case err := <-done:
+		t.Fatalf("Events ended before shutdown: %v", err)
+	}
 	e.s.stopOnce.Do(func() { close(e.s.stop) }) // what shutdown does first
 	select {
 	case err := <-done:
@@ -160,4 +163,20 @@ func TestWriteEventRebuildsHints(t *testing.T) {
 			t.Errorf("writeEvent(%+v) wrote %q, want %q", tc.hint, got, tc.want)
 		}
 	}
+}
+
+// headersSeen is a RoundTripper that closes ch when the first response's
+// headers have arrived.
+type headersSeen struct {
+	rt   http.RoundTripper
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (h *headersSeen) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.rt.RoundTrip(r)
+	if err == nil {
+		h.once.Do(func() { close(h.ch) })
+	}
+	return resp, err
 }

@@ -17,7 +17,8 @@ import (
 // executor encoded it, 200 whether it is ok or an error envelope; a frame
 // the executor does not answer (no plausible requestId) is an API error
 // without a frame. The request's context is the call's: when the host
-// goes away the executor stops, and a confirm the call parked is denied.
+// goes away the executor stops, and a confirm the call parked is denied;
+// the call carries its host's id, so unpairing the host withdraws it.
 func (s *Server) net(c echo.Context) error {
 	var req NetRequest
 	if err := bind(c, &req); err != nil {
@@ -38,7 +39,9 @@ func (s *Server) net(c echo.Context) error {
 	default:
 		return errcode.New(errcode.BadRequest, `delivery must be "app" or "llm"`)
 	}
-	return frame(c, s.d.Net(c.Request().Context(), daemon.NetCall{AppID: req.AppID, Frame: req.Frame, Delivery: delivery}))
+	ctx := c.Request().Context()
+	hostID, _ := ctx.Value(hostKey).(string) // "" on the ctl channel
+	return frame(c, s.d.Net(ctx, daemon.NetCall{AppID: req.AppID, Frame: req.Frame, Delivery: delivery, HostID: hostID}))
 }
 
 // testConnection runs the requirement's testRequest (POST …/{slot}/test).

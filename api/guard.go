@@ -19,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/labstack/echo/v4"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/hostauth"
 )
@@ -27,8 +28,8 @@ import (
 // web page send requests to http://127.0.0.1:<port>; DNS rebinding took the
 // whole API of Ollama (CVE-2024-28224) and Tailscale and Syncthing fixed
 // the same class. So every caller is hostile until proven otherwise, and
-// the chain below is snugd's own code, run on every request before echo
-// routes it, in this order:
+// the chain below is snugd's own code, run on every request before its
+// handler, in this order:
 //
 //  1. security headers on every response, refusals included;
 //  2. TCP: the Host header must be 127.0.0.1:<port>, [::1]:<port> or
@@ -54,7 +55,10 @@ import (
 //  8. the body: any Content-Type but JSON is 415 (which closes text/plain
 //     CSRF); a Content-Length over the route's limit is 413 before a byte
 //     is read, and the body is wrapped in http.MaxBytesReader;
-//  9. the route's deadlines.
+//  9. the route's deadlines;
+//  10. the route matched at step 5 runs its handler: the route table is
+//     the one router (echo provides the handler's Context, never a
+//     second match).
 //
 // GET routes only read: no handler of a GET route calls a writer.
 //
@@ -67,8 +71,8 @@ import (
 type ctxKey int
 
 const (
-	routeKey ctxKey = iota
-	paramsKey
+	paramsKey ctxKey = iota
+	hostKey          // the authenticated host's id (TCP, authed routes)
 )
 
 // channel is one listener's chain.
@@ -76,7 +80,7 @@ type channel struct {
 	s    *Server
 	ctl  bool
 	tab  *table
-	next http.Handler // echo, routing this channel's table
+	echo *echo.Echo // makes each handler's Context; it routes nothing
 	// hosts are the Host values admitted on TCP; set by Serve (or
 	// TCPHandler) from the listener's port.
 	hosts []string
@@ -174,7 +178,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 				return errorOf(ch.s.log, err), false
 			}
 			defer release()
-			ctx = bound
+			ctx = context.WithValue(bound, hostKey, h.ID)
 		case rt.origin == originRedeem:
 			if wait := ch.s.fails.blocked(failureKeys(origin, "")); wait > 0 {
 				return rateLimited(w, wait), false
@@ -189,11 +193,12 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 	if a, ok := ch.deadlines(w, r, rt); !ok {
 		return a, false
 	}
-	ctx = context.WithValue(ctx, routeKey, rt)
+	// 10. Dispatch: the route matched above is the one that runs.
 	ctx = context.WithValue(ctx, paramsKey, params)
-	r = r.WithContext(ctx)
-	r.URL.RawPath = escaped // echo routes on the same escaped path the chain matched
-	ch.next.ServeHTTP(w, r)
+	c := ch.echo.NewContext(r.WithContext(ctx), w)
+	if err := rt.handle(ch.s, c); err != nil {
+		ch.s.httpErrorHandler(err, c)
+	}
 	return apiError{}, true
 }
 

@@ -3,12 +3,14 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snug/snugd/internal/testutil"
+	"github.com/labstack/echo/v4"
 )
 
 // TestHostHeader: only 127.0.0.1, [::1] and localhost with the listener's
@@ -409,6 +411,60 @@ func TestNoAppSurface(t *testing.T) {
 	for k := range openRoutes {
 		if !want[k] {
 			t.Errorf("open route %s: every route but health and pairing needs a paired host", k)
+		}
+	}
+}
+
+// TestRouteOnce: the security chain's match is the one router. On each
+// channel, a request for every route, with that route's method and its
+// pattern filled in, runs that route's handler and no other: no entry of
+// the table is shadowed by an earlier one (POST /v1/hosts/pair beside
+// DELETE /v1/hosts/{hostId}, POST /v1/standing/kill beside DELETE
+// /v1/standing/{id}), and a parameter that spells a literal segment
+// ("pair", "kill") still reaches the parameter route of its method.
+func TestRouteOnce(t *testing.T) {
+	s := New(newEnv(t).d, Options{Version: testVersion})
+	for _, ctl := range []bool{false, true} {
+		ch := s.channel(ctl)
+		ch.hosts = allowedHosts(1)
+		var ran *route
+		for _, rt := range ch.tab.routes {
+			rt.handle = func(_ *Server, c echo.Context) error {
+				ran = rt
+				return c.NoContent(http.StatusNoContent)
+			}
+		}
+		check := func(rt *route, path string) {
+			t.Helper()
+			ran = nil
+			r := httptest.NewRequest(rt.method, path, nil)
+			r.Host = "127.0.0.1:1"
+			w := httptest.NewRecorder()
+			if rt.access == authed && !ctl {
+				// Authentication is the chain's step 7, before the
+				// dispatch; it is tested on its own. Here the handler
+				// must not run without a token.
+				ch.ServeHTTP(w, r)
+				if ran != nil || (w.Code != http.StatusUnauthorized && w.Code != http.StatusTooManyRequests) {
+					t.Errorf("ctl=%t %s %s without a token = %d, ran %v; want 401 (or 429 past the burst), no handler", ctl, rt.method, path, w.Code, ran)
+				}
+				return
+			}
+			ch.ServeHTTP(w, r)
+			if ran != rt {
+				t.Errorf("ctl=%t %s %s ran %v (status %d), want its own route %s %s", ctl, rt.method, path, ran, w.Code, rt.method, rt.path)
+			}
+		}
+		for _, rt := range ch.tab.routes {
+			check(rt, concrete(rt.path))
+		}
+		for _, rt := range ch.tab.routes {
+			switch {
+			case rt.method == http.MethodDelete && rt.path == "/v1/standing/:id":
+				check(rt, "/v1/standing/kill")
+			case rt.method == http.MethodDelete && rt.path == "/v1/hosts/:hostId":
+				check(rt, "/v1/hosts/pair")
+			}
 		}
 	}
 }

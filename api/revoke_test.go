@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
 )
 
@@ -40,21 +42,12 @@ func TestRevokeEndsInflight(t *testing.T) {
 		err error
 	}
 	netDone := make(chan answer, 1)
+	hints := e.d.Hints(ctx) // subscribed before the call: its confirm-pending hint is not missed
 	go func() {
 		b, err := c.Net(ctx, NetRequest{AppID: "app1", Frame: netFrame("POST", "https://"+upHost+"/send"), Delivery: "app"})
 		netDone <- answer{b, err}
 	}()
-	var cf ConfirmJSON
-	for cf.ID == "" {
-		cs, err := e.ctl.Confirms(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cs) == 1 {
-			cf = cs[0]
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cf := waitConfirm(ctx, t, e, hints)
 	hs, err := e.ctl.Hosts(ctx)
 	if err != nil || len(hs.Hosts) != 1 {
 		t.Fatalf("Hosts = %+v, %v", hs, err)
@@ -62,14 +55,16 @@ func TestRevokeEndsInflight(t *testing.T) {
 	if err := e.ctl.DeleteHost(ctx, hs.Hosts[0].HostID); err != nil {
 		t.Fatal(err)
 	}
-	// The administrator allows the confirm a moment later: too late.
-	e.ctl.DecideConfirm(ctx, cf.ID, DecisionRequest{Decision: "allow"})
+	// The administrator allows the confirm a moment later: too late, and
+	// the answer says so. DELETE withdrew it before it answered.
+	err = e.ctl.DecideConfirm(ctx, cf.ID, DecisionRequest{Decision: "allow"})
+	wantAPIError(t, err, http.StatusConflict, errcode.ConfirmWithdrawn)
 
 	select {
 	case a := <-netDone:
 		if a.err == nil {
-			if f := parseFrame(t, a.b); f.Error == nil || f.Error.Code != errcode.NetConfirmDenied {
-				t.Errorf("parked call of an unpaired host = %s, want NET_CONFIRM_DENIED", a.b)
+			if f := parseFrame(t, a.b); f.Error == nil || f.Error.Code != errcode.NetConfirmDenied || !strings.Contains(f.Error.Message, "unpaired") {
+				t.Errorf("parked call of an unpaired host = %s, want NET_CONFIRM_DENIED (unpaired)", a.b)
 			}
 		}
 	case <-ctx.Done():
@@ -85,5 +80,25 @@ func TestRevokeEndsInflight(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the event stream of an unpaired host still runs")
+	}
+}
+
+// waitConfirm waits, on the daemon's hint stream (subscribed before the
+// call that parks), until exactly one confirm is pending, and returns it.
+func waitConfirm(ctx context.Context, t *testing.T, e *env, hints <-chan daemon.Hint) ConfirmJSON {
+	t.Helper()
+	for {
+		cs, err := e.ctl.Confirms(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 1 {
+			return cs[0]
+		}
+		select {
+		case <-hints:
+		case <-ctx.Done():
+			t.Fatalf("no confirm was parked: %v", ctx.Err())
+		}
 	}
 }

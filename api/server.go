@@ -109,18 +109,14 @@ func (s *Server) TCPHandler(port int) http.Handler {
 // it serves every route without a token, ctl-only routes included.
 func (s *Server) CtlHandler() http.Handler { return s.channel(true) }
 
-// channel builds one channel: echo routing the channel's table behind the
-// security chain.
+// channel builds one channel: the security chain over the channel's
+// route table. The chain's match dispatches the handler; echo supplies
+// the handlers' Context (binding, JSON answers) and routes nothing.
 func (s *Server) channel(ctl bool) *channel {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpErrorHandler
-	tab := newTable(ctl)
-	for _, rt := range tab.routes {
-		handle := rt.handle
-		e.Add(rt.method, rt.path, func(c echo.Context) error { return handle(s, c) })
-	}
-	return &channel{s: s, ctl: ctl, tab: tab, next: e}
+	return &channel{s: s, ctl: ctl, tab: newTable(ctl), echo: e}
 }
 
 // ListenTCP listens on addr, which must be 127.0.0.1:<port> or
@@ -152,8 +148,8 @@ func isAddrInUse(err error) bool {
 
 // Serve serves the host API on tcp and the ctl API on ctl (either may be
 // nil) until ctx is done or a listener fails, then shuts down: it stops
-// accepting, ends event streams, denies parked confirms (nobody can
-// decide them any more), waits up to the drain timeout for in-flight
+// accepting, ends event streams, has the daemon deny parked confirms
+// (Daemon.BeginShutdown: nobody can decide them any more), waits up to the drain timeout for in-flight
 // requests, then cancels what is left, gives those cancelGrace to answer
 // and closes their connections. It returns nil after a shutdown asked for by ctx. A
 // tcp listener that is not on a loopback address is refused.
@@ -207,10 +203,10 @@ func (s *Server) Serve(ctx context.Context, tcp, ctl net.Listener) error {
 
 func (s *Server) shutdown(servers []*http.Server, cancelRequests context.CancelFunc) {
 	s.stopOnce.Do(func() { close(s.stop) })
-	denyCtx, stopDenying := context.WithCancel(context.Background())
-	defer stopDenying()
-	hints := s.d.Hints(denyCtx) // subscribed before the first sweep: no confirm slips between
-	go s.denyParked(denyCtx, hints)
+	// Nobody can decide a parked confirm once the listeners close: the
+	// daemon denies every one now, and every one asked while the drain
+	// lasts, instead of letting them hold the shutdown for the drain bound.
+	s.d.BeginShutdown()
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.drain)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -229,26 +225,4 @@ func (s *Server) shutdown(servers []*http.Server, cancelRequests context.CancelF
 		})
 	}
 	wg.Wait()
-}
-
-// denyParked denies every confirm parked when shutdown begins, and every
-// one parked while the drain lasts (a request in flight may still reach
-// the confirm gate), until ctx is done. The listeners are closed, so no
-// decision can arrive any more: a call left parked would only hold the
-// shutdown for the whole drain bound and then be denied anyway. The
-// Server owns its daemon's confirms: one Server serves one Daemon.
-func (s *Server) denyParked(ctx context.Context, hints <-chan daemon.Hint) {
-	for {
-		for _, c := range s.d.Confirms() {
-			s.d.DecideConfirm(c.ID, false, daemon.RememberOnce) // an already decided one is a no-op
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-hints:
-			if !ok {
-				return // the daemon closed, which denies what is parked
-			}
-		}
-	}
 }

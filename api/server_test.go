@@ -288,7 +288,7 @@ func TestShutdownDrains(t *testing.T) {
 	fmt.Fprintf(conn, "POST /v1/hosts/pair HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", port, len(body), body[:10])
 	time.Sleep(50 * time.Millisecond) // the server has read the headers
 	cancel()
-	time.Sleep(50 * time.Millisecond) // shutdown has begun
+	<-s.stop // shutdown has begun
 	fmt.Fprint(conn, body[10:])
 	buf := make([]byte, 4096)
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +26,7 @@ func TestShutdownDeniesParkedConfirms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx, tcp, nil) }()
@@ -35,20 +37,12 @@ func TestShutdownDeniesParkedConfirms(t *testing.T) {
 		err error
 	}
 	done := make(chan answer, 1)
+	hints := e.d.Hints(t.Context())
 	go func() {
-		b, err := c.Net(context.Background(), NetRequest{AppID: "app1", Frame: netFrame("POST", "https://"+upHost+"/send"), Delivery: "app"})
+		b, err := c.Net(t.Context(), NetRequest{AppID: "app1", Frame: netFrame("POST", "https://"+upHost+"/send"), Delivery: "app"})
 		done <- answer{b, err}
 	}()
-	for {
-		cs, err := e.ctl.Confirms(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cs) == 1 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cf := waitConfirm(t.Context(), t, e, hints)
 	stop()
 	wait := time.After(30 * time.Second) // far below the drain bound and the confirm timeout
 	select {
@@ -56,8 +50,8 @@ func TestShutdownDeniesParkedConfirms(t *testing.T) {
 		if a.err != nil {
 			t.Fatalf("parked call at shutdown = %v, want a frame", a.err)
 		}
-		if f := parseFrame(t, a.b); f.Error == nil || f.Error.Code != errcode.NetConfirmDenied {
-			t.Errorf("parked call at shutdown = %s, want NET_CONFIRM_DENIED", a.b)
+		if f := parseFrame(t, a.b); f.Error == nil || f.Error.Code != errcode.NetConfirmDenied || !strings.Contains(f.Error.Message, "shutting down") {
+			t.Errorf("parked call at shutdown = %s, want NET_CONFIRM_DENIED (shutting down)", a.b)
 		}
 	case <-wait:
 		t.Fatal("the parked call still waits after shutdown began")
@@ -73,4 +67,9 @@ func TestShutdownDeniesParkedConfirms(t *testing.T) {
 	if n := len(up.requests()); n != 0 {
 		t.Errorf("upstream saw %d requests, want 0", n)
 	}
+	// The daemon denied it itself, with its own reason: a decision that
+	// arrives afterwards (here on the env's ctl socket) is a no-op that
+	// says so.
+	err = e.ctl.DecideConfirm(t.Context(), cf.ID, DecisionRequest{Decision: "allow"})
+	wantAPIError(t, err, http.StatusConflict, errcode.ConfirmWithdrawn)
 }

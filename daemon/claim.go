@@ -279,7 +279,7 @@ const accessRevokedMessage = "the SimpleFIN Bridge refused the access credential
 // probe's path alike, and never fails the request; the app going away
 // does not stop the mark.
 func (d *Daemon) noteClaimAnswer(ctx context.Context, f *fetch, res NetResult) {
-	if res.Status != http.StatusForbidden || res.Code != "" || f.grant == nil || f.grant.req == nil || f.departed {
+	if res.Status != http.StatusForbidden || res.Code != "" || f.grant == nil || f.grant.req == nil || f.sidecar != "" {
 		return
 	}
 	p, ok := d.registry.Pairing(f.grant.req)

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
@@ -20,6 +21,14 @@ import (
 // parked confirm, found by reference identity, never by a key two
 // requests could share. A confirm is decided once: a later decision,
 // a timeout or a caller going away after that is a no-op.
+//
+// Withdrawal (issue 18): unpairing a host (WithdrawHost) and shutting down
+// (Shutdown) deny, inside the call and before it returns, every confirm
+// the host (or anyone) parked, and also every allow its waiting request
+// has not yet taken: an allow counts only once the request takes it
+// (claim), under the broker's lock, so an allow that raced the unpair can
+// never carry the request past gate 6. A decision for a withdrawn confirm
+// is a no-op answered CONFIRM_WITHDRAWN.
 
 // Confirm is what the user is asked: the resolved host, the method, the
 // full URL with the resolved host (no query credential: none is rendered
@@ -38,6 +47,10 @@ type Confirm struct {
 	Delivery  Delivery // the chat lane (llm) may render the confirm inline
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// HostID is the paired host that forwarded the request (NetCall.HostID),
+	// "" for the ctl channel. Unpairing it withdraws the confirm. It is
+	// the broker's bookkeeping, not shown to the user.
+	HostID string
 }
 
 // Remember says how long an allow holds.
@@ -66,28 +79,41 @@ const (
 	maxParked       = 256
 )
 
+// withdrawal says why a confirm was denied without the user: "" when it
+// was not (the user, its timeout or its caller decided it).
+type withdrawal string
+
+const (
+	withdrawnUnpaired withdrawal = "unpaired" // its host was unpaired
+	withdrawnShutdown withdrawal = "shutdown" // snugd is shutting down
+)
+
 type confirmBroker struct {
 	timeout time.Duration
 	hints   *hintBus
 	now     func() time.Time
 
-	mu      sync.Mutex
-	queue   []*parkedConfirm // FIFO
-	decided map[string]struct{}
-	order   []string // decided ids, oldest first
-	session map[sessionKey]struct{}
-	gen     map[string]uint64 // per app: bumped by every connection write
-	closed  bool
+	mu        sync.Mutex
+	queue     []*parkedConfirm        // FIFO
+	unclaimed map[*parkedConfirm]bool // allowed, not yet taken by their request
+	decided   map[string]withdrawal   // decided ids → why, when withdrawn
+	order     []string                // decided ids, oldest first
+	session   map[sessionKey]struct{}
+	gen       map[string]uint64 // per app: bumped by every connection write
+	closed    bool
 }
 
 type sessionKey struct{ app, host, method string }
 
 type parkedConfirm struct {
-	c       Confirm
-	gen     uint64
-	done    chan bool // receives the one decision
-	decided bool
-	by      string // who or what decided it (a Denied* note), set before done receives
+	c          Confirm
+	gen        uint64
+	done       chan struct{} // closed by the one decision
+	decided    bool
+	allow      bool
+	withdrawn  withdrawal
+	remembered bool   // its allow added the session memory entry
+	by         string // who or what denied it (a Denied* note), set with decided
 }
 
 // The journal's notes for a confirm that ended in a deny: who or what
@@ -97,17 +123,27 @@ const (
 	DeniedByTimeout  = "denied: nobody answered the confirm in time"
 	DeniedByCaller   = "denied: the caller went away while the confirm waited"
 	DeniedByShutdown = "denied: snugd shut down while the confirm waited"
+	DeniedByUnpair   = "denied: the host that sent the request was unpaired"
 	DeniedQueueFull  = "denied without asking: too many confirms are waiting"
 )
 
+// deniedBy is the note of a withdrawal.
+func (w withdrawal) deniedBy() string {
+	if w == withdrawnUnpaired {
+		return DeniedByUnpair
+	}
+	return DeniedByShutdown
+}
+
 func newConfirmBroker(timeout time.Duration, hints *hintBus, now func() time.Time) *confirmBroker {
 	return &confirmBroker{
-		timeout: timeout,
-		hints:   hints,
-		now:     now,
-		decided: map[string]struct{}{},
-		session: map[sessionKey]struct{}{},
-		gen:     map[string]uint64{},
+		timeout:   timeout,
+		hints:     hints,
+		now:       now,
+		unclaimed: map[*parkedConfirm]bool{},
+		decided:   map[string]withdrawal{},
+		session:   map[sessionKey]struct{}{},
+		gen:       map[string]uint64{},
 	}
 }
 
@@ -115,27 +151,41 @@ func newConfirmBroker(timeout time.Duration, hints *hintBus, now func() time.Tim
 type askResult int
 
 const (
-	askDenied  askResult = iota // the user denied, or a timeout, the caller or the daemon did
-	askAllowed                  // the user allowed
-	askFull                     // denied without asking: the queue is at a bound, or closed
+	askDenied   askResult = iota // the user denied, or a timeout or the caller did
+	askAllowed                   // the user allowed, and the allow was taken
+	askFull                      // denied without asking: the queue is at a bound
+	askUnpaired                  // withdrawn: the host that sent the request was unpaired
+	askShutdown                  // withdrawn, or never parked: snugd is shutting down
 )
 
+// testHookClaim, when set (only by tests, through export_test.go seams in
+// the package's own tests), runs in ask after the decision arrived and
+// before the request takes it: the one point where an unpair or a shutdown
+// can land between an allow and gate 6's end. Nil in production.
+var testHookClaim atomic.Pointer[func(Confirm)]
+
 // ask parks c and waits for its decision: the user's, a timeout (deny),
-// the caller going away (deny) or the daemon closing (deny). A confirm
-// beyond the queue's bounds is not parked at all (askFull).
+// the caller going away (deny), its host's unpairing or the daemon's
+// shutdown (withdrawn). A confirm beyond the queue's bounds is not parked
+// at all (askFull).
 func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
 	r, _ := b.askWhy(ctx, c)
 	return r
 }
 
-// askWhy is ask, with who or what denied a denied confirm (a Denied* note).
+// askWhy is ask, with who or what denied a confirm that did not end
+// askAllowed (a Denied* note, for the journal).
 func (b *confirmBroker) askWhy(ctx context.Context, c Confirm) (askResult, string) {
 	c.ID = randomID(16)
 	c.CreatedAt = b.now()
 	c.ExpiresAt = c.CreatedAt.Add(b.timeout)
-	p := &parkedConfirm{c: c, done: make(chan bool, 1)}
+	p := &parkedConfirm{c: c, done: make(chan struct{})}
 	b.mu.Lock()
-	if b.closed || len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp {
+	if b.closed {
+		b.mu.Unlock()
+		return askShutdown, DeniedByShutdown
+	}
+	if len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp {
 		b.mu.Unlock()
 		return askFull, DeniedQueueFull
 	}
@@ -148,22 +198,34 @@ func (b *confirmBroker) askWhy(ctx context.Context, c Confirm) (askResult, strin
 	defer timer.Stop()
 	why := DeniedByTimeout
 	select {
-	case allow := <-p.done:
-		return answer(allow), p.by
+	case <-p.done:
 	case <-ctx.Done():
 		why = DeniedByCaller
 	case <-timer.C:
 	}
-	b.resolveBy(p, false, RememberOnce, why) // a no-op if the user decided first
-	allow := <-p.done
-	return answer(allow), p.by
+	b.resolveBy(p, false, RememberOnce, why) // a no-op if it was decided first
+	if hook := testHookClaim.Load(); hook != nil {
+		(*hook)(p.c)
+	}
+	return b.claim(p)
 }
 
-func answer(allow bool) askResult {
-	if allow {
-		return askAllowed
+// claim takes p's decision for its request, with who or what denied it.
+// An allow counts only here: one withdrawn between the decision and now
+// is a denial.
+func (b *confirmBroker) claim(p *parkedConfirm) (askResult, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.unclaimed, p)
+	switch {
+	case p.withdrawn == withdrawnUnpaired:
+		return askUnpaired, p.withdrawn.deniedBy()
+	case p.withdrawn == withdrawnShutdown:
+		return askShutdown, p.withdrawn.deniedBy()
+	case p.allow:
+		return askAllowed, ""
 	}
-	return askDenied
+	return askDenied, p.by
 }
 
 // parkedBy counts appID's parked confirms. The caller holds b.mu.
@@ -177,20 +239,21 @@ func (b *confirmBroker) parkedBy(appID string) int {
 	return n
 }
 
-// resolve decides p once, as the user's decision.
-func (b *confirmBroker) resolve(p *parkedConfirm, allow bool, remember Remember) {
-	b.resolveBy(p, allow, remember, DeniedByUser)
-}
-
-// resolveBy decides p once; by says who or what decided a deny. It is the
-// only writer of p.done and p.by.
+// resolveBy decides p once; by says who or what decided a deny.
 func (b *confirmBroker) resolveBy(p *parkedConfirm, allow bool, remember Remember, by string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.decideLocked(p, allow, remember, "", by)
+}
+
+// decideLocked decides p once (a later call is a no-op: deny after
+// decide, decide after decide) and is the only closer of p.done. The
+// caller holds b.mu.
+func (b *confirmBroker) decideLocked(p *parkedConfirm, allow bool, remember Remember, why withdrawal, by string) {
 	if p.decided {
-		return // deny-after-decide, decide-after-decide: no-op
+		return
 	}
-	p.decided = true
+	p.decided, p.allow, p.withdrawn = true, allow, why
 	if !allow {
 		p.by = by
 	}
@@ -200,18 +263,43 @@ func (b *confirmBroker) resolveBy(p *parkedConfirm, allow bool, remember Remembe
 			break
 		}
 	}
-	b.decided[p.c.ID] = struct{}{}
+	b.decided[p.c.ID] = why
 	b.order = append(b.order, p.c.ID)
 	if len(b.order) > decidedKeep {
 		delete(b.decided, b.order[0])
 		b.order = b.order[1:]
 	}
-	if allow && remember == RememberSession && !p.c.Probe && b.gen[p.c.AppID] == p.gen {
-		// Remembered only if no connection write of the app happened
-		// since the confirm was shown.
-		b.session[sessionKey{p.c.AppID, p.c.Host, p.c.Method}] = struct{}{}
+	if allow {
+		b.unclaimed[p] = true
+		k := sessionKey{p.c.AppID, p.c.Host, p.c.Method}
+		if _, had := b.session[k]; !had && remember == RememberSession && !p.c.Probe && b.gen[p.c.AppID] == p.gen {
+			// Remembered only if no connection write of the app happened
+			// since the confirm was shown.
+			b.session[k] = struct{}{}
+			p.remembered = true
+		}
 	}
-	p.done <- allow
+	close(p.done)
+}
+
+// withdrawLocked denies p for why: parked, it is decided now; allowed but
+// not yet taken by its request, the allow is void, and so is the session
+// memory it added. The caller holds b.mu.
+func (b *confirmBroker) withdrawLocked(p *parkedConfirm, why withdrawal) {
+	if !p.decided {
+		b.decideLocked(p, false, RememberOnce, why, why.deniedBy())
+		return
+	}
+	if b.unclaimed[p] {
+		delete(b.unclaimed, p)
+		p.allow, p.withdrawn = false, why
+		b.decided[p.c.ID] = why
+		if p.remembered && b.gen[p.c.AppID] == p.gen {
+			// The allow never took effect, so neither does its
+			// "allow for this session".
+			delete(b.session, sessionKey{p.c.AppID, p.c.Host, p.c.Method})
+		}
+	}
 }
 
 // sessionAllows reports whether "allow for this session" covers (app,
@@ -236,18 +324,49 @@ func (b *confirmBroker) forgetApp(appID string) {
 	}
 }
 
-// close denies every parked confirm; later asks are denied at once.
-func (b *confirmBroker) close() {
+// WithdrawHost denies every confirm host id parked, and every allow its
+// requests have not yet taken, before it returns (issue 18). It is the
+// unpairing's half of the broker: DeleteHost calls it. It reports how
+// many it withdrew.
+func (b *confirmBroker) WithdrawHost(id string) int {
+	if id == "" {
+		return 0 // the ctl channel is no paired host
+	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, p := range append([]*parkedConfirm(nil), b.queue...) {
+		if p.c.HostID == id {
+			b.withdrawLocked(p, withdrawnUnpaired)
+			n++
+		}
+	}
+	for p := range b.unclaimed {
+		if p.c.HostID == id {
+			b.withdrawLocked(p, withdrawnUnpaired)
+			n++
+		}
+	}
+	return n
+}
+
+// Shutdown denies every parked confirm and every allow not yet taken, and
+// denies every later ask at once (askShutdown): once shutdown begins
+// nobody can decide a confirm any more. It is idempotent.
+func (b *confirmBroker) Shutdown() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.closed = true
-	parked := append([]*parkedConfirm(nil), b.queue...)
-	b.mu.Unlock()
-	for _, p := range parked {
-		b.resolveBy(p, false, RememberOnce, DeniedByShutdown)
+	for _, p := range append([]*parkedConfirm(nil), b.queue...) {
+		b.withdrawLocked(p, withdrawnShutdown)
+	}
+	for p := range b.unclaimed {
+		b.withdrawLocked(p, withdrawnShutdown)
 	}
 }
 
-func (b *confirmBroker) pending() []Confirm {
+// Pending returns the pending confirms, oldest first (FIFO).
+func (b *confirmBroker) Pending() []Confirm {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]Confirm, len(b.queue))
@@ -257,12 +376,8 @@ func (b *confirmBroker) pending() []Confirm {
 	return out
 }
 
-// Confirms returns the pending confirms, oldest first (FIFO).
-func (d *Daemon) Confirms() []Confirm { return d.confirms.pending() }
-
 // ConfirmByID returns the pending confirm id.
-func (d *Daemon) ConfirmByID(id string) (Confirm, bool) {
-	b := d.confirms
+func (b *confirmBroker) ConfirmByID(id string) (Confirm, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.queue {
@@ -276,25 +391,38 @@ func (d *Daemon) ConfirmByID(id string) (Confirm, bool) {
 // DecideConfirm records the user's decision on confirm id. remember
 // applies to an allow only. An unknown id is NOT_FOUND; a confirm already
 // decided (by the user, a timeout or its caller going away) is a no-op and
-// returns nil.
-func (d *Daemon) DecideConfirm(id string, allow bool, remember Remember) error {
-	b := d.confirms
+// returns nil; a confirm withdrawn (its host unpaired, or snugd shutting
+// down) is a no-op that says so: CONFIRM_WITHDRAWN. The lookup and the
+// decision are one step under the broker's lock, so a withdrawal cannot
+// fall between them.
+func (b *confirmBroker) DecideConfirm(id string, allow bool, remember Remember) error {
 	b.mu.Lock()
-	var p *parkedConfirm
-	for _, q := range b.queue {
-		if q.c.ID == id {
-			p = q
-			break
+	defer b.mu.Unlock()
+	for _, p := range b.queue {
+		if p.c.ID == id {
+			b.decideLocked(p, allow, remember, "", DeniedByUser)
+			return nil
 		}
 	}
-	_, done := b.decided[id]
-	b.mu.Unlock()
+	why, done := b.decided[id]
 	switch {
-	case p != nil:
-		b.resolve(p, allow, remember)
-		return nil
-	case done:
-		return nil
+	case !done:
+		return errcode.New(errcode.NotFound, "no such confirm")
+	case why == withdrawnUnpaired:
+		return errcode.New(errcode.ConfirmWithdrawn, "the confirm was withdrawn when its host was unpaired; nothing was allowed")
+	case why == withdrawnShutdown:
+		return errcode.New(errcode.ConfirmWithdrawn, "the confirm was withdrawn when snugd began shutting down; nothing was allowed")
 	}
-	return errcode.New(errcode.NotFound, "no such confirm")
+	return nil
+}
+
+// Confirms returns the pending confirms, oldest first (FIFO).
+func (d *Daemon) Confirms() []Confirm { return d.confirms.Pending() }
+
+// ConfirmByID returns the pending confirm id (the broker's).
+func (d *Daemon) ConfirmByID(id string) (Confirm, bool) { return d.confirms.ConfirmByID(id) }
+
+// DecideConfirm records the user's decision on confirm id (the broker's).
+func (d *Daemon) DecideConfirm(id string, allow bool, remember Remember) error {
+	return d.confirms.DecideConfirm(id, allow, remember)
 }

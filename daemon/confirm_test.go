@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/hostauth"
 )
 
 func post(body string) []byte {
@@ -30,9 +31,9 @@ func (r *rig) parkedNet(ctx context.Context, t *testing.T, app string, f []byte)
 func TestConfirmFIFO(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	first := r.parkedNet(context.Background(), t, "app1", post(`{"n":1}`))
+	first := r.parkedNet(t.Context(), t, "app1", post(`{"n":1}`))
 	waitConfirms(t, r.d, 1)
-	second := r.parkedNet(context.Background(), t, "app1", post(`{"n":2}`))
+	second := r.parkedNet(t.Context(), t, "app1", post(`{"n":2}`))
 	cs := waitConfirms(t, r.d, 2)
 	if cs[0].Body != `{"n":1}` || cs[1].Body != `{"n":2}` {
 		t.Fatalf("Confirms() = %+v, want arrival order", cs)
@@ -67,6 +68,15 @@ func TestConfirmFIFO(t *testing.T) {
 	}
 }
 
+// subscribe subscribes to a bare hint bus (a broker tested alone).
+func subscribe(b *hintBus) <-chan Hint {
+	ch := make(chan Hint, hintBuffer)
+	b.mu.Lock()
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	return ch
+}
+
 func errorsIsCode(err error, c errcode.Code) bool {
 	got, _ := errcode.CodeOf(err)
 	return got == c
@@ -76,10 +86,10 @@ func errorsIsCode(err error, c errcode.Code) bool {
 func TestConfirmCallerGone(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	ctxA, cancelA := context.WithCancel(context.Background())
+	ctxA, cancelA := context.WithCancel(t.Context())
 	a := r.parkedNet(ctxA, t, "app1", post(`{"turn":"A"}`))
 	waitConfirms(t, r.d, 1)
-	b := r.parkedNet(context.Background(), t, "app1", post(`{"turn":"B"}`))
+	b := r.parkedNet(t.Context(), t, "app1", post(`{"turn":"B"}`))
 	waitConfirms(t, r.d, 2)
 	cancelA()
 	if res := <-a; res.Code != errcode.NetConfirmDenied {
@@ -100,8 +110,10 @@ func TestConfirmCallerGone(t *testing.T) {
 
 // conformance: P3-L16-12
 func TestDenyAfterDecide(t *testing.T) {
-	b := newConfirmBroker(time.Hour, newHintBus(), time.Now)
-	ctx, cancel := context.WithCancel(context.Background())
+	bus := newHintBus()
+	b := newConfirmBroker(time.Hour, bus, time.Now)
+	hints := subscribe(bus)
+	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	var got bool
 	wg.Add(1)
@@ -109,17 +121,13 @@ func TestDenyAfterDecide(t *testing.T) {
 		defer wg.Done()
 		got = b.ask(ctx, Confirm{AppID: "a", Host: "h", Method: "POST"}) == askAllowed
 	}()
-	var p *parkedConfirm
-	for p == nil {
-		b.mu.Lock()
-		if len(b.queue) > 0 {
-			p = b.queue[0]
-		}
-		b.mu.Unlock()
-	}
-	b.resolve(p, true, RememberOnce)
+	<-hints // parked
+	b.mu.Lock()
+	p := b.queue[0]
+	b.mu.Unlock()
+	b.resolveBy(p, true, RememberOnce, DeniedByUser)
 	cancel()                          // the turn aborts after the decision
-	b.resolve(p, false, RememberOnce) // and a late deny arrives
+	b.resolveBy(p, false, RememberOnce, DeniedByUser) // and a late deny arrives
 	wg.Wait()
 	if !got {
 		t.Fatal("ask = denied, want the allow decided first")
@@ -136,10 +144,10 @@ func TestConfirmTimeout(t *testing.T) {
 		start := time.Now()
 		done := make(chan bool)
 		go func() {
-			done <- b.ask(context.Background(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) == askAllowed
+			done <- b.ask(t.Context(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) == askAllowed
 		}()
 		synctest.Wait()
-		if len(b.pending()) != 1 {
+		if len(b.Pending()) != 1 {
 			t.Fatal("confirm not parked")
 		}
 		time.Sleep(119 * time.Second)
@@ -152,7 +160,7 @@ func TestConfirmTimeout(t *testing.T) {
 		if allow := <-done; allow || time.Since(start) != 2*time.Minute {
 			t.Fatalf("ask = %v after %v, want a deny after 2m", allow, time.Since(start))
 		}
-		if len(b.pending()) != 0 {
+		if len(b.Pending()) != 0 {
 			t.Error("timed-out confirm still pending")
 		}
 	})
@@ -187,7 +195,7 @@ func TestSessionMemory(t *testing.T) {
 			t.Fatalf("other key %s %s = %v %q, want a prompt", tc.app, tc.f, p, code)
 		}
 	}
-	if err := r.d.SetCredentials(context.Background(), "app1", "ex", map[string]string{"api_key": "rotated"}); err != nil {
+	if err := r.d.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": "rotated"}); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := ask(t, "app1", post("{}"), false, RememberOnce); !p {
@@ -199,9 +207,9 @@ func TestSessionMemory(t *testing.T) {
 func TestCloseDeniesParkedConfirms(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	ch := r.parkedNet(context.Background(), t, "app1", post("{}"))
+	ch := r.parkedNet(t.Context(), t, "app1", post("{}"))
 	waitConfirms(t, r.d, 1)
-	r.d.confirms.close()
+	r.d.BeginShutdown()
 	if res := <-ch; res.Code != errcode.NetConfirmDenied {
 		t.Fatalf("parked request after close = %q, want NET_CONFIRM_DENIED", res.Code)
 	}
@@ -217,7 +225,7 @@ func TestConfirmQueueBounded(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	r.connect(t, "app2", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var parked []<-chan NetResult
 	for range maxParkedPerApp {
@@ -240,8 +248,9 @@ func TestConfirmQueueBounded(t *testing.T) {
 			break
 		}
 	}
-	for len(r.d.Confirms()) != maxParkedPerApp {
-		time.Sleep(time.Millisecond)
+	// The decision took the confirm off the queue before it returned.
+	if n := len(r.d.Confirms()); n != maxParkedPerApp {
+		t.Fatalf("after a decision, parked = %d, want %d", n, maxParkedPerApp)
 	}
 	parked = append(parked, r.parkedNet(ctx, t, "app1", post("{}")))
 	waitConfirms(t, r.d, maxParkedPerApp+1)
@@ -254,8 +263,10 @@ func TestConfirmQueueBounded(t *testing.T) {
 	}
 
 	// The daemon-wide bound, on the broker alone.
-	b := newConfirmBroker(time.Hour, newHintBus(), time.Now)
-	bctx, bcancel := context.WithCancel(context.Background())
+	bus := newHintBus()
+	b := newConfirmBroker(time.Hour, bus, time.Now)
+	bctx, bcancel := context.WithCancel(t.Context())
+	hints := subscribe(bus)
 	var wg sync.WaitGroup
 	for i := range maxParked {
 		wg.Add(1)
@@ -264,12 +275,171 @@ func TestConfirmQueueBounded(t *testing.T) {
 			b.ask(bctx, Confirm{AppID: fmt.Sprintf("app%d", i), Host: "h", Method: "POST"})
 		}()
 	}
-	for len(b.pending()) < maxParked {
-		time.Sleep(time.Millisecond)
+	for len(b.Pending()) < maxParked {
+		<-hints // each ask rings after it parked; a dropped ring means more are buffered
 	}
 	if got := b.ask(bctx, Confirm{AppID: "late", Host: "h", Method: "POST"}); got != askFull {
 		t.Errorf("ask beyond maxParked = %d, want askFull", got)
 	}
 	bcancel()
 	wg.Wait()
+}
+
+// withdrawRig is a rig with a paired desktop host whose call is parked on
+// a confirm, bound to the host as the API binds it (BindHost): the three
+// interleavings of issue 18 start from it.
+type withdrawRig struct {
+	*rig
+	hostID string
+	res    <-chan NetResult
+	id     string // the parked confirm's id
+}
+
+func newWithdrawRig(t *testing.T) *withdrawRig {
+	t.Helper()
+	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
+	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	h, err := r.d.AuthenticateHost(t.Context(), pairHost(t, r.d, hostauth.SurfaceDesktop, ""), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := r.d.BindHost(t.Context(), h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	ch := make(chan NetResult, 1)
+	go func() {
+		ch <- r.d.Net(ctx, NetCall{AppID: "app1", Frame: post("{}"), Delivery: DeliveryApp, HostID: h.ID})
+	}()
+	cs := waitConfirms(t, r.d, 1)
+	if cs[0].HostID != h.ID {
+		t.Fatalf("parked confirm's host = %q, want %q", cs[0].HostID, h.ID)
+	}
+	return &withdrawRig{rig: r, hostID: h.ID, res: ch, id: cs[0].ID}
+}
+
+// denied checks the parked call ended NET_CONFIRM_DENIED with message msg,
+// no credential read and no upstream request.
+func (w *withdrawRig) denied(t *testing.T, msg string) {
+	t.Helper()
+	res := <-w.res
+	if res.Code != errcode.NetConfirmDenied || !strings.Contains(string(res.Frame), msg) {
+		t.Errorf("parked call = %s, want NET_CONFIRM_DENIED %q", res.Frame, msg)
+	}
+	if n := w.reads.Load(); n != 0 {
+		t.Errorf("credential reads = %d, want 0", n)
+	}
+	if n := len(w.up.requests()); n != 0 {
+		t.Errorf("upstream requests = %d, want 0", n)
+	}
+	if cs := w.d.Confirms(); len(cs) != 0 {
+		t.Errorf("pending confirms = %+v, want none", cs)
+	}
+}
+
+// TestUnpairThenAllow: DeleteHost withdraws the host's parked confirm
+// before it returns, so an allow after it is a no-op that says so
+// (CONFIRM_WITHDRAWN), never an allow.
+//
+// conformance: P3-X14-27
+func TestUnpairThenAllow(t *testing.T) {
+	w := newWithdrawRig(t)
+	if err := w.d.DeleteHost(t.Context(), w.hostID); err != nil {
+		t.Fatal(err)
+	}
+	if cs := w.d.Confirms(); len(cs) != 0 {
+		t.Fatalf("after DeleteHost returned, pending confirms = %+v, want none", cs)
+	}
+	if err := w.d.DecideConfirm(w.id, true, RememberSession); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+		t.Fatalf("DecideConfirm(allow) after the unpairing = %v, want CONFIRM_WITHDRAWN", err)
+	}
+	w.denied(t, "unpaired")
+	if w.d.confirms.sessionAllows("app1", apiHost, "POST") {
+		t.Error("a withdrawn confirm's allow was remembered for the session")
+	}
+}
+
+// TestAllowThenUnpair: the allow arrives first, and the unpairing lands
+// before the request takes it (the claim hook runs DeleteHost at exactly
+// that point): the allow is void, the call is denied before gate 6 ends.
+//
+// conformance: P3-X14-27
+func TestAllowThenUnpair(t *testing.T) {
+	w := newWithdrawRig(t)
+	var unpaired error
+	hook := func(c Confirm) {
+		if c.ID == w.id {
+			unpaired = w.d.DeleteHost(context.WithoutCancel(t.Context()), w.hostID)
+		}
+	}
+	testHookClaim.Store(&hook)
+	t.Cleanup(func() { testHookClaim.Store(nil) })
+	if err := w.d.DecideConfirm(w.id, true, RememberSession); err != nil {
+		t.Fatalf("DecideConfirm(allow) = %v, want nil", err)
+	}
+	w.denied(t, "unpaired")
+	if unpaired != nil {
+		t.Fatalf("DeleteHost = %v", unpaired)
+	}
+	if w.d.confirms.sessionAllows("app1", apiHost, "POST") {
+		t.Error("a voided allow's session memory survived the unpairing")
+	}
+	if err := w.d.DecideConfirm(w.id, true, RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+		t.Errorf("a second decision after the unpairing = %v, want CONFIRM_WITHDRAWN", err)
+	}
+}
+
+// TestShutdownThenAllow: BeginShutdown denies the parked confirm before it
+// returns, with its own reason; a late allow is a no-op that says so, and
+// a confirm asked afterwards is denied at once without parking.
+//
+// conformance: P3-X14-27
+func TestShutdownThenAllow(t *testing.T) {
+	w := newWithdrawRig(t)
+	w.d.BeginShutdown()
+	if cs := w.d.Confirms(); len(cs) != 0 {
+		t.Fatalf("after BeginShutdown returned, pending confirms = %+v, want none", cs)
+	}
+	if err := w.d.DecideConfirm(w.id, true, RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+		t.Fatalf("DecideConfirm(allow) after shutdown began = %v, want CONFIRM_WITHDRAWN", err)
+	}
+	w.denied(t, "shutting down")
+	res, resp := w.net(t, "app1", post("{}"))
+	if res.Code != errcode.NetConfirmDenied || !strings.Contains(resp.Error.Message, "shutting down") {
+		t.Errorf("a request after shutdown began = %q %+v, want NET_CONFIRM_DENIED at once", res.Code, resp.Error)
+	}
+}
+
+// TestWithdrawHostLeavesOthers: unpairing one host leaves another host's
+// and the ctl channel's confirms parked and decidable: withdrawal is by
+// reference to the host, as an aborted turn's is by reference to itself.
+//
+// conformance: P3-L16-11
+func TestWithdrawHostLeavesOthers(t *testing.T) {
+	w := newWithdrawRig(t)
+	ctl := w.parkedNet(t.Context(), t, "app1", post(`{"ctl":1}`))
+	waitConfirms(t, w.d, 2)
+	if n := w.d.confirms.WithdrawHost("another-host"); n != 0 {
+		t.Errorf("WithdrawHost(another) = %d, want 0", n)
+	}
+	if n := w.d.confirms.WithdrawHost(""); n != 0 {
+		t.Errorf(`WithdrawHost("") = %d, want 0`, n)
+	}
+	if err := w.d.DeleteHost(t.Context(), w.hostID); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-w.res; res.Code != errcode.NetConfirmDenied {
+		t.Errorf("the unpaired host's call = %q, want NET_CONFIRM_DENIED", res.Code)
+	}
+	cs := w.d.Confirms()
+	if len(cs) != 1 || cs[0].HostID != "" {
+		t.Fatalf("pending after the unpairing = %+v, want the ctl call's", cs)
+	}
+	if err := w.d.DecideConfirm(cs[0].ID, true, RememberOnce); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-ctl; res.Code != "" {
+		t.Errorf("ctl call = %q, want ok", res.Code)
+	}
 }

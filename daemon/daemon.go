@@ -87,14 +87,17 @@ type Daemon struct {
 	// publication, so an index is never published out of commit order.
 	writeMu sync.Mutex
 
-	// The executor (fetch.go).
-	exec     executor
+	// The executor (fetch.go) and the parts of it the writers reach:
+	// the confirm broker's session memory and the standing gate's disarm
+	// run after every connection write (hints.go), DeleteHost withdraws
+	// confirms, Close stops the journal.
+	exec     *executor
 	confirms *confirmBroker
 	standing *standingGate
-	journal  *journalBatcher
-	// readSecrets is the executor's one read of credential values: d's
-	// cachedSlotSecrets, replaced only by tests that count the reads.
-	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	journal  *journal
+	// services are the long-lived parts (services.go): started in New,
+	// stopped by Close.
+	services    *services
 	secretCache secretCache
 	// flows are the pairing flows in progress (flows.go).
 	flows *flowBook
@@ -135,22 +138,31 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	exec, err := newExecutor(cfg)
+	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters}
+	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
+	d.flows = newFlowBook(now, d.hints)
+	confirmTimeout := cfg.ConfirmTimeout
+	if confirmTimeout <= 0 {
+		confirmTimeout = DefaultConfirmTimeout
+	}
+	d.confirms = newConfirmBroker(confirmTimeout, d.hints, now)
+	d.journal = newJournal(st, now, log.With("component", "journal"))
+	d.services = newServices(log)
+	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
+	exec, err := newExecutor(cfg, execDeps{
+		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
+		readSecrets: d.cachedSlotSecrets, answered: d.noteClaimAnswer, log: log, now: now,
+	})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), exec: exec, registry: reg, starters: starters}
-	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
-	d.readSecrets = d.cachedSlotSecrets
-	d.confirms = newConfirmBroker(exec.confirmTimeout, d.hints, now)
-	d.flows = newFlowBook(now, d.hints)
-	d.standing = newStandingGate(now, cfg.StandingTargets)
+	d.exec = exec
 	if err := d.rebuildIndex(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
-	d.journal = newJournalBatcher(st, log.With("component", "journal"))
+	d.services.start("journal", d.journal.batch)
 	if err := d.reconsentPins(ctx); err != nil {
 		d.Close()
 		return nil, err
@@ -164,15 +176,21 @@ func (d *Daemon) DataDir() string { return d.store.Dir() }
 // DBPath reports the path of snugd.db.
 func (d *Daemon) DBPath() string { return d.store.DBPath() }
 
-// Close denies every parked confirm, flushes the journal, closes idle
-// upstream connections and the store. The Daemon must not be used
-// afterwards.
+// BeginShutdown starts the daemon's shutdown: every parked confirm is
+// denied (NET_CONFIRM_DENIED, "snugd is shutting down") before it returns,
+// and every confirm asked later is denied at once, since nobody can decide
+// one any more. Everything else keeps serving until Close. The API server
+// calls it when its shutdown begins; it is idempotent.
+func (d *Daemon) BeginShutdown() { d.confirms.Shutdown() }
+
+// Close denies every parked confirm, stops the services (the journal
+// writes what is queued), closes idle upstream connections and the store.
+// The Daemon must not be used afterwards.
 func (d *Daemon) Close() error {
-	d.confirms.close()
+	d.BeginShutdown()
 	d.flows.close()
-	d.journal.close()
-	d.exec.public.CloseIdleConnections()
-	d.exec.lan.CloseIdleConnections()
+	d.services.stop()
+	d.exec.closeIdle()
 	d.hints.close()
 	return d.store.Close()
 }

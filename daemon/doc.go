@@ -1,16 +1,34 @@
 // Package daemon is snugd's core: connections and grants (the five writers of
 // spec §12.3 plus reconnect), import reconciliation, credential custody, the
-// connected-fetch gate pipeline (§14), the confirm broker and standing approvals.
+// connected-fetch executor (§14), the confirm broker and standing approvals.
 //
-// The executor's API: Net runs one snug:net-request through gates 1–10 in
-// the spec's order and returns the encoded net-response; TestConnection runs
-// a requirement's testRequest on the probe path. Confirms, ConfirmByID and
-// DecideConfirm are the confirm broker (gate 6); ArmStanding, Standings,
-// StandingFor, DisarmStanding and KillStanding the standing approvals (§17);
-// Facts the chat lane's connection facts (§16); Journal the executor's
-// journal. The scrubs other parts reuse (scrub.ProviderErrorText,
-// scrub.PrivateIPv4) live in the leaf daemon/scrub. fetch.go documents
-// the pipeline.
+// Where each concern lives:
+//
+//   - *Daemon (daemon.go) holds the wiring and the parts that write: the
+//     writers (connections.go), custody (custody.go), the proposers
+//     (channels.go), import (importdb.go), review (review.go), host pairing
+//     (hosts.go, pairing.go). Its executor, confirm and standing methods
+//     are thin forwarders for the API.
+//   - The executor (fetch.go: type executor) owns the gate pipeline and its
+//     dependencies: the grant index (index.go), the confirm broker, the
+//     standing gate, the journal, the credential reader, the credential
+//     sources per kind (fetch_inject.go) and the transports
+//     (fetch_transport.go). Net runs one snug:net-request through gates();
+//     TestConnection runs a requirement's testRequest on the probe path.
+//     fetch.go documents the pipeline.
+//   - The confirm broker (confirm.go: confirmBroker) owns the queue,
+//     ConfirmByID, DecideConfirm, the session memory (R10) and the
+//     withdrawal of a host's confirms (unpairing) and of all of them
+//     (BeginShutdown).
+//   - The standing gate (standing.go: standingGate) owns the armed
+//     approval (§17); it takes the index and the journal.
+//   - The journal (journal.go: journal) is written by the executor and the
+//     standing gate; its batcher is a service.
+//   - Services (services.go) are the long-lived parts, Run(ctx) error,
+//     started by New and stopped by Close: the journal batcher today.
+//   - Facts (facts.go) are the chat lane's connection facts (§16); hints
+//     (hints.go) the doorbell of /v1/events; status and diagnose
+//     (status.go, diagnose.go) what ctl reports.
 //
 // Imports: transports, lan, linkdevice and daemon's own subpackages, the
 // standard library, the SQLite driver (through daemon/internal/store only),

@@ -8,21 +8,25 @@ package daemon
 //
 // Every request, the app's and the chat lane's alike, and the wizard's
 // probe, runs the ordered gate list in gates(): shape → resolution (§15) →
-// binding → grant → ceiling → SSRF → confirm → local transports (6a) →
-// strip → inject → fetch → read. Each gate either ends the request with its
+// binding → grant → ceiling → SSRF → confirm → local (6a) → strip →
+// inject → fetch → read. Each gate either ends the request with its
 // registry code or passes it on; gates() is the only place the order is
-// written. There is no strictness knob: Config can choose the transport
-// policy between the spec's two profiles (ruling R19) and nothing else
-// that a gate reads.
+// written and there is no other path. The transport is chosen once, where
+// the spec places it: gate 5 for the network (public, or LAN), gate 6a
+// for a local helper; strip, inject, send and read then run for every
+// transport. Gate 8 asks the credential source of the grant's kind
+// (fetch_inject.go). There is no strictness knob: Config can choose the
+// transport policy between the spec's two profiles (ruling R19) and
+// nothing else that a gate reads.
 //
 // Decisions that do not need the network or a credential come first: the
 // grant and ceiling are read from the in-memory index (one atomic load, no
 // SQL); gate 5 resolves the host once and every later dial goes to those
 // checked addresses only; the confirm of gate 6 is decided before the one
-// credential read (readSecrets) at gate 6a or 8, and gate 6 ends by
-// re-deciding the grant on the current index, so nothing that changed
-// while the request waited is outrun. A request refused at gates 1–6
-// never reads a credential.
+// credential read (readSecrets) at gate 8, and gate 6 ends by re-deciding
+// the grant on the current index, so nothing that changed while the
+// request waited is outrun. A request refused at gates 1–6a never reads a
+// credential.
 //
 // # What the app sees
 //
@@ -44,24 +48,30 @@ package daemon
 //
 // # Files
 //
-// fetch.go (this file): Net, TestConnection and the gate list;
-// fetch_gates.go: the gates; connurl.go: §15; confirm.go: the confirm
-// broker and the session memory (R10); standing.go: standing approvals
-// (§17, R20); package daemon/scrub: gate 10's scrub, §14.2 and
-// §14.3; journal.go: the journal; facts.go: the chat lane's facts (§16).
+// fetch.go (this file): the executor's receiver and dependencies, Net,
+// TestConnection and the gate list; fetch_gates.go: the gates and the one
+// credential read; fetch_inject.go: gate 8's credential sources, one per
+// kind (templates, the OAuth bearer, the helper token); fetch_transport.go:
+// the transports of gate 9 (public, LAN, local helper); connurl.go: §15;
+// confirm.go: the confirm broker, the session memory (R10) and the
+// withdrawal of a host's confirms; standing.go: standing approvals (§17,
+// R20); scrub.go and providererr.go: gate 10's scrub, §14.2 and §14.3;
+// journal.go: the journal; facts.go: the chat lane's facts (§16).
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/transports"
@@ -110,6 +120,10 @@ type NetCall struct {
 	AppID    string
 	Frame    []byte
 	Delivery Delivery
+	// HostID is the paired host that forwarded the call, "" for the ctl
+	// channel. A confirm the call parks belongs to that host: unpairing
+	// it withdraws the confirm (DeleteHost).
+	HostID string
 }
 
 // NetResult is the executor's answer.
@@ -131,16 +145,17 @@ type NetResult struct {
 	ProviderError string
 }
 
-// LocalTransport is a local helper transport of gate 6a (Part V, DESIGN.md):
-// the linked-device issue implements it over the helper protocol. Do sends
-// one request to the helper and returns its answer; the token is the helper
-// token from the slot's credential slice. It must honour ctx and should
-// return its body whole; the executor caps it at 1 MiB all the same.
+// LocalTransport is a local helper transport (Part V, DESIGN.md), chosen
+// at gate 6a and sent by at gate 9: the linked-device issue implements it
+// over the helper protocol. Do sends one request to the helper and returns
+// its answer; the token is the helper token from the slot's credential
+// slice (gate 8's helperSource). It must honour ctx and should return its
+// body whole; the executor caps it at 1 MiB all the same.
 type LocalTransport interface {
 	Do(ctx context.Context, req LocalRequest) (LocalResponse, error)
 }
 
-// LocalRequest is a request departing to a helper at gate 6a. Header has
+// LocalRequest is a request departing to a helper at gate 9. Header has
 // gate 7's strip applied and the rendered header templates (if any) set.
 type LocalRequest struct {
 	AppID        string
@@ -167,34 +182,86 @@ type TokenSource interface {
 	AccessToken(ctx context.Context, appID, slot string) (string, error)
 }
 
-// executor holds the executor's configuration, fixed at New.
+// executor is the connected-fetch executor (§14): the gate pipeline and
+// every dependency it has, fixed at New. It is the one seat that both
+// reads credential values and calls the network (P3-X14-01). *Daemon
+// holds one and forwards Net and TestConnection to it; nothing else in
+// the package runs a gate.
 type executor struct {
-	public          *transports.Public
-	lan             *transports.LAN
-	desktop         bool
-	local           map[string]LocalTransport
-	tokens          TokenSource
-	confirmTimeout  time.Duration
-	requestTimeout  time.Duration
-	standingTargets func(*requirement.Requirement) []StandingTarget
+	// index is the grant and ceiling index (index.go), loaded once per
+	// request; the daemon's writers publish it.
+	index    *atomic.Pointer[grantIndex]
+	confirms *confirmBroker // gate 6
+	standing *standingGate  // gate 6, before the session memory (§17)
+	journal  *journal       // one entry per request
+	// readSecrets is the one credential read (custody.go's cache):
+	// gate 8 calls it at most once per request.
+	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	// sources inject each kind's credential at gate 8 (fetch_inject.go);
+	// a kind without an entry gets templateSource.
+	sources map[requirement.Kind]credentialSource
+
+	// The transports: gate 5 chooses public or LAN, gate 6a a helper.
+	public *transports.Public
+	lan    *transports.LAN
+	local  map[string]LocalTransport
+
+	// answered is the daemon's follow-up on an answer, after the
+	// journal: claim.go marks a token-claim row whose bridge refused its
+	// credentials. Nil does nothing.
+	answered func(ctx context.Context, f *fetch, res NetResult)
+
+	log            *slog.Logger
+	now            func() time.Time
+	desktop        bool
+	requestTimeout time.Duration
 }
 
-func newExecutor(cfg Config) (executor, error) {
-	e := executor{
-		public:          cfg.Public,
-		lan:             cfg.LAN,
-		local:           cfg.LocalTransports,
-		tokens:          cfg.Tokens,
-		confirmTimeout:  cfg.ConfirmTimeout,
-		requestTimeout:  cfg.RequestTimeout,
-		standingTargets: cfg.StandingTargets,
-	}
-	switch cfg.TransportPolicy {
+// execDeps are the executor's parts that the daemon owns and shares with
+// its writers: the index, the broker, the standing gate, the journal and
+// the credential read.
+type execDeps struct {
+	index       *atomic.Pointer[grantIndex]
+	confirms    *confirmBroker
+	standing    *standingGate
+	journal     *journal
+	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	answered    func(ctx context.Context, f *fetch, res NetResult)
+	log         *slog.Logger
+	now         func() time.Time
+}
+
+// checkPolicy reports whether the transport policy is the desktop one,
+// refusing anything but the two profiles.
+func checkPolicy(p TransportPolicy) (desktop bool, err error) {
+	switch p {
 	case "", PolicyDesktop:
-		e.desktop = true
+		return true, nil
 	case PolicyBrowser:
-	default:
-		return executor{}, fmt.Errorf("daemon: transport policy %q is neither desktop nor browser", cfg.TransportPolicy)
+		return false, nil
+	}
+	return false, fmt.Errorf("daemon: transport policy %q is neither desktop nor browser", p)
+}
+
+func newExecutor(cfg Config, deps execDeps) (*executor, error) {
+	desktop, err := checkPolicy(cfg.TransportPolicy)
+	if err != nil {
+		return nil, err
+	}
+	e := &executor{
+		index:          deps.index,
+		confirms:       deps.confirms,
+		standing:       deps.standing,
+		journal:        deps.journal,
+		readSecrets:    deps.readSecrets,
+		answered:       deps.answered,
+		public:         cfg.Public,
+		lan:            cfg.LAN,
+		local:          cfg.LocalTransports,
+		log:            deps.log,
+		now:            deps.now,
+		desktop:        desktop,
+		requestTimeout: cfg.RequestTimeout,
 	}
 	if e.public == nil {
 		e.public = &transports.Public{}
@@ -202,13 +269,17 @@ func newExecutor(cfg Config) (executor, error) {
 	if e.lan == nil {
 		e.lan = &transports.LAN{}
 	}
-	if e.confirmTimeout <= 0 {
-		e.confirmTimeout = DefaultConfirmTimeout
-	}
 	if e.requestTimeout <= 0 {
 		e.requestTimeout = DefaultRequestTimeout
 	}
+	e.sources = credentialSources(cfg.Tokens)
 	return e, nil
+}
+
+// closeIdle closes the transports' idle upstream connections.
+func (e *executor) closeIdle() {
+	e.public.CloseIdleConnections()
+	e.lan.CloseIdleConnections()
 }
 
 // TransportPolicy reports the policy in force (for ctl status).
@@ -224,26 +295,29 @@ func (d *Daemon) TransportPolicy() TransportPolicy {
 // the list binds nothing per request.
 type gate struct {
 	name string
-	run  func(d *Daemon, ctx context.Context, f *fetch) *errcode.Error
+	run  func(e *executor, ctx context.Context, f *fetch) *errcode.Error
 }
 
-// gates lists, in order, every check a connected fetch must pass (§14's
-// table). Each gate is a small method with its own table test; this is the
-// only place the order is written down.
+// gates lists, in order, every step every request takes (§14's table):
+// there is no other path. The transport is chosen once, where the spec
+// places it: gate 5 for the network (public, or LAN), gate 6a for a local
+// helper; strip, inject, send and read then run for every transport. Each
+// gate is a small method with its own table test; this is the only place
+// the order is written down.
 func gates() []gate {
 	return []gate{
-		{"shape", (*Daemon).checkShape},             // 1: NET_INVALID_REQUEST
-		{"resolution", (*Daemon).resolveConnection}, // §15: NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
-		{"binding", (*Daemon).bindApp},              // 2: NET_INVALID_REQUEST (no host-assigned identity)
-		{"grant", (*Daemon).checkGrant},             // 3: NET_NOT_APPROVED, NET_IMPORTED_UNAPPROVED, NET_AMBIGUOUS_CONNECTION, NET_HOST_BLOCKED
-		{"ceiling", (*Daemon).checkCeiling},         // 4: NET_SCHEME_BLOCKED, NET_HOST_BLOCKED
-		{"ssrf", (*Daemon).checkSSRF},               // 5: NET_SSRF_BLOCKED, NET_FETCH_FAILED
-		{"confirm", (*Daemon).confirm},              // 6: NET_CONFIRM_DENIED; decided before any credential is read; the grant re-decided
-		{"local", (*Daemon).sendLocal},              // 6a: NET_FETCH_FAILED; departs to a helper after gate 6
-		{"strip", (*Daemon).strip},                  // 7: never refuses
-		{"inject", (*Daemon).inject},                // 8: NET_AUTH_FAILED, NET_FETCH_FAILED, NET_HOST_BLOCKED, NET_SCHEME_BLOCKED
-		{"fetch", (*Daemon).fetchUpstream},          // 9: NET_REDIRECT_BLOCKED, NET_SSRF_BLOCKED, NET_SIZE_EXCEEDED, NET_FETCH_FAILED
-		{"read", (*Daemon).readResponse},            // 10: NET_SIZE_EXCEEDED, NET_FETCH_FAILED
+		{"shape", (*executor).checkShape},             // 1: NET_INVALID_REQUEST
+		{"resolution", (*executor).resolveConnection}, // §15: NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
+		{"binding", (*executor).bindApp},              // 2: NET_INVALID_REQUEST (no host-assigned identity)
+		{"grant", (*executor).checkGrant},             // 3: NET_NOT_APPROVED, NET_IMPORTED_UNAPPROVED, NET_AMBIGUOUS_CONNECTION, NET_HOST_BLOCKED
+		{"ceiling", (*executor).checkCeiling},         // 4: NET_SCHEME_BLOCKED, NET_HOST_BLOCKED
+		{"ssrf", (*executor).checkSSRF},               // 5: NET_SSRF_BLOCKED, NET_FETCH_FAILED; chooses the network transport
+		{"confirm", (*executor).confirm},              // 6: NET_CONFIRM_DENIED; decided before any credential is read; the grant re-decided
+		{"local", (*executor).chooseLocal},            // 6a: chooses the local helper transport, after gate 6
+		{"strip", (*executor).strip},                  // 7: never refuses
+		{"inject", (*executor).inject},                // 8: NET_AUTH_FAILED, NET_FETCH_FAILED, NET_HOST_BLOCKED, NET_SCHEME_BLOCKED
+		{"fetch", (*executor).send},                   // 9: NET_REDIRECT_BLOCKED, NET_SSRF_BLOCKED, NET_SIZE_EXCEEDED, NET_FETCH_FAILED
+		{"read", (*executor).readResponse},            // 10: NET_SIZE_EXCEEDED, NET_FETCH_FAILED
 	}
 }
 
@@ -251,9 +325,11 @@ func gates() []gate {
 // answer. It blocks while a confirm is parked; cancelling ctx (the caller
 // went away) cancels the request and denies its own parked confirm. Net is
 // safe for concurrent use.
-func (d *Daemon) Net(ctx context.Context, call NetCall) NetResult {
-	f := &fetch{call: call, start: d.now(), index: d.index.Load()}
-	return d.run(ctx, f, gates())
+func (d *Daemon) Net(ctx context.Context, call NetCall) NetResult { return d.exec.net(ctx, call) }
+
+func (e *executor) net(ctx context.Context, call NetCall) NetResult {
+	f := &fetch{call: call, start: e.now(), index: e.index.Load()}
+	return e.run(ctx, f, gates())
 }
 
 // TestConnection runs the requirement's testRequest (always GET) of
@@ -266,13 +342,17 @@ func (d *Daemon) Net(ctx context.Context, call NetCall) NetResult {
 // for no row, NOT_FOUND when the requirement has no testRequest; every
 // executor verdict is in the NetResult.
 func (d *Daemon) TestConnection(ctx context.Context, appID, slot string) (NetResult, error) {
+	return d.exec.testConnection(ctx, appID, slot)
+}
+
+func (e *executor) testConnection(ctx context.Context, appID, slot string) (NetResult, error) {
 	if err := checkAppID(appID); err != nil {
 		return NetResult{}, err
 	}
 	if err := checkSlot(slot); err != nil {
 		return NetResult{}, err
 	}
-	idx := d.index.Load()
+	idx := e.index.Load()
 	row := idx.apps[appID].row(slot)
 	if row == nil {
 		return NetResult{}, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
@@ -280,7 +360,8 @@ func (d *Daemon) TestConnection(ctx context.Context, appID, slot string) (NetRes
 	if row.req == nil || row.req.TestRequest == nil || len(row.req.DeclaredAPIHosts) == 0 {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement has no test request")
 	}
-	u, err := composeURL(probeScheme(row.req), row.req.DeclaredAPIHosts[0], row.req.TestRequest.PathAndQuery)
+	// https, a LAN row's too (the LAN transport's pinned TLS, §12.11).
+	u, err := composeURL("https", row.req.DeclaredAPIHosts[0], row.req.TestRequest.PathAndQuery)
 	if err != nil {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not compose")
 	}
@@ -293,30 +374,28 @@ func (d *Daemon) TestConnection(ctx context.Context, appID, slot string) (NetRes
 	if err != nil {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not form a valid request")
 	}
-	f := &fetch{call: NetCall{AppID: appID, Frame: frame, Delivery: DeliveryApp}, probe: true, start: d.now(), index: idx}
-	return d.run(ctx, f, gates()), nil
+	f := &fetch{call: NetCall{AppID: appID, Frame: frame, Delivery: DeliveryApp}, probe: true, start: e.now(), index: idx}
+	return e.run(ctx, f, gates()), nil
 }
 
-// probeScheme is the scheme a probe uses: https, the LAN row's too (the
-// LAN transport's pinned TLS, §12.11).
-func probeScheme(*requirement.Requirement) string { return "https" }
-
 // run passes f through gates in order, then answers and journals it.
-func (d *Daemon) run(ctx context.Context, f *fetch, gates []gate) NetResult {
+func (e *executor) run(ctx context.Context, f *fetch, gates []gate) NetResult {
 	for _, g := range gates {
-		if err := g.run(d, ctx, f); err != nil {
+		if err := g.run(e, ctx, f); err != nil {
 			f.failedGate, f.err = g.name, err
 			break
 		}
 	}
-	res := d.answer(f)
-	d.record(f, res)
-	d.noteClaimAnswer(ctx, f, res) // claim.go: a bridge's 403 marks its token-claim row error
+	res := e.answer(f)
+	e.record(f, res)
+	if e.answered != nil {
+		e.answered(ctx, f, res)
+	}
 	return res
 }
 
 // answer encodes f's outcome as a net-response.
-func (d *Daemon) answer(f *fetch) NetResult {
+func (e *executor) answer(f *fetch) NetResult {
 	if f.err != nil {
 		var frame wire.Frame
 		if f.parseErr != nil {
@@ -334,36 +413,25 @@ func (d *Daemon) answer(f *fetch) NetResult {
 		}
 		b, err := wire.Encode(frame)
 		if err != nil {
-			d.log.Error("encode net error answer", "code", string(f.err.Code), "err", err)
+			e.log.Error("encode net error answer", "code", string(f.err.Code), "err", err)
 			return NetResult{Code: f.err.Code}
 		}
 		return NetResult{Frame: b, Answer: true, Code: f.err.Code}
 	}
 	resp := f.out
-	b, err := wire.Encode(resp)
+	b, replaced, err := wire.EncodeNetResponse(resp)
 	if err != nil {
-		d.log.Error("encode net answer", "err", err)
+		e.log.Error("encode net answer", "err", err)
 		b, _ = wire.Encode(wire.NetErrorResponse(f.req.RequestID, f.req.URL, errcode.New(errcode.HostError, "the answer could not be encoded")))
 		return NetResult{Frame: b, Answer: b != nil, Code: errcode.HostError}
 	}
-	if code := encodedCode(b, resp); code != "" {
+	if replaced {
 		// Encode turned an oversized frame into NET_SIZE_EXCEEDED (R6).
+		code := errcode.NetSizeExceeded
 		f.failedGate, f.err = "read", errcode.New(code, "the response exceeds the net frame size class")
 		return NetResult{Frame: b, Answer: true, Code: code}
 	}
 	return NetResult{Frame: b, Answer: true, Status: resp.Status, ProviderError: f.providerError}
-}
-
-// encodedCode reports NET_SIZE_EXCEEDED when Encode replaced the response
-// resp with its size-class error (the only replacement it makes), "" when
-// b is resp. The frame's head (type, v, requestId ≤ 128 characters, ok)
-// fits in its first 400 bytes; a requestId cannot spell "ok":false there,
-// because JSON escapes its quotes.
-func encodedCode(b []byte, resp wire.NetResponse) errcode.Code {
-	if resp.Error != nil || !bytes.Contains(b[:min(len(b), 400)], []byte(`"ok":false`)) {
-		return ""
-	}
-	return errcode.NetSizeExceeded
 }
 
 // randomID returns n random bytes in hex: IDs nobody can guess.

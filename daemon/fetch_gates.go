@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,7 +13,6 @@ import (
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/scrub"
-	"github.com/snug/snugd/daemon/template"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/transports"
 )
@@ -27,26 +25,25 @@ type fetch struct {
 	start time.Time
 	index *grantIndex // one snapshot serves every gate
 
-	req      wire.NetRequest     // gate 1
-	parseErr *wire.ParseError    // gate 1, when it refused
-	conn     *connTarget         // resolution: set for a connection URL
-	target   *url.URL            // resolution: the URL to send, before query credentials
-	app      *appGrants          // gate 2: the acting app's rows only
-	host     string              // gate 3: target's host, normalized ("" when it does not normalize)
-	grant    *grantRow           // gate 3
-	lan      bool                // gate 4: the LAN admission (desktop policy)
-	helper   LocalTransport      // gate 5: the registered helper of a sidecar host
-	helperID string              // gate 5
-	resolved transports.Resolved // gate 5: the checked addresses Do may dial
-	approval string              // gate 6: "", "user", "session" or "standing"
-	denial   string              // gate 6: who or what denied the confirm (a Denied* note)
-	header   http.Header         // gate 7 (or 6a)
-	sendURL  *url.URL            // gate 8: target with query credentials placed
-	pin      string              // gate 8: the LAN row's certificate pin
-	pinned   bool                // gate 8: the LAN row has a pin, or state that does not say: https only
-	departed bool                // gate 6a: the request went to a helper
-	scrub    scrub.Set           // gates 6a and 8: every value injected
-	resp     *upstream           // gate 9 (or 6a)
+	req      wire.NetRequest  // gate 1
+	parseErr *wire.ParseError // gate 1, when it refused
+	conn     *connTarget      // resolution: set for a connection URL
+	target   *url.URL         // resolution: the URL to send, before query credentials
+	app      *appGrants       // gate 2: the acting app's rows only
+	host     string           // gate 3: target's host, normalized ("" when it does not normalize)
+	grant    *grantRow        // gate 3
+	lan      bool             // gate 4: the LAN admission (desktop policy)
+	sidecar  string           // gate 5: the registered helper id of a sidecar host
+	via      transport        // gate 5 (network) or 6a (helper): how the request departs
+	approval string           // gate 6: "", "user", "session" or "standing"
+	denial   string           // gate 6: who or what denied the confirm (a Denied* note)
+	header   http.Header      // gate 7
+	sendURL  *url.URL         // gate 8: target with query credentials placed
+	pin      string           // gate 8: the LAN row's certificate pin
+	pinned   bool             // gate 8: the LAN row has a pin, or state that does not say: https only
+	token    string           // gate 8: the helper token, for a helper transport
+	scrub    scrub.Set        // gate 8: every value injected
+	resp     *upstream        // gate 9
 
 	out           wire.NetResponse // gate 10
 	providerError string           // gate 10
@@ -70,7 +67,7 @@ func refuse(code errcode.Code, msg string) *errcode.Error { return errcode.New(c
 // Gate 1: shape. ParseNetRequest is the hand-written, fail-closed parser of
 // Part I §3 and ruling R3 (body on GET/HEAD, body cap, STRIP headers,
 // strict keys, URL shape).
-func (d *Daemon) checkShape(_ context.Context, f *fetch) *errcode.Error {
+func (e *executor) checkShape(_ context.Context, f *fetch) *errcode.Error {
 	r, err := wire.ParseNetRequest(f.call.Frame)
 	if err != nil {
 		if pe, ok := errors.AsType[*wire.ParseError](err); ok {
@@ -86,7 +83,7 @@ func (d *Daemon) checkShape(_ context.Context, f *fetch) *errcode.Error {
 // Resolution (§15, ruling R7): a connection URL selects the acting app's
 // own slot and is rebuilt against its one ceiling host. Translation only:
 // the rebuilt URL still runs gates 2–10. Any other URL is parsed as it is.
-func (d *Daemon) resolveConnection(_ context.Context, f *fetch) *errcode.Error {
+func (e *executor) resolveConnection(_ context.Context, f *fetch) *errcode.Error {
 	cu, kind := parseConnectionURL(f.req.URL)
 	switch kind {
 	case notConnectionURL:
@@ -127,7 +124,7 @@ func (d *Daemon) resolveConnection(_ context.Context, f *fetch) *errcode.Error {
 // Gate 2: binding. The acting app is the host-assigned call.AppID and
 // nothing in the frame (there is no identity seat, R3); the request sees
 // that app's rows only.
-func (d *Daemon) bindApp(_ context.Context, f *fetch) *errcode.Error {
+func (e *executor) bindApp(_ context.Context, f *fetch) *errcode.Error {
 	if checkAppID(f.call.AppID) != nil {
 		return refuse(errcode.NetInvalidRequest, "the request has no host-assigned app identity")
 	}
@@ -149,7 +146,7 @@ func (d *Daemon) bindApp(_ context.Context, f *fetch) *errcode.Error {
 // A host that does not normalize (an IP literal other than an RFC-1918
 // dotted quad, a numeric spelling, a trailing dot) is claimed by nobody.
 // The pending requirement of a staged change is never read (§12.3).
-func (d *Daemon) checkGrant(_ context.Context, f *fetch) *errcode.Error {
+func (e *executor) checkGrant(_ context.Context, f *fetch) *errcode.Error {
 	host, ok := requestHost(f.target)
 	if ok {
 		f.host = host
@@ -218,9 +215,9 @@ func requestHost(u *url.URL) (string, bool) {
 // that declares lanHost, under the desktop policy (§12.11, ruling R19).
 // The request is sent to the normalized host (punycode), the form the
 // ceiling and the TLS check use.
-func (d *Daemon) checkCeiling(_ context.Context, f *fetch) *errcode.Error {
+func (e *executor) checkCeiling(_ context.Context, f *fetch) *errcode.Error {
 	g := f.grant
-	lan := d.exec.desktop && g.req.LANHost != nil && requirement.IsRFC1918Literal(f.host)
+	lan := e.desktop && g.req.LANHost != nil && requirement.IsRFC1918Literal(f.host)
 	switch f.target.Scheme {
 	case "https":
 	case "http":
@@ -246,34 +243,37 @@ func (d *Daemon) checkCeiling(_ context.Context, f *fetch) *errcode.Error {
 // <helperId>.sidecar.invalid. ".invalid" never resolves (RFC 2606).
 const sidecarZone = ".sidecar.invalid"
 
-// Gate 5: SSRF. The public transport resolves the host once and checks
-// every answer (ruling R8); Do later dials only those addresses. Exactly
-// two classes stand this gate down, and only this gate: the LAN class
-// admitted at gate 4, and the sidecar symbolic host of a registered helper
-// on a linked_device row. A name under .invalid is never looked up in DNS:
-// one that names no registered helper refuses as a DNS miss would
+// Gate 5: SSRF, and the network transport's choice. The public transport
+// resolves the host once and checks every answer (ruling R8); its send
+// later dials only those addresses. Exactly two classes stand this gate
+// down, and only this gate: the LAN class admitted at gate 4 (sent by the
+// LAN transport), and the sidecar symbolic host of a registered helper on
+// a linked_device row (whose transport gate 6a chooses, after the
+// confirm). A name under .invalid is never looked up in DNS: one that
+// names no registered helper refuses as a DNS miss would
 // (NET_FETCH_FAILED), so a missing helper never falls back to the network.
-func (d *Daemon) checkSSRF(ctx context.Context, f *fetch) *errcode.Error {
+func (e *executor) checkSSRF(ctx context.Context, f *fetch) *errcode.Error {
 	if f.lan {
+		f.via = lanTransport{e.lan}
 		return nil // stand-down 1: the LAN class (desktop policy)
 	}
 	if strings.HasSuffix(f.host, ".invalid") {
 		id, ok := strings.CutSuffix(f.host, sidecarZone)
 		if ok && id != "" && !strings.Contains(id, ".") && f.grant.req.Kind == requirement.KindLinkedDevice {
-			if lt, ok := d.exec.local[id]; ok && lt != nil {
-				f.helper, f.helperID = lt, id
+			if lt, ok := e.local[id]; ok && lt != nil {
+				f.sidecar = id
 				return nil // stand-down 2: the sidecar symbolic host
 			}
 		}
 		return refuse(errcode.NetFetchFailed, "no local helper serves the connection")
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.requestTimeout)
 	defer cancel()
-	r, err := d.exec.public.Resolve(ctx, f.host)
+	r, err := e.public.Resolve(ctx, f.host)
 	if err != nil {
 		return transportError(err)
 	}
-	f.resolved = r
+	f.via = publicTransport{e.public, r}
 	return nil
 }
 
@@ -297,15 +297,15 @@ func mutating(method string) bool {
 // current index (regrant): a revoke or a re-approval that narrowed the
 // ceiling while the request waited refuses it before any credential is
 // read, never after.
-func (d *Daemon) confirm(ctx context.Context, f *fetch) *errcode.Error {
-	if err := d.askConfirm(ctx, f); err != nil {
+func (e *executor) confirm(ctx context.Context, f *fetch) *errcode.Error {
+	if err := e.askConfirm(ctx, f); err != nil {
 		return err
 	}
-	return d.regrant(ctx, f)
+	return e.regrant(ctx, f)
 }
 
 // askConfirm obtains the answer to a mutating request's confirm.
-func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
+func (e *executor) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 	if !mutating(f.req.Method) {
 		return nil
 	}
@@ -317,24 +317,28 @@ func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 		Slot:     f.grant.slot,
 		Body:     f.req.Body,
 		Delivery: f.call.Delivery,
+		HostID:   f.call.HostID,
 	}
 	if f.probe {
 		seat.Slot, seat.Body, seat.Probe = "", "", true
 	}
 	if !seat.Probe {
-		switch d.standing.decide(ctx, d, f, seat) {
+		switch e.standing.decide(ctx, f, seat) {
 		case standingApprove:
 			f.approval = "standing"
 			return nil
 		case standingRefuse:
 			return refuse(errcode.NetConfirmDenied, "the request's target sources disagree")
 		}
-		if d.confirms.sessionAllows(seat.AppID, seat.Host, seat.Method) {
+		if e.confirms.sessionAllows(seat.AppID, seat.Host, seat.Method) {
 			f.approval = "session"
 			return nil
 		}
 	}
-	res, why := d.confirms.askWhy(ctx, seat)
+	res, why := e.confirms.askWhy(ctx, seat)
+	if res != askAllowed {
+		f.denial = why
+	}
 	switch res {
 	case askFull:
 		f.denial = why
@@ -342,6 +346,10 @@ func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 	case askDenied:
 		f.denial = why
 		return refuse(errcode.NetConfirmDenied, "the user did not confirm the request")
+	case askUnpaired:
+		return refuse(errcode.NetConfirmDenied, "the host that sent the request was unpaired")
+	case askShutdown:
+		return refuse(errcode.NetConfirmDenied, "snugd is shutting down")
 	}
 	f.approval = "user"
 	return nil
@@ -355,18 +363,18 @@ func (d *Daemon) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 // then uses the current row, whose templates match the credentials read
 // next. A change it cannot follow refuses with the code a fresh request
 // would get, or NET_NOT_APPROVED.
-func (d *Daemon) regrant(ctx context.Context, f *fetch) *errcode.Error {
-	idx := d.index.Load()
+func (e *executor) regrant(ctx context.Context, f *fetch) *errcode.Error {
+	idx := e.index.Load()
 	app := idx.apps[f.call.AppID]
 	if app == f.app {
 		return nil
 	}
 	target := *f.target
 	g := &fetch{call: f.call, req: f.req, target: &target, index: idx, app: app}
-	if err := d.checkGrant(ctx, g); err != nil {
+	if err := e.checkGrant(ctx, g); err != nil {
 		return err
 	}
-	if err := d.checkCeiling(ctx, g); err != nil {
+	if err := e.checkCeiling(ctx, g); err != nil {
 		return err
 	}
 	if g.grant.slot != f.grant.slot || g.grant.req.Kind != f.grant.req.Kind || g.lan != f.lan {
@@ -376,52 +384,17 @@ func (d *Daemon) regrant(ctx context.Context, f *fetch) *errcode.Error {
 	return nil
 }
 
-// Gate 6a: local transports. A request to a registered helper departs here,
-// after gate 6, never before. It gets gate 7's strip, the helper token from
-// the slot's credential slice and any rendered header template; its answer
-// still gets gates 9 (no redirect) and 10 (cap, scrub, whitelist). A
-// helper that fails refuses; nothing falls back to the network.
-func (d *Daemon) sendLocal(ctx context.Context, f *fetch) *errcode.Error {
-	if f.helper == nil {
+// Gate 6a: local transports. A request to a registered helper departs by
+// the helper's transport, chosen here, after gate 6, never before. It then
+// runs gates 7–10 like any other request: the strip, the helper token and
+// any rendered header template (gate 8), the send with no redirect
+// (gate 9), and the cap, scrub and whitelist (gate 10). A helper that
+// fails refuses; nothing falls back to the network.
+func (e *executor) chooseLocal(_ context.Context, f *fetch) *errcode.Error {
+	if f.sidecar == "" {
 		return nil
 	}
-	f.header = appHeader(f.req.Headers)
-	stripRequestHeaders(f.header) // gate 7's obligation on this path
-	values, err := d.credentials(ctx, f)
-	if err != nil {
-		return err
-	}
-	req := f.grant.req
-	token := ""
-	if len(req.Fields) > 0 {
-		token = values[req.Fields[0].Key]
-	}
-	if token == "" {
-		return refuse(errcode.NetAuthFailed, "the connection has no helper token")
-	}
-	if err := d.render(f, values); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
-	defer cancel()
-	resp, rerr := f.helper.Do(ctx, LocalRequest{
-		AppID:        f.call.AppID,
-		Slot:         f.grant.slot,
-		Method:       f.req.Method,
-		PathAndQuery: f.sendURL.RequestURI(),
-		Header:       f.header,
-		Body:         f.req.Body,
-		Token:        token,
-	})
-	if rerr != nil {
-		d.log.Warn("local helper failed", "helper", f.helperID, "err", f.scrub.Apply(rerr.Error()))
-		return refuse(errcode.NetFetchFailed, "the local helper did not answer")
-	}
-	if len(resp.Body) > wire.MaxNetResponseBody {
-		return refuse(errcode.NetSizeExceeded, "the response body exceeds 1048576 bytes")
-	}
-	f.resp = &upstream{status: resp.Status, header: resp.Header, body: resp.Body}
-	f.departed = true
+	f.via = helperTransport{id: f.sidecar, t: e.local[f.sidecar], log: e.log}
 	return nil
 }
 
@@ -431,10 +404,7 @@ func (d *Daemon) sendLocal(ctx context.Context, f *fetch) *errcode.Error {
 // headers, and the method-override headers: many servers take
 // X-HTTP-Method-Override: DELETE on a request as a DELETE, so the method
 // sent must be the one gate 6 judged (a GET is never confirmed).
-func (d *Daemon) strip(_ context.Context, f *fetch) *errcode.Error {
-	if f.departed {
-		return nil
-	}
+func (e *executor) strip(_ context.Context, f *fetch) *errcode.Error {
 	f.header = appHeader(f.req.Headers)
 	stripRequestHeaders(f.header)
 	return nil
@@ -491,57 +461,13 @@ func unsendable(name string) bool {
 	return strings.HasPrefix(c, "proxy-")
 }
 
-// Gate 8: injection, per kind. Template-bearing kinds render their header
-// and query templates; the OAuth kinds take the bearer from the
-// TokenSource; none injects nothing and reads no credential. Query
-// credentials are placed only now, after the ceiling decision, and the
-// final URL is re-checked against the ceiling.
-//
-// A LAN request reads the slot's state for the device's pin. Once a pin
-// is recorded, every later request verifies against it (§12.11), so plain
-// http, which cannot, is refused: gate 4's http admission is for a device
-// that was never paired over TLS, not a way around its pin.
-func (d *Daemon) inject(ctx context.Context, f *fetch) *errcode.Error {
-	if f.departed {
-		return nil
-	}
-	g := f.grant
-	var values map[string]string
-	if g.injects || f.lan {
-		var err *errcode.Error
-		if values, err = d.credentials(ctx, f); err != nil {
-			return err
-		}
-	}
-	if f.lan && f.target.Scheme == "http" && f.pinned {
-		return refuse(errcode.NetSchemeBlocked, "the device is paired over https, so plain http is refused")
-	}
-	if g.req.Kind.IsOAuth() {
-		if d.exec.tokens == nil {
-			return refuse(errcode.NetAuthFailed, "the connection has no token source")
-		}
-		tctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
-		tok, err := d.exec.tokens.AccessToken(tctx, f.call.AppID, g.slot)
-		cancel()
-		if err != nil || tok == "" || strings.ContainsAny(tok, "\r\n\x00") {
-			// The token source's error is its own seat's to log: its text
-			// could carry what it submitted, which this seat cannot scrub.
-			d.log.Warn("access token unavailable", "app", f.call.AppID, "slot", g.slot)
-			return refuse(errcode.NetAuthFailed, "the connection could not obtain an access token")
-		}
-		f.scrub.Add(tok)
-		setInjected(f.header, "Authorization", "Bearer "+tok)
-	}
-	return d.render(f, values)
-}
-
 // credentials performs the executor's one credential read: the slot's
 // slice, field values and the _connection state (for the LAN pin). Every
 // value read joins the scrub set.
-func (d *Daemon) credentials(ctx context.Context, f *fetch) (map[string]string, *errcode.Error) {
-	slice, err := d.readSecrets(ctx, f.call.AppID, f.grant.slot)
+func (e *executor) credentials(ctx context.Context, f *fetch) (map[string]string, *errcode.Error) {
+	slice, err := e.readSecrets(ctx, f.call.AppID, f.grant.slot)
 	if err != nil {
-		d.log.Error("read credentials", "app", f.call.AppID, "slot", f.grant.slot, "err", err)
+		e.log.Error("read credentials", "app", f.call.AppID, "slot", f.grant.slot, "err", err)
 		return nil, refuse(errcode.NetFetchFailed, "the connection's credentials could not be read")
 	}
 	values := make(map[string]string, len(slice))
@@ -566,79 +492,21 @@ func (d *Daemon) credentials(ctx context.Context, f *fetch) (map[string]string, 
 	return values, nil
 }
 
-// render runs the row's templates over f's request (gate 8, and the helper
-// path of 6a), sets the rendered headers and places the query credentials
-// onto sendURL, re-checked against the ceiling.
-func (d *Daemon) render(f *fetch, values map[string]string) *errcode.Error {
-	f.sendURL = f.target
-	if !f.grant.injects {
-		return nil
+// Gate 9: fetch. The request departs by the transport gate 5 or 6a chose,
+// bounded by the request timeout. Redirects are never followed on any
+// transport: a 3xx, 304 included, is NET_REDIRECT_BLOCKED (ruling R9).
+func (e *executor) send(ctx context.Context, f *fetch) *errcode.Error {
+	if f.via == nil { // unreachable: gate 5 or 6a chose one
+		return refuse(errcode.NetFetchFailed, "the upstream could not be reached")
 	}
-	out, err := f.grant.templates.Render(values, template.Request{
-		Method:       f.req.Method,
-		URL:          f.target.String(),
-		PathAndQuery: f.target.RequestURI(),
-		Body:         f.req.Body,
-	}, template.Env{Now: d.now})
+	ctx, cancel := context.WithTimeout(ctx, e.requestTimeout)
+	defer cancel()
+	resp, err := f.via.send(ctx, f)
 	if err != nil {
-		// The error names seats and field keys, never a value.
-		d.log.Warn("render credential template", "app", f.call.AppID, "slot", f.grant.slot, "err", err)
-		if errors.Is(err, template.ErrMissingValue) {
-			return refuse(errcode.NetAuthFailed, "the connection is missing a credential value")
-		}
-		return refuse(errcode.NetAuthFailed, "the connection's credential template could not be rendered")
+		return err
 	}
-	f.scrub.Add(out.Secrets...)
-	for _, p := range out.Headers {
-		setInjected(f.header, p.Name, p.Value)
-	}
-	if len(out.Query) == 0 {
-		return nil
-	}
-	placed, err := template.PlaceQuery(f.target.String(), out.Query)
-	if err != nil {
-		return refuse(errcode.NetFetchFailed, "the credential query could not be placed")
-	}
-	u, err := url.Parse(placed)
-	if err != nil || u.Scheme != f.target.Scheme || u.Host != f.target.Host || u.User != nil {
-		return refuse(errcode.NetHostBlocked, "the credentialed url leaves the ceiling")
-	}
-	if h, ok := requestHost(u); !ok || h != f.host || !f.grant.inCeiling(h) {
-		return refuse(errcode.NetHostBlocked, "the credentialed url leaves the ceiling")
-	}
-	f.sendURL = u
-	return nil
-}
-
-// Gate 9: fetch. Redirects are never followed on any transport: a 3xx,
-// 304 included, is NET_REDIRECT_BLOCKED (ruling R9). The public transport
-// dials only gate 5's checked addresses; the LAN transport dials the
-// literal with the row's pin.
-func (d *Daemon) fetchUpstream(ctx context.Context, f *fetch) *errcode.Error {
-	if !f.departed {
-		ctx, cancel := context.WithTimeout(ctx, d.exec.requestTimeout)
-		defer cancel()
-		var body io.Reader
-		if f.req.HasBody || f.req.Body != "" {
-			body = strings.NewReader(f.req.Body)
-		}
-		req, err := http.NewRequestWithContext(ctx, f.req.Method, f.sendURL.String(), body)
-		if err != nil {
-			return refuse(errcode.NetInvalidRequest, "the request could not be built")
-		}
-		req.Header = f.header
-		var resp *transports.Response
-		if f.lan {
-			resp, err = d.exec.lan.Do(ctx, req, f.pin, wire.MaxNetResponseBody)
-		} else {
-			resp, err = d.exec.public.Do(ctx, req, f.resolved, wire.MaxNetResponseBody)
-		}
-		if err != nil {
-			return transportError(err)
-		}
-		f.resp = &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}
-	}
-	if f.resp.status >= 300 && f.resp.status <= 399 {
+	f.resp = resp
+	if resp.status >= 300 && resp.status <= 399 {
 		return refuse(errcode.NetRedirectBlocked, "the upstream answered with a redirect, which is never followed")
 	}
 	return nil
@@ -685,7 +553,7 @@ func encoded(h http.Header) bool {
 // are whitelist-filtered and content-length recomputed (R21). An upstream
 // status outside 100–599 is NET_FETCH_FAILED, and so is a body in a
 // content coding (gzip and the like): the scrub would be blind to it.
-func (d *Daemon) readResponse(_ context.Context, f *fetch) *errcode.Error {
+func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 	r := f.resp
 	if len(r.body) > wire.MaxNetResponseBody {
 		return refuse(errcode.NetSizeExceeded, "the response body exceeds 1048576 bytes")

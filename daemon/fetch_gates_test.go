@@ -25,13 +25,13 @@ func forgeRow(t *testing.T, r *rig, c store.Connection) {
 	if c.AllowedHosts == "" {
 		c.AllowedHosts = "[]"
 	}
-	err := r.d.store.Update(context.Background(), func(tx *store.Tx) error {
+	err := r.d.store.Update(t.Context(), func(tx *store.Tx) error {
 		return tx.ForgeConnectionForTest(c)
 	})
 	if err != nil {
 		t.Fatalf("forge row: %v", err)
 	}
-	if err := r.d.rebuildIndex(context.Background()); err != nil {
+	if err := r.d.rebuildIndex(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,7 +83,7 @@ func TestGates(t *testing.T) {
 		{name: "no rows", frame: frame("GET", "https://api.example.com/", nil), want: errcode.NetNotApproved},
 		{name: "declared row with a stored credential", setup: func(t *testing.T, r *rig) {
 			r.declare(t, "app1", apiKeyReq("ex", apiHost))
-			if err := r.d.SetCredentials(context.Background(), "app1", "ex", map[string]string{"api_key": secretKey}); err != nil {
+			if err := r.d.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": secretKey}); err != nil {
 				t.Fatal(err)
 			}
 		}, frame: frame("GET", "https://api.example.com/", nil), want: errcode.NetNotApproved},
@@ -108,13 +108,13 @@ func TestGates(t *testing.T) {
 		{name: "loopback literal", setup: keyed, frame: frame("GET", "https://[::1]/", nil), want: errcode.NetHostBlocked},
 		{name: "staged host is not granted", setup: func(t *testing.T, r *rig) {
 			keyed(t, r)
-			if _, err := r.d.stagePending(context.Background(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
+			if _, err := r.d.stagePending(t.Context(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
 				t.Fatal(err)
 			}
 		}, frame: frame("GET", "https://new.example.com/", nil), want: errcode.NetHostBlocked},
 		{name: "staged change keeps the old host", setup: func(t *testing.T, r *rig) {
 			keyed(t, r)
-			if _, err := r.d.stagePending(context.Background(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
+			if _, err := r.d.stagePending(t.Context(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
 				t.Fatal(err)
 			}
 		}, frame: frame("GET", "https://api.example.com/", nil)},
@@ -126,7 +126,7 @@ func TestGates(t *testing.T) {
 			v := lanReq("hue", "192.168.1.20")
 			delete(v, "declaredApiHosts")
 			r.connect(t, "app1", v, nil)
-			if c, _ := r.d.Connection(context.Background(), "app1", "hue"); len(c.AllowedHosts) != 0 {
+			if c, _ := r.d.Connection(t.Context(), "app1", "hue"); len(c.AllowedHosts) != 0 {
 				t.Fatalf("pre-collection ceiling = %v, want []", c.AllowedHosts)
 			}
 		}, frame: frame("GET", "https://192.168.1.20/api", nil), want: errcode.NetHostBlocked},
@@ -178,7 +178,7 @@ func TestGates(t *testing.T) {
 			if tc.llm {
 				del = DeliveryLLM
 			}
-			res, resp := r.netCtx(t, context.Background(), app, tc.frame, del)
+			res, resp := r.netCtx(t, t.Context(), app, tc.frame, del)
 			if res.Code != tc.want {
 				t.Fatalf("Net(%s) = code %q (%+v), want %q", tc.frame[:min(len(tc.frame), 120)], res.Code, resp.Error, tc.want)
 			}
@@ -244,7 +244,7 @@ func (g *gatedResolver) LookupNetIP(ctx context.Context, network, host string) (
 //
 // conformance: P3-X14-08, P3-X14-10, P3-X14-12
 func TestGrantChangedWhileWaiting(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	keyed := func(t *testing.T, r *rig) {
 		r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	}

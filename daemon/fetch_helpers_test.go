@@ -245,8 +245,10 @@ func newRig(t testing.TB, opts ...func(*Config)) *rig {
 			t.Errorf("the daemon's log carries a credential:\n%s", r.logs.String())
 		}
 	})
-	inner := d.readSecrets
-	d.readSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
+	// The executor's credential reader is its dependency; the rig wraps
+	// it to count the reads.
+	inner := d.exec.readSecrets
+	d.exec.readSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
 		r.reads.Add(1)
 		return inner(ctx, appID, slot)
 	}
@@ -383,15 +385,23 @@ func (r *rig) autoDecide(t testing.TB, allow bool, remember Remember) <-chan Con
 // waitConfirms waits until n confirms are pending.
 func waitConfirms(t testing.TB, d *Daemon, n int) []Confirm {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Subscribed before the first look: a confirm parked after it rings.
+	hints := d.Hints(ctx)
+	for {
 		if cs := d.Confirms(); len(cs) >= n {
 			return cs
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case _, ok := <-hints:
+			if !ok {
+				t.Fatalf("the daemon closed with %d pending confirms, want %d", len(d.Confirms()), n)
+			}
+		case <-ctx.Done():
+			t.Fatalf("waited for %d pending confirms, have %d", n, len(d.Confirms()))
+		}
 	}
-	t.Fatalf("waited for %d pending confirms, have %d", n, len(d.Confirms()))
-	return nil
 }
 
 // apiKeyReq is an api_key requirement with a header and a query template.

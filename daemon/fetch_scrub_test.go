@@ -86,8 +86,8 @@ func TestLLMDelivery(t *testing.T) {
 		io.WriteString(w, `{"bridge":"192.168.1.20","nas":"10.1.2.3","other":"172.20.0.9","public":"198.51.100.7","key":"`+secretKey+`","uri":"`+req.RequestURI+`"}`)
 	})
 	f := frame("GET", "https://api.example.com/v1", nil)
-	_, app := r.netCtx(t, context.Background(), "app1", f, DeliveryApp)
-	_, llm := r.netCtx(t, context.Background(), "app1", f, DeliveryLLM)
+	_, app := r.netCtx(t, t.Context(), "app1", f, DeliveryApp)
+	_, llm := r.netCtx(t, t.Context(), "app1", f, DeliveryLLM)
 	for _, lit := range []string{"192.168.1.20", "10.1.2.3", "172.20.0.9"} {
 		if !strings.Contains(app.Body, lit) {
 			t.Errorf("app-bound body lost %s: %s", lit, app.Body)
@@ -226,7 +226,7 @@ func TestStripBelt(t *testing.T) {
 	}
 	f := &fetch{call: NetCall{AppID: "app1", Delivery: DeliveryApp}, start: r.d.now(), index: r.d.index.Load(),
 		req: wire.NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "GET", Headers: sent}}
-	res := r.d.run(context.Background(), f, gates()[1:]) // every gate but the shape gate
+	res := r.d.exec.run(t.Context(), f, gates()[1:]) // every gate but the shape gate
 	if res.Code != "" {
 		t.Fatalf("Net = %q", res.Code)
 	}
@@ -457,7 +457,7 @@ func TestLANPinnedRefusesHTTP(t *testing.T) {
 		{"pinned http, another port", func(t *testing.T, r *rig) { r.setPin(t, "app1", "hue", r.lanPin()) }, "http://192.168.1.20:8080/api", errcode.NetSchemeBlocked},
 		{"pinned https", func(t *testing.T, r *rig) { r.setPin(t, "app1", "hue", r.lanPin()) }, "https://192.168.1.20/api", ""},
 		{"unreadable state, http", func(t *testing.T, r *rig) {
-			err := r.d.store.Update(context.Background(), func(tx *store.Tx) error {
+			err := r.d.store.Update(t.Context(), func(tx *store.Tx) error {
 				return tx.PutSecret(store.ConnectionStateKey("app1", "hue"), store.Secret("{not json"))
 			})
 			if err != nil {
@@ -505,7 +505,7 @@ func TestProviderErrorCutAfterScrub(t *testing.T) {
 				w.WriteHeader(http.StatusForbidden)
 				io.WriteString(w, `{"message":"`+tc.msg+`"}`)
 			})
-			res, _ := r.netCtx(t, context.Background(), "app1", frame("GET", tc.url, nil), tc.del)
+			res, _ := r.netCtx(t, t.Context(), "app1", frame("GET", tc.url, nil), tc.del)
 			if res.Status != 403 {
 				t.Fatalf("Net = %q/%d, want a 403 response", res.Code, res.Status)
 			}

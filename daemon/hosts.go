@@ -63,9 +63,11 @@ func (d *Daemon) Hosts(ctx context.Context) ([]hostauth.Host, error) {
 }
 
 // DeleteHost unpairs host id at once (hostauth.Book.Unpair): its token
-// stops authenticating and its requests in flight are cancelled before
-// DeleteHost returns. Errors: HOST_NOT_FOUND.
+// stops authenticating, every confirm it parked is withdrawn (a decision
+// for one afterwards is CONFIRM_WITHDRAWN, never an allow), and its
+// requests in flight are cancelled, all before DeleteHost returns.
+// Errors: HOST_NOT_FOUND.
 func (d *Daemon) DeleteHost(ctx context.Context, id string) error {
-	_, err := d.hosts.Unpair(ctx, id)
+	_, err := d.hosts.Unpair(ctx, id, func() { d.confirms.WithdrawHost(id) })
 	return err
 }

@@ -101,12 +101,6 @@ func buildAppGrants(rows []store.Connection) *appGrants {
 	return a
 }
 
-// grants returns appID's rows from the current snapshot (nil when the app
-// has none).
-func (d *Daemon) grants(appID string) *appGrants {
-	return d.index.Load().apps[appID]
-}
-
 // publishApp replaces one app's entry. Callers hold writeMu, so snapshots
 // are published in commit order.
 func (d *Daemon) publishApp(appID string, a *appGrants) {

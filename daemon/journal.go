@@ -50,21 +50,40 @@ type JournalQuery struct {
 	Limit          int   // 1..1000; 0 means 100
 }
 
+// journal is the executor's journal: the store it writes to, its clock
+// and logger, and the batcher of ordinary entries (a service the daemon
+// runs, services.go).
+type journal struct {
+	st    *store.Store
+	now   func() time.Time
+	log   *slog.Logger
+	batch *journalBatcher
+}
+
+func newJournal(st *store.Store, now func() time.Time, log *slog.Logger) *journal {
+	return &journal{st: st, now: now, log: log, batch: newJournalBatcher(st, log)}
+}
+
 // Journal returns one page of the journal, newest first, after flushing
 // the entries still queued.
 func (d *Daemon) Journal(ctx context.Context, q JournalQuery) ([]JournalEntry, error) {
+	return d.journal.query(ctx, q)
+}
+
+func (j *journal) query(ctx context.Context, q JournalQuery) ([]JournalEntry, error) {
 	if q.Limit < 0 || q.Limit > 1000 || q.Before < 0 {
 		return nil, errcode.New(errcode.BadRequest, "limit must be 0-1000 and before not negative")
 	}
-	d.journal.flush()
+	j.batch.flush()
 	var rows []store.JournalEntry
-	err := d.store.View(ctx, func(tx *store.Tx) error {
+	err := j.st.View(ctx, func(tx *store.Tx) error {
 		var err error
 		rows, err = tx.Journal(store.JournalQuery(q))
 		return err
 	})
 	if err != nil {
-		return nil, d.internal("read journal", err)
+		j.log.Error("read journal", "err", err)
+		return nil, errcode.Wrap(errcode.Internal, "read journal failed", err)
 	}
 	out := make([]JournalEntry, len(rows))
 	for i, r := range rows {
@@ -73,67 +92,70 @@ func (d *Daemon) Journal(ctx context.Context, q JournalQuery) ([]JournalEntry, e
 	return out, nil
 }
 
-// journalNow writes e synchronously (an unattended act) and reports
-// whether it was written.
-func (d *Daemon) journalNow(ctx context.Context, e store.JournalEntry) bool {
-	e.At = d.now()
-	err := d.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+// add queues an ordinary entry.
+func (j *journal) add(e store.JournalEntry) { j.batch.add(e) }
+
+// writeNow writes e synchronously (an unattended act) and reports whether
+// it was written.
+func (j *journal) writeNow(ctx context.Context, e store.JournalEntry) bool {
+	e.At = j.now()
+	err := j.st.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
 		_, err := tx.InsertJournal(e)
 		return err
 	})
 	if err != nil {
-		d.log.Error("write journal entry", "outcome", e.Outcome, "err", err)
+		j.log.Error("write journal entry", "outcome", e.Outcome, "err", err)
 		return false
 	}
 	return true
 }
 
 // record queues the journal entry of one executor request.
-func (d *Daemon) record(f *fetch, res NetResult) {
+func (e *executor) record(f *fetch, res NetResult) {
 	if checkAppID(f.call.AppID) != nil {
 		return // no identity to file it under
 	}
-	e := store.JournalEntry{
+	entry := store.JournalEntry{
 		At:       f.start,
 		AppID:    f.call.AppID,
 		Host:     f.journalHost(),
 		Method:   f.req.Method,
-		Duration: d.now().Sub(f.start),
+		Duration: e.now().Sub(f.start),
 		Status:   res.Status,
 		Code:     string(res.Code),
 		Note:     "",
 	}
-	e.ResolvedHost = f.resolvedHost()
+	entry.ResolvedHost = f.resolvedHost()
 	if f.grant != nil {
-		e.Slot = f.grant.slot
+		entry.Slot = f.grant.slot
 	} else if f.conn != nil {
-		e.Slot = f.conn.slot
+		entry.Slot = f.conn.slot
 	}
 	switch {
 	case f.err != nil:
-		e.Outcome, e.Gate = "refused", f.failedGate
-		if f.resp != nil || f.departed {
-			e.Outcome = "failed"
+		entry.Outcome, entry.Gate = "refused", f.failedGate
+		if f.resp != nil {
+			entry.Outcome = "failed"
 		}
 	default:
-		e.Outcome = "sent"
+		entry.Outcome = "sent"
 	}
 	switch f.approval {
 	case "standing":
-		e.Unattended, e.Note = true, "approved by a standing approval"
+		entry.Unattended, entry.Note = true, "approved by a standing approval"
 	case "session":
-		e.Note = "approved by session memory"
+		entry.Note = "approved by session memory"
 	case "user":
-		e.Note = "approved by the user"
+		entry.Note = "approved by the user"
 	case "":
 		if f.denial != "" {
-			e.Note = f.denial // who or what denied the confirm
+			entry.Note = f.denial // who or what denied the confirm
 		}
 	}
 	if f.probe {
-		e.Note = "probe"
+		entry.Note = "probe"
 	}
-	d.journal.add(e)
+	e.journal.add(entry)
 }
 
 // journalHost is the host the journal records: the symbolic form for a
@@ -164,13 +186,15 @@ const (
 )
 
 // journalBatcher writes queued entries in batches, one transaction each.
+// It is a service (services.go): Run writes until its context is done,
+// then writes what is queued and returns; add after that drops the entry
+// (only a closing daemon adds then).
 type journalBatcher struct {
 	st  *store.Store
 	log *slog.Logger
 	in  chan journalOp
-	wg  sync.WaitGroup
 
-	mu     sync.RWMutex // held shared by add, exclusively by close
+	mu     sync.RWMutex // held shared by add and flush, exclusively to close in
 	closed bool
 }
 
@@ -181,11 +205,7 @@ type journalOp struct {
 }
 
 func newJournalBatcher(st *store.Store, log *slog.Logger) *journalBatcher {
-	b := &journalBatcher{st: st, log: log, in: make(chan journalOp, journalQueue)}
-	b.wg.Add(1)
-	// The batcher lives until close.
-	go b.loop()
-	return b
+	return &journalBatcher{st: st, log: log, in: make(chan journalOp, journalQueue)}
 }
 
 func (b *journalBatcher) add(e store.JournalEntry) {
@@ -210,21 +230,22 @@ func (b *journalBatcher) flush() {
 	<-done
 }
 
-// close writes what is queued and stops the batcher.
-func (b *journalBatcher) close() {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return
-	}
-	b.closed = true
-	close(b.in)
-	b.mu.Unlock()
-	b.wg.Wait()
+// Run writes queued entries until ctx is done, then writes what is left
+// and returns nil. The loop keeps draining while the queue is closed, so
+// an add blocked on a full queue always gets through first.
+func (b *journalBatcher) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.closed = true
+		close(b.in)
+	})
+	defer stop()
+	b.loop()
+	return nil
 }
 
 func (b *journalBatcher) loop() {
-	defer b.wg.Done()
 	batch := make([]store.JournalEntry, 0, journalBatch)
 	var waiting []chan struct{}
 	for op := range b.in {

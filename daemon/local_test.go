@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -31,7 +30,7 @@ func TestLocalTransport(t *testing.T) {
 		h := &fakeHelper{status: 200, header: http.Header{"Content-Type": {"application/json"}, "X-Helper-Debug": {token}, "Link": {"<x?t=" + token + ">"}},
 			body: `{"sent":true,"echo":"` + token + `"}`}
 		r := setup(t, h, map[string]LocalTransport{"whatsapp": h})
-		ch := r.parkedNet(context.Background(), t, "app1", frame("POST", "https://whatsapp.sidecar.invalid/v1/messages?to=1",
+		ch := r.parkedNet(t.Context(), t, "app1", frame("POST", "https://whatsapp.sidecar.invalid/v1/messages?to=1",
 			map[string]any{"body": `{"text":"hi"}`, "headers": map[string]any{"Accept-Encoding": "gzip", "X-Trace": "1"}}))
 		cs := waitConfirms(t, r.d, 1)
 		if len(h.requests()) != 0 || r.reads.Load() != 0 {

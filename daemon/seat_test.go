@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -71,9 +70,11 @@ func TestOneSeat(t *testing.T) {
 			both = append(both, r)
 		}
 	}
-	// daemon.go only wires the fields (New, Close); custody.go defines
-	// slotSecrets and calls no transport.
-	if want := []string{"daemon.go", "fetch_gates.go"}; !slices.Equal(both, want) {
+	// fetch.go only wires the executor's fields (newExecutor);
+	// custody.go defines slotSecrets and calls no transport; the
+	// transports (fetch_transport.go) and the credential sources
+	// (fetch_inject.go) read no credential themselves.
+	if want := []string{"fetch.go", "fetch_gates.go"}; !slices.Equal(both, want) {
 		t.Errorf("files that both read credentials and reach a transport = %v, want %v", both, want)
 	}
 }
@@ -90,7 +91,7 @@ func TestInjectionCeilingCheck(t *testing.T) {
 	g := idx.apps["app1"].row("ex")
 	f := &fetch{call: NetCall{AppID: "app1"}, index: idx, grant: g, host: apiHost,
 		req: wire.NetRequest{Method: "GET"}, target: mustURL(t, "https://evil.example.com/x"), header: appHeader(nil)}
-	if err := r.d.render(f, map[string]string{"api_key": secretKey}); err == nil || err.Code != errcode.NetHostBlocked {
+	if err := r.d.exec.render(f, map[string]string{"api_key": secretKey}); err == nil || err.Code != errcode.NetHostBlocked {
 		t.Fatalf("render(off-ceiling target) = %v, want NET_HOST_BLOCKED", err)
 	}
 	if f.sendURL != nil && strings.Contains(f.sendURL.String(), "appid") {
@@ -112,7 +113,7 @@ func TestNoArmingFromTheApp(t *testing.T) {
 			frame("POST", "https://api.example.com/v1/standing", map[string]any{"body": `{"arm":true,"target":"T1","trigger":"reply"}`}),
 			frame("POST", "https://api.example.com/v1/threads/T1/messages", map[string]any{"standing": true}),
 		} {
-			r.d.Net(context.Background(), NetCall{AppID: "app1", Frame: f, Delivery: del})
+			r.d.Net(t.Context(), NetCall{AppID: "app1", Frame: f, Delivery: del})
 		}
 	}
 	if s := r.d.Standings(); len(s) != 0 {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -109,9 +110,13 @@ const (
 	maxStandingWindow = 24 * time.Hour
 )
 
+// standingGate is gate 6's standing approvals: the armed one, the grant
+// index it checks arming against and the journal its acts go to.
 type standingGate struct {
 	now     func() time.Time
 	targets func(*requirement.Requirement) []StandingTarget
+	index   *atomic.Pointer[grantIndex]
+	journal *journal
 
 	mu    sync.Mutex
 	armed *armedStanding // v1: at most one per daemon
@@ -125,8 +130,8 @@ type armedStanding struct {
 	sends   []time.Time // inside the window, oldest first
 }
 
-func newStandingGate(now func() time.Time, targets func(*requirement.Requirement) []StandingTarget) *standingGate {
-	return &standingGate{now: now, targets: targets}
+func newStandingGate(now func() time.Time, targets func(*requirement.Requirement) []StandingTarget, index *atomic.Pointer[grantIndex], j *journal) *standingGate {
+	return &standingGate{now: now, targets: targets, index: index, journal: j}
 }
 
 // ArmStanding arms a standing approval. The caller attests that the user
@@ -136,6 +141,10 @@ func newStandingGate(now func() time.Time, targets func(*requirement.Requirement
 // CONNECTION_NOT_APPROVED, STANDING_ARMED when one is armed already (v1:
 // one armed target per daemon; disarm it first).
 func (d *Daemon) ArmStanding(ctx context.Context, spec StandingSpec) (Standing, error) {
+	return d.standing.arm(ctx, spec)
+}
+
+func (g *standingGate) arm(ctx context.Context, spec StandingSpec) (Standing, error) {
 	if err := checkAppID(spec.AppID); err != nil {
 		return Standing{}, err
 	}
@@ -145,14 +154,13 @@ func (d *Daemon) ArmStanding(ctx context.Context, spec StandingSpec) (Standing, 
 	if err := spec.check(); err != nil {
 		return Standing{}, err
 	}
-	row := d.index.Load().apps[spec.AppID].row(spec.Slot)
+	row := g.index.Load().apps[spec.AppID].row(spec.Slot)
 	switch {
 	case row == nil:
 		return Standing{}, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
 	case !row.approved():
 		return Standing{}, errcode.New(errcode.ConnectionNotApproved, "only an approved connection can be armed")
 	}
-	g := d.standing
 	var rule *StandingTarget
 	if g.targets != nil {
 		for _, t := range g.targets(row.req) {
@@ -173,7 +181,7 @@ func (d *Daemon) ArmStanding(ctx context.Context, spec StandingSpec) (Standing, 
 	}
 	g.armed = a
 	g.mu.Unlock()
-	d.journalNow(ctx, store.JournalEntry{AppID: spec.AppID, Slot: spec.Slot, Method: rule.Method, Outcome: "standing-armed", Note: "trigger " + scrub.Clip(spec.Trigger, 64)})
+	g.journal.writeNow(ctx, store.JournalEntry{AppID: spec.AppID, Slot: spec.Slot, Method: rule.Method, Outcome: "standing-armed", Note: "trigger " + scrub.Clip(spec.Trigger, 64)})
 	return a.view(g.now()), nil
 }
 
@@ -226,8 +234,9 @@ func patternOK(p string) bool {
 }
 
 // Standings returns the armed standing approvals (v1: at most one).
-func (d *Daemon) Standings() []Standing {
-	g := d.standing
+func (d *Daemon) Standings() []Standing { return d.standing.list() }
+
+func (g *standingGate) list() []Standing {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.armed == nil {
@@ -239,7 +248,10 @@ func (d *Daemon) Standings() []Standing {
 // StandingFor returns the standing approval armed on (appID, slot), for
 // disclosure wherever the connection is disclosed (§17 rule 6).
 func (d *Daemon) StandingFor(appID, slot string) (Standing, bool) {
-	g := d.standing
+	return d.standing.armedOn(appID, slot)
+}
+
+func (g *standingGate) armedOn(appID, slot string) (Standing, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if a := g.armed; a != nil && a.spec.AppID == appID && a.spec.Slot == slot {
@@ -250,8 +262,9 @@ func (d *Daemon) StandingFor(appID, slot string) (Standing, bool) {
 
 // DisarmStanding disarms standing approval id; NOT_FOUND when none has
 // that id.
-func (d *Daemon) DisarmStanding(id string) error {
-	g := d.standing
+func (d *Daemon) DisarmStanding(id string) error { return d.standing.disarm(id) }
+
+func (g *standingGate) disarm(id string) error {
 	g.mu.Lock()
 	a := g.armed
 	if a == nil || a.id != id {
@@ -260,14 +273,15 @@ func (d *Daemon) DisarmStanding(id string) error {
 	}
 	g.armed = nil
 	g.mu.Unlock()
-	d.journal.add(store.JournalEntry{AppID: a.spec.AppID, Slot: a.spec.Slot, Outcome: "standing-disarmed"})
+	g.journal.add(store.JournalEntry{AppID: a.spec.AppID, Slot: a.spec.Slot, Outcome: "standing-disarmed"})
 	return nil
 }
 
 // KillStanding is the kill switch: it disarms every standing approval at
 // once and reports how many were armed.
-func (d *Daemon) KillStanding() int {
-	g := d.standing
+func (d *Daemon) KillStanding() int { return d.standing.kill() }
+
+func (g *standingGate) kill() int {
 	g.mu.Lock()
 	a := g.armed
 	g.armed = nil
@@ -275,7 +289,7 @@ func (d *Daemon) KillStanding() int {
 	if a == nil {
 		return 0
 	}
-	d.journal.add(store.JournalEntry{AppID: a.spec.AppID, Slot: a.spec.Slot, Outcome: "standing-killed"})
+	g.journal.add(store.JournalEntry{AppID: a.spec.AppID, Slot: a.spec.Slot, Outcome: "standing-killed"})
 	return 1
 }
 
@@ -302,7 +316,7 @@ func (a *armedStanding) view(now time.Time) Standing {
 // decide is the standing gate (see the top of this file). seat is the
 // confirm seat the ordinary confirm would show: the standing gate decides
 // on its slot and body, so a probe (no slot, no body) is never answered.
-func (g *standingGate) decide(ctx context.Context, d *Daemon, f *fetch, seat Confirm) standingVerdict {
+func (g *standingGate) decide(ctx context.Context, f *fetch, seat Confirm) standingVerdict {
 	if seat.Probe || seat.Slot == "" {
 		return standingNoOpinion
 	}
@@ -329,7 +343,7 @@ func (g *standingGate) decide(ctx context.Context, d *Daemon, f *fetch, seat Con
 	}
 	if ambiguous || pathTarget != bodyTarget {
 		entry.Outcome, entry.Code, entry.Note = "standing-refused", string(errcode.NetConfirmDenied), "target sources disagree"
-		d.journalNow(ctx, entry)
+		g.journal.writeNow(ctx, entry)
 		return standingRefuse
 	}
 	if pathTarget != spec.Target {
@@ -359,7 +373,7 @@ func (g *standingGate) decide(ctx context.Context, d *Daemon, f *fetch, seat Con
 	g.mu.Unlock()
 
 	entry.Outcome, entry.Note = "standing-approved", "trigger "+scrub.Clip(spec.Trigger, 64)
-	if !d.journalNow(ctx, entry) {
+	if !g.journal.writeNow(ctx, entry) {
 		return standingNoOpinion // an act that cannot be journaled is not taken unattended
 	}
 	return standingApprove

@@ -51,7 +51,7 @@ func arm(t *testing.T, r *rig, target string, mod func(*StandingSpec)) Standing 
 	if mod != nil {
 		mod(&spec)
 	}
-	s, err := r.d.ArmStanding(context.Background(), spec)
+	s, err := r.d.ArmStanding(t.Context(), spec)
 	if err != nil {
 		t.Fatalf("ArmStanding: %v", err)
 	}
@@ -69,22 +69,24 @@ func (r *rig) outcome(t *testing.T, f []byte) (prompted bool, code errcode.Code)
 // with remember. It reports whether the user was asked and the code.
 func (r *rig) promptAnswer(t *testing.T, app string, f []byte, allow bool, remember Remember) (prompted bool, code errcode.Code) {
 	t.Helper()
-	ch := r.parkedNet(context.Background(), t, app, f)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case res := <-ch:
-			return false, res.Code
-		default:
-		}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	hints := r.d.Hints(ctx) // before the request: its confirm rings
+	ch := r.parkedNet(ctx, t, app, f)
+	for {
 		if cs := r.d.Confirms(); len(cs) > 0 {
 			r.d.DecideConfirm(cs[0].ID, allow, remember)
 			return true, (<-ch).Code
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case res := <-ch:
+			return false, res.Code
+		case <-hints:
+		case <-ctx.Done():
+			t.Fatal("request neither finished nor prompted")
+			return false, ""
+		}
 	}
-	t.Fatal("request neither finished nor prompted")
-	return false, ""
 }
 
 // conformance: P3-S17-02, P3-S17-13, P3-S17-15
@@ -114,7 +116,7 @@ func TestArmStanding(t *testing.T) {
 		{"no gesture", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
 		{"control in target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T\n2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
 	} {
-		if _, err := r.d.ArmStanding(context.Background(), tc.spec); !errorsIsCode(err, tc.want) {
+		if _, err := r.d.ArmStanding(t.Context(), tc.spec); !errorsIsCode(err, tc.want) {
 			t.Errorf("ArmStanding(%s) = %v, want %s", tc.name, err, tc.want)
 		}
 	}
@@ -125,7 +127,7 @@ func TestArmStanding(t *testing.T) {
 		t.Errorf("second disarm = %v, want NOT_FOUND", err)
 	}
 	s = arm(t, r, "T2", nil)
-	if err := r.d.SetCredentials(context.Background(), "app1", "chat", map[string]string{"api_key": "rotated"}); err != nil {
+	if err := r.d.SetCredentials(t.Context(), "app1", "chat", map[string]string{"api_key": "rotated"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.d.Standings()) != 0 {
@@ -173,7 +175,7 @@ func TestStandingGate(t *testing.T) {
 			}
 		})
 	}
-	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", UnattendedOnly: true})
+	es, err := r.d.Journal(t.Context(), JournalQuery{AppID: "app1", UnattendedOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +218,7 @@ func TestStandingRateCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := r.d.Net(context.Background(), NetCall{AppID: "app1", Frame: reply("T1", "T1"), Delivery: DeliveryApp})
+			res := r.d.Net(t.Context(), NetCall{AppID: "app1", Frame: reply("T1", "T1"), Delivery: DeliveryApp})
 			codes <- res.Code
 		}()
 	}
@@ -270,11 +272,11 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 	u := mustURL(t, "https://api.example.com/v1/threads/T1/messages")
 	f := &fetch{call: NetCall{AppID: "app1"}, probe: true, index: r.d.index.Load(), target: u}
 	seat := Confirm{AppID: "app1", Host: apiHost, Method: "POST", URL: u.String(), Probe: true}
-	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingNoOpinion {
+	if v := r.d.standing.decide(t.Context(), f, seat); v != standingNoOpinion {
 		t.Fatalf("decide(probe) = %d, want no opinion", v)
 	}
 	seat.Probe, seat.Slot, seat.Body = false, "chat", `{"message":{"thread_id":"T1"}}`
-	if v := r.d.standing.decide(context.Background(), r.d, f, seat); v != standingApprove {
+	if v := r.d.standing.decide(t.Context(), f, seat); v != standingApprove {
 		t.Fatalf("decide(app send) = %d, want approve", v)
 	}
 
@@ -289,7 +291,7 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 		grant: idx.apps["app1"].row("chat"), host: apiHost, target: u,
 		req: wire.NetRequest{Method: "POST", Body: `{"message":{"thread_id":"T1"}}`, HasBody: true}}
 	done := make(chan *errcode.Error, 1)
-	go func() { done <- r.d.confirm(context.Background(), pf) }()
+	go func() { done <- r.d.exec.confirm(t.Context(), pf) }()
 	cs := waitConfirms(t, r.d, 1)
 	if c := cs[0]; !c.Probe || c.Slot != "" || c.Body != "" || c.Host != apiHost {
 		t.Errorf("probe confirm seat = %+v, want no slot, no body, Probe set", c)

@@ -54,6 +54,7 @@ const (
 	StarterNotVouched     Code = "STARTER_NOT_VOUCHED"
 	ImportInvalid         Code = "IMPORT_INVALID"
 	StandingArmed         Code = "STANDING_ARMED"
+	ConfirmWithdrawn      Code = "CONFIRM_WITHDRAWN"
 )
 
 // The loopback API's own refusals (api/API.md): the security chain and host
@@ -80,7 +81,7 @@ const (
 
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 52
+const numCodes = 53
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -156,5 +157,6 @@ func table() [numCodes]Entry {
 
 		// The pairing ceremonies.
 		{Code: ClaimRefused, Meaning: "a setup-token claim was refused; the message is a fixed sentence that says whether the token may be used up"},
+		{Code: ConfirmWithdrawn, Meaning: "the confirm was withdrawn (its host was unpaired, or snugd is shutting down); the decision changed nothing"},
 	}
 }

@@ -722,7 +722,11 @@ func (b *Book) Hosts(ctx context.Context) ([]Host, error) {
 // Unpair unpairs host id at once and returns the host it was: its token
 // stops authenticating, and every context Bind gave its requests is
 // cancelled, before Unpair returns. Errors: HOST_NOT_FOUND.
-func (b *Book) Unpair(ctx context.Context, id string) (Host, error) {
+// beforeCancel, when not nil, runs once the host is deleted and before its
+// requests are cancelled, with the book still locked, so that no request of
+// the host can start or decide anything in between (the daemon withdraws
+// the host's parked confirms there, issue 18).
+func (b *Book) Unpair(ctx context.Context, id string, beforeCancel func()) (Host, error) {
 	if err := b.lock(ctx); err != nil {
 		return Host{}, err
 	}
@@ -740,6 +744,9 @@ func (b *Book) Unpair(ctx context.Context, id string) (Host, error) {
 	}
 	if err != nil {
 		return Host{}, b.internal("delete host", err)
+	}
+	if beforeCancel != nil {
+		beforeCancel() // the host is gone from the store and authenticates nothing any more
 	}
 	b.remove(id)
 	b.log.Info("host unpaired", "host_id", id)

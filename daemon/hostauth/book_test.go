@@ -335,7 +335,7 @@ func TestUnpairRevokesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bk.Unpair(ctx, h.ID); err != nil {
+	if _, err := bk.Unpair(ctx, h.ID, nil); err != nil {
 		t.Fatalf("Unpair: %v", err)
 	}
 	_, err = bk.Authenticate(ctx, token, webOrigin)
@@ -343,7 +343,7 @@ func TestUnpairRevokesAtOnce(t *testing.T) {
 	if bk.PairedOrigin(ctx, webOrigin) {
 		t.Errorf("PairedOrigin after unpairing = true, want false")
 	}
-	_, err = bk.Unpair(ctx, h.ID)
+	_, err = bk.Unpair(ctx, h.ID, nil)
 	testutil.WantCode(t, err, errcode.HostNotFound)
 }
 
@@ -382,7 +382,7 @@ func TestUnpairCancelsBoundCalls(t *testing.T) {
 	if first.Err() != nil {
 		t.Fatalf("bound context cancelled before the unpairing: %v", first.Err())
 	}
-	if _, err := bk.Unpair(ctx, h.ID); err != nil {
+	if _, err := bk.Unpair(ctx, h.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if first.Err() == nil {
@@ -420,7 +420,7 @@ func TestRedeemRacingUnpair(t *testing.T) {
 					return
 				}
 				if len(hs) > 0 {
-					_, err := bk.Unpair(ctx, hs[0].ID)
+					_, err := bk.Unpair(ctx, hs[0].ID, nil)
 					deleted <- err == nil
 					return
 				}

@@ -246,25 +246,79 @@ func shapeCode(typ string) errcode.Code {
 // characters unescaped (so the size class measures what is sent), with
 // type and v: 1. A frame over its size class is an error, except a
 // NetResponse, which becomes the NET_SIZE_EXCEEDED answer to the same
-// request (R6: never a silent drop). Ignored frames cannot be encoded.
+// request (R6: never a silent drop); EncodeNetResponse says when it did.
+// Ignored frames cannot be encoded.
 func Encode(f Frame) ([]byte, error) {
-	if err := validate(f); err != nil {
-		return nil, err
+	if r, ok := f.(NetResponse); ok {
+		b, _, err := EncodeNetResponse(r)
+		return b, err
 	}
-	// Every frame type this package sends has its own MarshalJSON, which
-	// already writes compact, unescaped JSON: calling it directly spares
-	// encoding/json a second pass over the bytes.
-	b, err := f.(json.Marshaler).MarshalJSON()
+	s, b, err := encode(f)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) <= FrameLimit(f.FrameType()) {
-		return b, nil
+	if len(b) > FrameLimit(s.FrameType()) {
+		return nil, fmt.Errorf("encode %s: frame is %d bytes, over its %d-byte size class", s.FrameType(), len(b), FrameLimit(s.FrameType()))
 	}
-	if r, ok := f.(NetResponse); ok {
-		return NetErrorResponse(r.RequestID, r.URL, errcode.New(errcode.NetSizeExceeded, "the response exceeds the net frame size class")).MarshalJSON()
+	return b, nil
+}
+
+// EncodeNetResponse encodes r as Encode does. When r is over the net
+// size class, b is instead the NET_SIZE_EXCEEDED answer to the same
+// request (R6) and replaced is true, so the caller records the refusal
+// without reading the bytes.
+func EncodeNetResponse(r NetResponse) (b []byte, replaced bool, err error) {
+	_, b, err = encode(r)
+	if err != nil {
+		return nil, false, err
 	}
-	return nil, fmt.Errorf("encode %s: frame is %d bytes, over its %d-byte size class", f.FrameType(), len(b), FrameLimit(f.FrameType()))
+	if len(b) <= FrameLimit(TypeNetResponse) {
+		return b, false, nil
+	}
+	b, err = NetErrorResponse(r.RequestID, r.URL, errcode.New(errcode.NetSizeExceeded, "the response exceeds the net frame size class")).MarshalJSON()
+	return b, err == nil, err
+}
+
+// A sendable frame is one this package sends: it validates itself and
+// writes its own compact, unescaped JSON (sparing encoding/json a second
+// pass over the bytes). Ignored is not one: no non-spec type is minted.
+type sendable interface {
+	Frame
+	json.Marshaler
+	Validate() error
+}
+
+// The thirteen frame types this package sends.
+var (
+	_ sendable = AppAnnounce{}
+	_ sendable = HostReady{}
+	_ sendable = AppMessage{}
+	_ sendable = AppCancel{}
+	_ sendable = AppResponse{}
+	_ sendable = DBRequest{}
+	_ sendable = DBResponse{}
+	_ sendable = NetRequest{}
+	_ sendable = NetResponse{}
+	_ sendable = OpenURLRequest{}
+	_ sendable = OpenURLResult{}
+	_ sendable = HostEvent{}
+	_ sendable = AppEvent{}
+)
+
+// encode validates f and marshals it, whatever its size.
+func encode(f Frame) (sendable, []byte, error) {
+	s, ok := f.(sendable)
+	if !ok {
+		return nil, nil, fmt.Errorf("encode %s: not a frame this package sends", f.FrameType())
+	}
+	if err := s.Validate(); err != nil {
+		return nil, nil, err
+	}
+	b, err := s.MarshalJSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, b, nil
 }
 
 func marshal(v any) ([]byte, error) {
@@ -275,37 +329,4 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// validate checks a frame before it is sent.
-func validate(f Frame) error {
-	switch f := f.(type) {
-	case AppAnnounce:
-		return f.Validate()
-	case HostReady:
-		return f.Validate()
-	case AppMessage:
-		return f.Validate()
-	case AppCancel:
-		return f.Validate()
-	case AppResponse:
-		return f.Validate()
-	case DBRequest:
-		return f.Validate()
-	case DBResponse:
-		return f.Validate()
-	case NetRequest:
-		return f.Validate()
-	case NetResponse:
-		return f.Validate()
-	case OpenURLRequest:
-		return f.Validate()
-	case OpenURLResult:
-		return f.Validate()
-	case HostEvent:
-		return f.Validate()
-	case AppEvent:
-		return f.Validate()
-	}
-	return fmt.Errorf("encode %s: not a frame this package sends", f.FrameType())
 }

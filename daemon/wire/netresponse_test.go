@@ -140,6 +140,16 @@ func TestEncodeOversizedNetResponse(t *testing.T) {
 	if got.RequestID != "r9" || got.Error == nil || got.Error.Code != errcode.NetSizeExceeded || got.Body != "" {
 		t.Errorf("Encode(oversized) = %s, want the NET_SIZE_EXCEEDED answer to r9", b)
 	}
+	// EncodeNetResponse says so, with the same bytes; a frame that fits is
+	// not replaced, even one whose requestId spells "ok":false.
+	b2, replaced, err := EncodeNetResponse(r)
+	if err != nil || !replaced || string(b2) != string(b) {
+		t.Errorf("EncodeNetResponse(oversized) = %s, %t, %v; want Encode's bytes, replaced", b2, replaced, err)
+	}
+	small, _ := NewNetResponse(`"ok":false`, "", 200, nil, "")
+	if b, replaced, err := EncodeNetResponse(small); err != nil || replaced || !strings.Contains(string(b), `"status":200`) {
+		t.Errorf("EncodeNetResponse(small) = %s, %t, %v; want it as it is", b, replaced, err)
+	}
 	// HTML characters are not escaped: a body of '<' stays the size it is.
 	r, _ = NewNetResponse("r9", "", 200, nil, strings.Repeat("<", MaxNetResponseBody))
 	b, _ = Encode(r)

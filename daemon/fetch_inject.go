@@ -1,0 +1,170 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/template"
+)
+
+// Gate 8's credential sources. Injection asks the source of the grant's
+// kind; a new kind of credential is a new source here, never a new branch
+// in the gates. Every source ends with the row's templates (render), so a
+// header or query template works beside any credential.
+//
+// Today: templateSource (api_key, bearer_token, basic_auth, none),
+// oauthSource (the two OAuth kinds: the bearer from Config.Tokens) and
+// helperSource (linked_device: the helper token from the slot's
+// credential slice when the request departs to a helper). The OAuth
+// refresher and the helper supervisor plug in behind Config.Tokens and
+// Config.LocalTransports; a source needs nothing else.
+
+// A credentialSource injects one kind's credential into f at gate 8: it
+// sets headers on f.header, places query credentials on f.sendURL (through
+// render) and adds every injected value to f.scrub. values is the slot's
+// one credential read: nil when the row injects nothing and its transport
+// needs no state. An error ends the request; its message is a fixed
+// sentence.
+type credentialSource interface {
+	inject(ctx context.Context, e *executor, f *fetch, values map[string]string) *errcode.Error
+}
+
+// credentialSources maps each kind to its source (templateSource for the
+// kinds without an entry).
+func credentialSources(tokens TokenSource) map[requirement.Kind]credentialSource {
+	oauth := oauthSource{tokens}
+	return map[requirement.Kind]credentialSource{
+		requirement.KindOAuth2ClientCreds: oauth,
+		requirement.KindOAuth2AuthCode:    oauth,
+		requirement.KindLinkedDevice:      helperSource{},
+	}
+}
+
+// sourceFor returns the credential source of kind k.
+func (e *executor) sourceFor(k requirement.Kind) credentialSource {
+	if s, ok := e.sources[k]; ok {
+		return s
+	}
+	return templateSource{}
+}
+
+// Gate 8: injection, per kind. The slot's credential slice is read once,
+// here, when the row injects anything or its transport needs the slot's
+// state (the LAN pin, the helper token); none reads no credential. Query
+// credentials are placed only now, after the ceiling decision, and the
+// final URL is re-checked against the ceiling.
+//
+// A LAN request reads the slot's state for the device's pin. Once a pin
+// is recorded, every later request verifies against it (§12.11), so plain
+// http, which cannot, is refused: gate 4's http admission is for a device
+// that was never paired over TLS, not a way around its pin.
+func (e *executor) inject(ctx context.Context, f *fetch) *errcode.Error {
+	g := f.grant
+	var values map[string]string
+	if g.injects || f.via.needsState() {
+		var err *errcode.Error
+		if values, err = e.credentials(ctx, f); err != nil {
+			return err
+		}
+	}
+	if f.lan && f.target.Scheme == "http" && f.pinned {
+		return refuse(errcode.NetSchemeBlocked, "the device is paired over https, so plain http is refused")
+	}
+	return e.sourceFor(g.req.Kind).inject(ctx, e, f, values)
+}
+
+// templateSource renders the row's header and query templates.
+type templateSource struct{}
+
+func (templateSource) inject(_ context.Context, e *executor, f *fetch, values map[string]string) *errcode.Error {
+	return e.render(f, values)
+}
+
+// oauthSource takes the bearer of an OAuth-kind connection from the
+// TokenSource (which refreshes inside its own ceiling-checked seat), then
+// renders the templates.
+type oauthSource struct{ tokens TokenSource }
+
+func (s oauthSource) inject(ctx context.Context, e *executor, f *fetch, values map[string]string) *errcode.Error {
+	if s.tokens == nil {
+		return refuse(errcode.NetAuthFailed, "the connection has no token source")
+	}
+	tctx, cancel := context.WithTimeout(ctx, e.requestTimeout)
+	tok, err := s.tokens.AccessToken(tctx, f.call.AppID, f.grant.slot)
+	cancel()
+	if err != nil || tok == "" || strings.ContainsAny(tok, "\r\n\x00") {
+		// The token source's error is its own seat's to log: its text
+		// could carry what it submitted, which this seat cannot scrub.
+		e.log.Warn("access token unavailable", "app", f.call.AppID, "slot", f.grant.slot)
+		return refuse(errcode.NetAuthFailed, "the connection could not obtain an access token")
+	}
+	f.scrub.Add(tok)
+	setInjected(f.header, "Authorization", "Bearer "+tok)
+	return e.render(f, values)
+}
+
+// helperSource gives a request departing to a local helper the helper
+// token, the value of the slot's first field, then renders the templates.
+// A linked_device request to any other host gets the templates alone.
+type helperSource struct{}
+
+func (helperSource) inject(_ context.Context, e *executor, f *fetch, values map[string]string) *errcode.Error {
+	if _, ok := f.via.(helperTransport); ok {
+		req := f.grant.req
+		if len(req.Fields) > 0 {
+			f.token = values[req.Fields[0].Key]
+		}
+		if f.token == "" {
+			return refuse(errcode.NetAuthFailed, "the connection has no helper token")
+		}
+	}
+	return e.render(f, values)
+}
+
+// render runs the row's templates over f's request, sets the rendered
+// headers and places the query credentials onto sendURL, re-checked
+// against the ceiling.
+func (e *executor) render(f *fetch, values map[string]string) *errcode.Error {
+	f.sendURL = f.target
+	if !f.grant.injects {
+		return nil
+	}
+	out, err := f.grant.templates.Render(values, template.Request{
+		Method:       f.req.Method,
+		URL:          f.target.String(),
+		PathAndQuery: f.target.RequestURI(),
+		Body:         f.req.Body,
+	}, template.Env{Now: e.now})
+	if err != nil {
+		// The error names seats and field keys, never a value.
+		e.log.Warn("render credential template", "app", f.call.AppID, "slot", f.grant.slot, "err", err)
+		if errors.Is(err, template.ErrMissingValue) {
+			return refuse(errcode.NetAuthFailed, "the connection is missing a credential value")
+		}
+		return refuse(errcode.NetAuthFailed, "the connection's credential template could not be rendered")
+	}
+	f.scrub.Add(out.Secrets...)
+	for _, p := range out.Headers {
+		setInjected(f.header, p.Name, p.Value)
+	}
+	if len(out.Query) == 0 {
+		return nil
+	}
+	placed, err := template.PlaceQuery(f.target.String(), out.Query)
+	if err != nil {
+		return refuse(errcode.NetFetchFailed, "the credential query could not be placed")
+	}
+	u, err := url.Parse(placed)
+	if err != nil || u.Scheme != f.target.Scheme || u.Host != f.target.Host || u.User != nil {
+		return refuse(errcode.NetHostBlocked, "the credentialed url leaves the ceiling")
+	}
+	if h, ok := requestHost(u); !ok || h != f.host || !f.grant.inCeiling(h) {
+		return refuse(errcode.NetHostBlocked, "the credentialed url leaves the ceiling")
+	}
+	f.sendURL = u
+	return nil
+}

@@ -1,0 +1,112 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/transports"
+)
+
+// The transports a request departs by (gate 9). Each request's is chosen
+// once, where the spec places the choice: gate 5 for the network (the
+// public transport with gate 5's checked addresses, or the LAN transport
+// with the row's pin), gate 6a for a local helper. A new transport (the
+// LAN-paired device's, a helper's) is a new type here and one choice in
+// gate 5 or 6a.
+
+// A transport sends f's request as gates 7 and 8 prepared it (f.header,
+// f.sendURL, f.token) and returns the answer, its body capped at 1 MiB.
+type transport interface {
+	send(ctx context.Context, f *fetch) (*upstream, *errcode.Error)
+	// needsState reports whether gate 8 must read the slot's credential
+	// slice even when the row injects nothing: the LAN pin, the helper
+	// token.
+	needsState() bool
+}
+
+// publicTransport dials only the addresses gate 5 checked.
+type publicTransport struct {
+	t        *transports.Public
+	resolved transports.Resolved
+}
+
+func (p publicTransport) needsState() bool { return false }
+
+func (p publicTransport) send(ctx context.Context, f *fetch) (*upstream, *errcode.Error) {
+	req, err := httpRequest(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	resp, derr := p.t.Do(ctx, req, p.resolved, wire.MaxNetResponseBody)
+	if derr != nil {
+		return nil, transportError(derr)
+	}
+	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}, nil
+}
+
+// lanTransport dials the RFC-1918 literal with the row's pin (§12.11).
+type lanTransport struct{ t *transports.LAN }
+
+func (l lanTransport) needsState() bool { return true }
+
+func (l lanTransport) send(ctx context.Context, f *fetch) (*upstream, *errcode.Error) {
+	req, err := httpRequest(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	resp, derr := l.t.Do(ctx, req, f.pin, wire.MaxNetResponseBody)
+	if derr != nil {
+		return nil, transportError(derr)
+	}
+	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}, nil
+}
+
+// httpRequest builds the network request from what gates 7 and 8 made.
+func httpRequest(ctx context.Context, f *fetch) (*http.Request, *errcode.Error) {
+	var body io.Reader
+	if f.req.HasBody || f.req.Body != "" {
+		body = strings.NewReader(f.req.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, f.req.Method, f.sendURL.String(), body)
+	if err != nil {
+		return nil, refuse(errcode.NetInvalidRequest, "the request could not be built")
+	}
+	req.Header = f.header
+	return req, nil
+}
+
+// helperTransport sends to a registered local helper (Part V): the path
+// and query, the stripped and injected headers, the body and the helper
+// token. The helper's error is logged scrubbed, never shown.
+type helperTransport struct {
+	id  string
+	t   LocalTransport
+	log *slog.Logger
+}
+
+func (h helperTransport) needsState() bool { return true }
+
+func (h helperTransport) send(ctx context.Context, f *fetch) (*upstream, *errcode.Error) {
+	resp, err := h.t.Do(ctx, LocalRequest{
+		AppID:        f.call.AppID,
+		Slot:         f.grant.slot,
+		Method:       f.req.Method,
+		PathAndQuery: f.sendURL.RequestURI(),
+		Header:       f.header,
+		Body:         f.req.Body,
+		Token:        f.token,
+	})
+	if err != nil {
+		h.log.Warn("local helper failed", "helper", h.id, "err", f.scrub.Apply(err.Error()))
+		return nil, refuse(errcode.NetFetchFailed, "the local helper did not answer")
+	}
+	if len(resp.Body) > wire.MaxNetResponseBody {
+		return nil, refuse(errcode.NetSizeExceeded, "the response body exceeds 1048576 bytes")
+	}
+	return &upstream{status: resp.Status, header: resp.Header, body: resp.Body}, nil
+}
