@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snug/snugd/internal/testutil"
 	"github.com/labstack/echo/v4"
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // TestHostHeader: only 127.0.0.1, [::1] and localhost with the listener's

@@ -126,7 +126,7 @@ func TestDenyAfterDecide(t *testing.T) {
 	p := b.queue[0]
 	b.mu.Unlock()
 	b.resolveBy(p, true, RememberOnce, DeniedByUser)
-	cancel()                          // the turn aborts after the decision
+	cancel()                                          // the turn aborts after the decision
 	b.resolveBy(p, false, RememberOnce, DeniedByUser) // and a late deny arrives
 	wg.Wait()
 	if !got {
