@@ -71,9 +71,17 @@ const (
 	HostNotFound         Code = "HOST_NOT_FOUND"
 )
 
+// Grant integrity and host isolation (issue 10): review-bound approval,
+// app ownership and request bodies that never arrive.
+const (
+	ReviewStale    Code = "REVIEW_STALE"
+	AppNotFound    Code = "APP_NOT_FOUND"
+	RequestTimeout Code = "REQUEST_TIMEOUT"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 51
+const numCodes = 54
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -146,5 +154,9 @@ func table() [numCodes]Entry {
 		{Code: PairingRedeemed, Meaning: "the pairing's token was already released; pair again"},
 		{Code: VerifierMismatch, Meaning: "the verifier does not hash to the pairing's challenge"},
 		{Code: HostNotFound, Meaning: "no paired host with that id"},
+		// Grant integrity and host isolation.
+		{Code: ReviewStale, Meaning: "the row changed since the review whose reviewToken the approval carries; review it again"},
+		{Code: AppNotFound, Meaning: "no such app for this host: it belongs to another host or to the administrator"},
+		{Code: RequestTimeout, Retryable: true, Meaning: "the request body did not arrive in time"},
 	}
 }

@@ -23,3 +23,7 @@ func ValidSlot(s string) bool {
 	}
 	return true
 }
+
+// ValidFieldKey reports whether s has the shape of a field key,
+// ^[a-z0-9_]{1,40}$ (the parser's rule, which also refuses a leading "_").
+func ValidFieldKey(s string) bool { return validFieldKey(s) }
