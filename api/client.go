@@ -239,14 +239,59 @@ func (c *Client) writer(ctx context.Context, appID, slot, act string) (Connectio
 	return out.Connection, err
 }
 
-// Approve calls POST …/{slot}/approve.
-func (c *Client) Approve(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
-	return c.writer(ctx, appID, slot, "approve")
+// ApproveReview calls POST …/{slot}/approve bound to the review with
+// reviewToken: 409 REVIEW_STALE when the row changed since.
+func (c *Client) ApproveReview(ctx context.Context, appID, slot, reviewToken string) (ConnectionJSON, error) {
+	var out ConnectionResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/approve", ApproveRequest{ReviewToken: reviewToken}, &out)
+	return out.Connection, err
 }
 
-// Reapprove calls POST …/{slot}/reapprove.
+// ReapproveReview calls POST …/{slot}/reapprove bound to the review with
+// reviewToken, as ApproveReview does.
+func (c *Client) ReapproveReview(ctx context.Context, appID, slot, reviewToken string) (ConnectionJSON, error) {
+	var out ConnectionResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/reapprove", ApproveRequest{ReviewToken: reviewToken}, &out)
+	return out.Connection, err
+}
+
+// Approve reads the review of (appID, slot) and approves what it read
+// (ApproveReview with that review's token). It shows nobody anything: a
+// caller that puts the review in front of a person calls Review and
+// ApproveReview itself, as snugd ctl approve does.
+func (c *Client) Approve(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
+	rv, err := c.Review(ctx, appID, slot)
+	if err != nil {
+		return ConnectionJSON{}, err
+	}
+	return c.ApproveReview(ctx, appID, slot, rv.ReviewToken)
+}
+
+// Reapprove is Approve for a staged change (ReapproveReview).
 func (c *Client) Reapprove(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
-	return c.writer(ctx, appID, slot, "reapprove")
+	rv, err := c.Review(ctx, appID, slot)
+	if err != nil {
+		return ConnectionJSON{}, err
+	}
+	return c.ReapproveReview(ctx, appID, slot, rv.ReviewToken)
+}
+
+// AppAccess calls GET /v1/apps/{appId}/access (ctl).
+func (c *Client) AppAccess(ctx context.Context, appID string) (AccessResponse, error) {
+	var out AccessResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/apps/"+esc(appID)+"/access", nil, &out)
+}
+
+// ShareApp calls POST /v1/apps/{appId}/shares (ctl).
+func (c *Client) ShareApp(ctx context.Context, appID, hostID string) (AccessResponse, error) {
+	var out AccessResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/apps/"+esc(appID)+"/shares", ShareRequest{HostID: hostID}, &out)
+}
+
+// UnshareApp calls DELETE /v1/apps/{appId}/shares/{hostId} (ctl).
+func (c *Client) UnshareApp(ctx context.Context, appID, hostID string) (AccessResponse, error) {
+	var out AccessResponse
+	return out, c.do(ctx, http.MethodDelete, "/v1/apps/"+esc(appID)+"/shares/"+esc(hostID), nil, &out)
 }
 
 // Revoke calls POST …/{slot}/revoke.

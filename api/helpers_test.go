@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,8 @@ type env struct {
 	ctl   *Client
 	clock *clock
 	logs  *lockedBuffer
+	// seeded are the apps seed wrote, in order (shareSeeded).
+	seeded []string
 }
 
 type lockedBuffer struct {
@@ -173,6 +176,9 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 func (e *env) seed(s seed) {
 	e.t.Helper()
 	ctx := e.t.Context()
+	if !slices.Contains(e.seeded, s.app) {
+		e.seeded = append(e.seeded, s.app)
+	}
 	if _, err := e.ctl.PutConnection(ctx, s.app, s.slot, requirementJSON(s.slot, s.hosts...)); err != nil {
 		e.t.Fatalf("seed %+v: %v", s, err)
 	}
@@ -211,7 +217,27 @@ func (e *env) pair(surface, origin string) string {
 	if err != nil || r.State != "approved" || r.Token == "" {
 		e.t.Fatalf("Redeem = %+v, %v", r, err)
 	}
+	e.shareSeeded()
 	return r.Token
+}
+
+// shareSeeded gives the newest paired host every app seeded so far (on
+// the ctl channel, so the administrator's): the tests' hosts are the
+// user's own, and most of them pair after seeding. Tests of app ownership
+// pair their hosts before any app exists, or check what this gives.
+func (e *env) shareSeeded() {
+	e.t.Helper()
+	ctx := e.t.Context()
+	hs, err := e.ctl.Hosts(ctx)
+	if err != nil || len(hs.Hosts) == 0 {
+		e.t.Fatalf("Hosts = %+v, %v", hs, err)
+	}
+	host := hs.Hosts[len(hs.Hosts)-1].HostID
+	for _, app := range e.seeded {
+		if _, err := e.ctl.ShareApp(ctx, app, host); err != nil {
+			e.t.Fatalf("ShareApp(%s, %s): %v", app, host, err)
+		}
+	}
 }
 
 // req is a raw request over TCP.

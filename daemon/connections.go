@@ -451,16 +451,21 @@ func (d *Daemon) reapproveRow(tx *store.Tx, cur *store.Connection) (*store.Conne
 // nothing can land between the check and the write.
 func boundTo(token string, decide func(*store.Tx, *store.Connection) (*store.Connection, error)) func(*store.Tx, *store.Connection) (*store.Connection, error) {
 	return func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		// The writer's own refusals first (no row, the wrong status, a
+		// requirement that no longer validates): they say more than a
+		// stale token would. decide writes nothing; its row is used only
+		// once the token matches.
+		next, err := decide(tx, cur)
+		if err != nil {
+			return nil, err
+		}
 		if token == "" {
 			return nil, errcode.New(errcode.BadRequest, "reviewToken is required: read the review (GET …/review) and send its reviewToken")
-		}
-		if cur == nil {
-			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
 		}
 		if !sameToken(token, reviewToken(fromRow(*cur))) {
 			return nil, errcode.New(errcode.ReviewStale, "the connection changed since it was reviewed: review it again")
 		}
-		return decide(tx, cur)
+		return next, nil
 	}
 }
 

@@ -162,14 +162,14 @@ func (c *ctl) fail(err error) int {
 			fmt.Fprintf(c.e.stderr, "%s: snugd is not running for %s (nothing answers on %s)\nhint: start it with \"snugd start\" (the installed service) or \"snugd run --data-dir %s\"; or pass the --data-dir it uses\n", c.name, c.dataDir, sock, c.dataDir)
 		}
 	case errors.As(err, &apiErr):
-		fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", c.name, apiErr.Code, apiErr.Message)
+		fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", shownArgs([]any{c.name, string(apiErr.Code), apiErr.Message})...)
 		for _, d := range apiErr.Details {
-			fmt.Fprintf(c.e.stderr, "  %s: %s\n", d.Path, d.Rule)
+			fmt.Fprintf(c.e.stderr, "  %s: %s\n", shownArgs([]any{d.Path, d.Rule})...)
 		}
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(c.e.stderr, "%s: interrupted\n", c.name)
 	default:
-		fmt.Fprintf(c.e.stderr, "%s: %v\n", c.name, err)
+		fmt.Fprintf(c.e.stderr, "%s: %s\n", c.name, shown(err.Error()))
 	}
 	return exitNo
 }
@@ -193,8 +193,9 @@ func (c *ctl) printJSONLine(v any) {
 	enc.Encode(v)
 }
 
-// out prints a line on stdout.
-func (c *ctl) out(format string, a ...any) { fmt.Fprintf(c.e.stdout, format+"\n", a...) }
+// out prints a line on stdout. Its string arguments are outside text more
+// often than not, so every one is printed shown (ctl_text.go).
+func (c *ctl) out(format string, a ...any) { fmt.Fprintf(c.e.stdout, format+"\n", shownArgs(a)...) }
 
 // parseCtlArgs parses flags and positional arguments in any order ("hosts
 // approve CODE --json" as well as "--json hosts approve CODE"); "--" ends
