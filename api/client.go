@@ -56,6 +56,11 @@ type ClientOptions struct {
 // it is not running, or its socket is not where the client looked.
 var ErrUnreachable = errors.New("snugd is not answering")
 
+// ErrUnsafeSocket is wrapped by the error of a ctl call refused before
+// anything was sent: the socket or its data directory is not root's or
+// the caller's, or others may write the directory (checkCtlSocket).
+var ErrUnsafeSocket = errors.New("refusing the ctl socket")
+
 // Error is an API refusal: the HTTP status and the error body.
 type Error struct {
 	Status    int
@@ -82,8 +87,21 @@ func DialCtl(dataDir string, opts ClientOptions) *Client {
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				if err := checkCtlSocket(socket); err != nil {
+					return nil, err
+				}
 				var d net.Dialer
-				return d.DialContext(ctx, "unix", socket)
+				conn, err := d.DialContext(ctx, "unix", socket)
+				if err != nil {
+					return nil, err
+				}
+				// The listener must be root's or ours, as the socket file
+				// is: a socket file swapped after the check is caught here.
+				if err := checkPeer(conn); err != nil {
+					conn.Close()
+					return nil, fmt.Errorf("%w: %v", ErrUnsafeSocket, err)
+				}
+				return conn, nil
 			},
 			DisableCompression: true,
 		}}
@@ -152,6 +170,13 @@ func (c *Client) send(ctx context.Context, method, path string, in any, contentT
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, ErrUnsafeSocket) {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // the refusal itself, without the request line
+			}
+			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
