@@ -64,6 +64,10 @@ const decidedKeep = 1024
 const (
 	maxParkedPerApp = 16
 	maxParked       = 256
+	// maxParkedBytes bounds what the parked confirms hold in total
+	// (bodies and URLs): 256 of them at 256 KiB each would be 64 MiB
+	// held on callers' behalf. Past it a new confirm is denied at once.
+	maxParkedBytes = 16 << 20
 )
 
 type confirmBroker struct {
@@ -118,7 +122,7 @@ func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
 	c.ExpiresAt = c.CreatedAt.Add(b.timeout)
 	p := &parkedConfirm{c: c, done: make(chan bool, 1)}
 	b.mu.Lock()
-	if b.closed || len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp {
+	if b.closed || len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp || b.parkedBytes()+confirmBytes(c) > maxParkedBytes {
 		b.mu.Unlock()
 		return askFull
 	}
@@ -156,6 +160,18 @@ func (b *confirmBroker) parkedBy(appID string) int {
 	}
 	return n
 }
+
+// parkedBytes sums what the parked confirms hold. The caller holds b.mu.
+func (b *confirmBroker) parkedBytes() int {
+	n := 0
+	for _, q := range b.queue {
+		n += confirmBytes(q.c)
+	}
+	return n
+}
+
+// confirmBytes is what one parked confirm holds of its caller's request.
+func confirmBytes(c Confirm) int { return len(c.Body) + len(c.URL) + len(c.Host) + len(c.Method) + len(c.Slot) }
 
 // resolve decides p once. It is the only writer of p.done.
 func (b *confirmBroker) resolve(p *parkedConfirm, allow bool, remember Remember) {
