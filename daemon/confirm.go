@@ -171,7 +171,9 @@ func (b *confirmBroker) parkedBytes() int {
 }
 
 // confirmBytes is what one parked confirm holds of its caller's request.
-func confirmBytes(c Confirm) int { return len(c.Body) + len(c.URL) + len(c.Host) + len(c.Method) + len(c.Slot) }
+func confirmBytes(c Confirm) int {
+	return len(c.Body) + len(c.URL) + len(c.Host) + len(c.Method) + len(c.Slot)
+}
 
 // resolve decides p once. It is the only writer of p.done.
 func (b *confirmBroker) resolve(p *parkedConfirm, allow bool, remember Remember) {
