@@ -151,7 +151,7 @@ func (s *Server) decide(c echo.Context) error {
 		// an unknown id. One no longer pending is the daemon's to
 		// answer (a no-op for a decided id, which nobody can guess).
 		if cf, ok := s.d.ConfirmByID(param(c, "id")); ok && !mine(cf.AppID) {
-			return errNoConfirm()
+			return errcode.New(errcode.NotFound, "no such confirm") // DecideConfirm's answer for an unknown id
 		}
 	}
 	if err := s.d.DecideConfirm(param(c, "id"), allow, remember); err != nil {

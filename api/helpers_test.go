@@ -67,6 +67,8 @@ type env struct {
 	logs  *lockedBuffer
 	// seeded are the apps seed wrote, in order (shareSeeded).
 	seeded []string
+	// lastHost is the id of the host pair paired last.
+	lastHost string
 }
 
 type lockedBuffer struct {
@@ -205,6 +207,7 @@ func (e *env) host(token, origin string) *Client {
 func (e *env) pair(surface, origin string) string {
 	e.t.Helper()
 	ctx := e.t.Context()
+	before := e.hostIDs()
 	c := e.host("", origin)
 	p, err := c.Pair(ctx, PairRequest{Name: "test " + surface, Surface: surface, Origin: origin, Challenge: challengeOf(verifier)})
 	if err != nil {
@@ -217,22 +220,36 @@ func (e *env) pair(surface, origin string) string {
 	if err != nil || r.State != "approved" || r.Token == "" {
 		e.t.Fatalf("Redeem = %+v, %v", r, err)
 	}
-	e.shareSeeded()
+	for id := range e.hostIDs() {
+		if !before[id] {
+			e.lastHost = id
+		}
+	}
+	e.shareSeeded(e.lastHost)
 	return r.Token
 }
 
-// shareSeeded gives the newest paired host every app seeded so far (on
-// the ctl channel, so the administrator's): the tests' hosts are the
-// user's own, and most of them pair after seeding. Tests of app ownership
-// pair their hosts before any app exists, or check what this gives.
-func (e *env) shareSeeded() {
+// hostIDs returns the ids of the paired hosts.
+func (e *env) hostIDs() map[string]bool {
+	e.t.Helper()
+	hs, err := e.ctl.Hosts(e.t.Context())
+	if err != nil {
+		e.t.Fatalf("Hosts: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, h := range hs.Hosts {
+		ids[h.HostID] = true
+	}
+	return ids
+}
+
+// shareSeeded gives host every app seeded so far (on the ctl channel, so
+// the administrator's): the tests' hosts are the user's own, and most of
+// them pair after seeding. Tests of app ownership pair their hosts before
+// any app exists, or check what this gives.
+func (e *env) shareSeeded(host string) {
 	e.t.Helper()
 	ctx := e.t.Context()
-	hs, err := e.ctl.Hosts(ctx)
-	if err != nil || len(hs.Hosts) == 0 {
-		e.t.Fatalf("Hosts = %+v, %v", hs, err)
-	}
-	host := hs.Hosts[len(hs.Hosts)-1].HostID
 	for _, app := range e.seeded {
 		if _, err := e.ctl.ShareApp(ctx, app, host); err != nil {
 			e.t.Fatalf("ShareApp(%s, %s): %v", app, host, err)
