@@ -218,7 +218,7 @@ func TestCtlHostsApproveShowsTheRequestFirst(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "--yes") {
 		t.Fatalf("hosts approve without a terminal = %d, %q, %q", code, out, errOut)
 	}
-	if strings.Index(out, "origin") < 0 || strings.Index(out, "origin") > strings.Index(out, "name") || !strings.Contains(out, "desktop") || !strings.Contains(out, "asked") {
+	if !strings.Contains(out, "origin") || strings.Index(out, "origin") > strings.Index(out, "name") || !strings.Contains(out, "desktop") || !strings.Contains(out, "asked") {
 		t.Errorf("hosts approve printed %q; want origin, then name, surface and age", out)
 	}
 	if ps, _ := td.d.PendingPairings(t.Context()); len(ps) != 1 {
