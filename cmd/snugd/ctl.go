@@ -177,7 +177,7 @@ func (c *ctl) fail(err error) int {
 
 // printJSON writes v as indented JSON on stdout.
 func (c *ctl) printJSON(v any) int {
-	enc := json.NewEncoder(c.e.stdout)
+	enc := json.NewEncoder(jsonShown{c.e.stdout}) // hidden characters escaped (ctl_text.go)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
@@ -189,7 +189,7 @@ func (c *ctl) printJSON(v any) int {
 // printJSONLine writes v as one line of JSON on stdout: what the following
 // commands (confirms --watch, journal --follow) print per item with --json.
 func (c *ctl) printJSONLine(v any) {
-	enc := json.NewEncoder(c.e.stdout)
+	enc := json.NewEncoder(jsonShown{c.e.stdout})
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
 }

@@ -258,3 +258,28 @@ func TestCtlImportReportShowsHostileAppIDs(t *testing.T) {
 		t.Errorf("the import report carries raw control or bidi characters: %q", out)
 	}
 }
+
+// TestJSONOutputEscapesHiddenCharacters: --json output is read by people
+// too; a bidi override or a zero-width space inside a string comes out as
+// a \u escape, and the document decodes to the same value.
+func TestJSONOutputEscapesHiddenCharacters(t *testing.T) {
+	in := map[string]any{"appId": "evil\u202egpj", "note": "a\u200bb\ufeff", "plain": "café\n", "emoji": "𝄞\U000e0001"}
+	var out strings.Builder
+	c := &ctl{e: env{stdout: &out, stderr: &out}}
+	if code := c.printJSON(in); code != exitOK {
+		t.Fatalf("printJSON = %d", code)
+	}
+	s := out.String()
+	if strings.ContainsAny(s, "\u202e\u200b\ufeff\U000e0001") || !strings.Contains(s, `evil\u202egpj`) || !strings.Contains(s, "café") {
+		t.Errorf("printJSON wrote %q", s)
+	}
+	var back map[string]any
+	if err := json.Unmarshal([]byte(s), &back); err != nil {
+		t.Fatalf("the output is not JSON: %v", err)
+	}
+	for k, v := range in {
+		if back[k] != v {
+			t.Errorf("%s = %q, want %q", k, back[k], v)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -85,4 +87,35 @@ func shownArgs(a []any) []any {
 		}
 	}
 	return out
+}
+
+// jsonShown is the --json output's shown: it writes JSON with every hidden
+// non-ASCII rune (bidi controls, zero-width and other format characters,
+// separators, U+FFFD) spelled as a \u escape. Such runes can only be
+// inside JSON strings, where the escape means the same character, so the
+// document is unchanged for a program and readable for a person. ASCII
+// passes as encoding/json wrote it (it escapes the C0 controls itself;
+// newlines and tabs outside strings are its indentation), except DEL.
+type jsonShown struct{ w io.Writer }
+
+func (j jsonShown) Write(p []byte) (int, error) {
+	if !needsEscape(string(p)) {
+		return j.w.Write(p)
+	}
+	var b strings.Builder
+	for _, r := range string(p) {
+		if r < 0x7f || !hidden(r) {
+			b.WriteRune(r)
+			continue
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		} else {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	if _, err := io.WriteString(j.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
