@@ -36,3 +36,11 @@ CREATE TABLE snugd_replaced (
   replaced_at TEXT NOT NULL,
   PRIMARY KEY (app_id, slot)
 );
+
+-- Apps from before this table: with exactly one paired host there is
+-- only one host they can be from, so they stay its own. With several, no
+-- one can say which; they are the administrator's until shared.
+INSERT INTO snugd_app_owners (app_id, host_id, claimed_at)
+SELECT DISTINCT c.app_id, h.id, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+FROM snug_connections AS c, snugd_hosts AS h
+WHERE (SELECT count(*) FROM snugd_hosts) = 1;
