@@ -439,6 +439,13 @@ func TestUnpairedHostsAppsGoToTheAdministrator(t *testing.T) {
 	if conns, err := b.Connections(ctx, "mine"); err != nil || len(conns) != 1 {
 		t.Fatalf("B after share = %+v, %v", conns, err)
 	}
+	// A share lets B write; it does not make B the owner.
+	if _, err := b.PutConnection(ctx, "mine", "second", requirementJSON("second", "api.example.com")); err != nil {
+		t.Fatalf("B writing a shared app: %v", err)
+	}
+	if acc, _ := e.ctl.AppAccess(ctx, "mine"); acc.Owner != "" || len(acc.Shared) != 1 || acc.Shared[0] != bID {
+		t.Fatalf("access after B's write = %+v, want no owner and B's share", acc)
+	}
 	if _, err := e.ctl.UnshareApp(ctx, "mine", bID); err != nil {
 		t.Fatal(err)
 	}

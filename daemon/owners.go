@@ -54,20 +54,38 @@ func callerHost(ctx context.Context) (hostID string, ok bool) {
 // reach, whatever it asked.
 func errAppNotFound() error { return errcode.New(errcode.AppNotFound, "no such app") }
 
-// mayReach reports whether host may reach appID, inside tx.
-func mayReach(tx *store.Tx, appID, host string) (bool, error) {
+// reach is how a host reaches an app.
+type reach int
+
+const (
+	reachNone  reach = iota // another host's, or the administrator's
+	reachHeld               // the host owns it or was given it
+	reachClaim              // nobody holds it and it has no row: a write claims it
+)
+
+// reachOf says how host reaches appID, inside tx.
+func reachOf(tx *store.Tx, appID, host string) (reach, error) {
 	a, err := tx.AppAccess(appID)
 	if err != nil {
-		return false, err
+		return reachNone, err
 	}
 	if a.OwnerHostID == host || slices.Contains(a.Shared, host) {
-		return true, nil
+		return reachHeld, nil
 	}
 	if a.Claimed {
-		return false, nil
+		return reachNone, nil
 	}
 	n, err := tx.CountConnections(appID)
-	return n == 0, err
+	if err != nil || n > 0 {
+		return reachNone, err
+	}
+	return reachClaim, nil
+}
+
+// mayReach reports whether host may reach appID, inside tx.
+func mayReach(tx *store.Tx, appID, host string) (bool, error) {
+	r, err := reachOf(tx, appID, host)
+	return r != reachNone, err
 }
 
 // AppVisible reports whether the caller of ctx may reach appID: always
@@ -127,14 +145,18 @@ func claimOnWrite(ctx context.Context, tx *store.Tx, appID string) error {
 	if !ok {
 		return nil
 	}
-	visible, err := mayReach(tx, appID, host)
-	if err != nil {
+	r, err := reachOf(tx, appID, host)
+	switch {
+	case err != nil:
 		return err
-	}
-	if !visible {
+	case r == reachNone:
 		return errAppNotFound()
+	case r == reachClaim:
+		// Only a new app is claimed: a host given an administrator's
+		// app by a share writes in it without becoming its owner.
+		return tx.ClaimApp(appID, host)
 	}
-	return tx.ClaimApp(appID, host)
+	return nil
 }
 
 // AppAccess returns who may reach appID over the host API: its owner's
