@@ -40,15 +40,24 @@ func ctlHosts(ctx context.Context, c *ctl, args []string) int {
 	}
 	switch pos[0] {
 	case "approve", "deny":
-		call := c.client.ApproveHost
+		call, shownID := c.client.ApproveHost, ""
 		if pos[0] == "deny" {
 			call = c.client.DenyHost
-		} else if code, ok := c.showPairing(ctx, pos[1], *yes); !ok {
-			return code
+		} else {
+			id, code, ok := c.showPairing(ctx, pos[1], *yes)
+			if !ok {
+				return code
+			}
+			shownID = id
 		}
 		p, err := call(ctx, pos[1])
 		if err != nil {
 			return c.fail(err)
+		}
+		if shownID != "" && p.PairingID != shownID {
+			// Codes are unique among pending requests, so this takes a
+			// request expiring and another drawing its code in between.
+			fmt.Fprintf(c.e.stderr, "%s: warning: the daemon approved pairing %s, not the request shown (%s); check snugd ctl hosts list and revoke what you do not recognise\n", c.name, shown(p.PairingID), shown(shownID))
 		}
 		if c.json {
 			return c.printJSON(api.DecisionResponse{Pairing: p}) // the API's answer, as is
@@ -107,13 +116,14 @@ func describePairing(origin, name, surface string) string {
 
 // showPairing prints the pending pairing request with code — origin,
 // name, surface and age — and asks y/N on a terminal (--yes without
-// one), before snugd ctl hosts approve acts. A code that matches no
+// one), before snugd ctl hosts approve acts. It returns the id of the
+// request shown. A code that matches no
 // pending request is refused here, without asking the daemon to act on
 // it: what is approved is only ever a request that was shown.
-func (c *ctl) showPairing(ctx context.Context, code string, yes bool) (int, bool) {
+func (c *ctl) showPairing(ctx context.Context, code string, yes bool) (pairingID string, exit int, ok bool) {
 	hs, err := c.client.Hosts(ctx)
 	if err != nil {
-		return c.fail(err), false
+		return "", c.fail(err), false
 	}
 	want := pairingCodeKey(code)
 	var p *api.PairingJSON
@@ -124,7 +134,7 @@ func (c *ctl) showPairing(ctx context.Context, code string, yes bool) (int, bool
 	}
 	if p == nil {
 		fmt.Fprintf(c.e.stderr, "%s: no pending pairing request has that code (it may have expired): snugd ctl hosts list shows them\n", c.name)
-		return exitNo, false
+		return "", exitNo, false
 	}
 	if !c.json {
 		origin := p.Origin
@@ -139,9 +149,9 @@ func (c *ctl) showPairing(ctx context.Context, code string, yes bool) (int, bool
 		c.out("approving lets this host create apps and ask for their connections on this device")
 	}
 	if ok, code := c.confirm(yes, "approve this host?"); !ok {
-		return code, false
+		return "", code, false
 	}
-	return 0, true
+	return p.PairingID, 0, true
 }
 
 // pairingCodeKey reads a pairing code as the daemon does: case, spaces
