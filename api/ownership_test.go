@@ -154,7 +154,6 @@ func (e *env) rawAs(token, method, path, body string) (int, string) {
 // leaves, no confirm is decided. A route added to the table without saying
 // how it reaches an app, or with a scope this test has no check for, fails
 // here.
-// conformance: P3-C12.1-01
 func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 	o := newOwned(t)
 	e := o.e
@@ -460,7 +459,7 @@ func TestUnpairedHostsAppsGoToTheAdministrator(t *testing.T) {
 // TestApproveOverTheAPINeedsTheReviewToken: approve with {} (what every
 // host sent before) is refused and writes nothing; the review's token
 // approves; a token of a review older than the row is 409 REVIEW_STALE.
-// conformance: P3-C12.3-02
+// conformance: P3-C12.3-21
 func TestApproveOverTheAPINeedsTheReviewToken(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()

@@ -14,7 +14,7 @@ import (
 // TestApproveOfARowReplacedAfterItsReviewIsStale: a directive that lands
 // between the review and the approve replaces the declared row with other
 // hosts. Approval bound to the review refuses it and freezes nothing.
-// conformance: P3-C12.3-02
+// conformance: P3-C12.3-21
 func TestApproveOfARowReplacedAfterItsReviewIsStale(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
@@ -53,7 +53,7 @@ func TestApproveOfARowReplacedAfterItsReviewIsStale(t *testing.T) {
 // TestReapproveOfAChangeRestagedAfterItsReviewIsStale: the diff shown was
 // of one staged change; another was staged before the re-approval. The
 // re-approval refuses, and the grant keeps its old ceiling.
-// conformance: P3-C12.3-03
+// conformance: P3-C12.3-20, P3-C12.3-21
 func TestReapproveOfAChangeRestagedAfterItsReviewIsStale(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
@@ -86,7 +86,7 @@ func TestReapproveOfAChangeRestagedAfterItsReviewIsStale(t *testing.T) {
 // file's hosts. The import wipes it (and the _connection state) in its
 // transaction, says so per row, and the review shows the diff against the
 // grant it replaced, truthfully naming it as approved here.
-// conformance: P3-C12.4-03, P3-S13-02
+// conformance: P3-C12.4-03
 func TestImportNeverRepointsAStoredCredential(t *testing.T) {
 	src := newTestDaemon(t)
 	approved(t, src, "app", req("wx", "evil.example.com"))
