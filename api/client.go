@@ -56,6 +56,11 @@ type ClientOptions struct {
 // it is not running, or its socket is not where the client looked.
 var ErrUnreachable = errors.New("snugd is not answering")
 
+// ErrUnsafeSocket is wrapped by the error of a ctl call refused before
+// anything was sent: the socket or its data directory is not root's or
+// the caller's, or others may write the directory (checkCtlSocket).
+var ErrUnsafeSocket = errors.New("refusing the ctl socket")
+
 // Error is an API refusal: the HTTP status and the error body.
 type Error struct {
 	Status    int
@@ -82,8 +87,21 @@ func DialCtl(dataDir string, opts ClientOptions) *Client {
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				if err := checkCtlSocket(socket); err != nil {
+					return nil, err
+				}
 				var d net.Dialer
-				return d.DialContext(ctx, "unix", socket)
+				conn, err := d.DialContext(ctx, "unix", socket)
+				if err != nil {
+					return nil, err
+				}
+				// The listener must be root's or ours, as the socket file
+				// is: a socket file swapped after the check is caught here.
+				if err := checkPeer(conn); err != nil {
+					conn.Close()
+					return nil, fmt.Errorf("%w: %v", ErrUnsafeSocket, err)
+				}
+				return conn, nil
 			},
 			DisableCompression: true,
 		}}
@@ -152,6 +170,13 @@ func (c *Client) send(ctx context.Context, method, path string, in any, contentT
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, ErrUnsafeSocket) {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // the refusal itself, without the request line
+			}
+			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
@@ -239,14 +264,59 @@ func (c *Client) writer(ctx context.Context, appID, slot, act string) (Connectio
 	return out.Connection, err
 }
 
-// Approve calls POST …/{slot}/approve.
-func (c *Client) Approve(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
-	return c.writer(ctx, appID, slot, "approve")
+// ApproveReview calls POST …/{slot}/approve bound to the review with
+// reviewToken: 409 REVIEW_STALE when the row changed since.
+func (c *Client) ApproveReview(ctx context.Context, appID, slot, reviewToken string) (ConnectionJSON, error) {
+	var out ConnectionResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/approve", ApproveRequest{ReviewToken: reviewToken}, &out)
+	return out.Connection, err
 }
 
-// Reapprove calls POST …/{slot}/reapprove.
+// ReapproveReview calls POST …/{slot}/reapprove bound to the review with
+// reviewToken, as ApproveReview does.
+func (c *Client) ReapproveReview(ctx context.Context, appID, slot, reviewToken string) (ConnectionJSON, error) {
+	var out ConnectionResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/reapprove", ApproveRequest{ReviewToken: reviewToken}, &out)
+	return out.Connection, err
+}
+
+// Approve reads the review of (appID, slot) and approves what it read
+// (ApproveReview with that review's token). It shows nobody anything: a
+// caller that puts the review in front of a person calls Review and
+// ApproveReview itself, as snugd ctl approve does.
+func (c *Client) Approve(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
+	rv, err := c.Review(ctx, appID, slot)
+	if err != nil {
+		return ConnectionJSON{}, err
+	}
+	return c.ApproveReview(ctx, appID, slot, rv.ReviewToken)
+}
+
+// Reapprove is Approve for a staged change (ReapproveReview).
 func (c *Client) Reapprove(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
-	return c.writer(ctx, appID, slot, "reapprove")
+	rv, err := c.Review(ctx, appID, slot)
+	if err != nil {
+		return ConnectionJSON{}, err
+	}
+	return c.ReapproveReview(ctx, appID, slot, rv.ReviewToken)
+}
+
+// AppAccess calls GET /v1/apps/{appId}/access (ctl).
+func (c *Client) AppAccess(ctx context.Context, appID string) (AccessResponse, error) {
+	var out AccessResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/apps/"+esc(appID)+"/access", nil, &out)
+}
+
+// ShareApp calls POST /v1/apps/{appId}/shares (ctl).
+func (c *Client) ShareApp(ctx context.Context, appID, hostID string) (AccessResponse, error) {
+	var out AccessResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/apps/"+esc(appID)+"/shares", ShareRequest{HostID: hostID}, &out)
+}
+
+// UnshareApp calls DELETE /v1/apps/{appId}/shares/{hostId} (ctl).
+func (c *Client) UnshareApp(ctx context.Context, appID, hostID string) (AccessResponse, error) {
+	var out AccessResponse
+	return out, c.do(ctx, http.MethodDelete, "/v1/apps/"+esc(appID)+"/shares/"+esc(hostID), nil, &out)
 }
 
 // Revoke calls POST …/{slot}/revoke.

@@ -67,8 +67,28 @@ func (s *Server) writer(c echo.Context, write func(context.Context, string, stri
 	return c.JSON(http.StatusOK, ConnectionResponse{Connection: j})
 }
 
-func (s *Server) approve(c echo.Context) error   { return s.writer(c, s.d.Approve) }
-func (s *Server) reapprove(c echo.Context) error { return s.writer(c, s.d.Reapprove) }
+// reviewed adapts approve and reapprove: the body must carry the
+// reviewToken of the review the user saw (GET …/review), and a row that
+// changed since is 409 REVIEW_STALE with nothing written.
+func (s *Server) reviewed(c echo.Context, write func(context.Context, string, string, string) (daemon.Connection, error)) error {
+	var req ApproveRequest
+	if err := bindOptional(c, &req); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	row, err := write(ctx, param(c, "appId"), param(c, "slot"), req.ReviewToken)
+	if err != nil {
+		return err
+	}
+	j, err := s.connectionJSON(ctx, row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, ConnectionResponse{Connection: j})
+}
+
+func (s *Server) approve(c echo.Context) error   { return s.reviewed(c, s.d.ApproveReviewed) }
+func (s *Server) reapprove(c echo.Context) error { return s.reviewed(c, s.d.ReapproveReviewed) }
 func (s *Server) revoke(c echo.Context) error    { return s.writer(c, s.d.Revoke) }
 func (s *Server) reconnect(c echo.Context) error { return s.writer(c, s.d.Reconnect) }
 
@@ -200,6 +220,17 @@ func (s *Server) review(c echo.Context) error {
 	}
 	for _, d := range rv.Diff {
 		out.Diff = append(out.Diff, FieldDiff{Path: d.Path, Old: rawOrNull(d.Old), New: rawOrNull(d.New)})
+	}
+	out.ReviewToken = rv.Token
+	if r := rv.Replaced; r != nil {
+		out.Replaced = &ReplacedJSON{
+			Status: string(r.Status), ApprovedAt: timePtr(r.GrantedAt), RequirementVersion: r.RequirementVersion,
+			Hosts: nonNil(r.Hosts), CredentialsCleared: r.CredentialsCleared, ReplacedAt: Time{r.ReplacedAt},
+			Diff: make([]FieldDiff, 0, len(rv.ReplacedDiff)),
+		}
+		for _, d := range rv.ReplacedDiff {
+			out.Replaced.Diff = append(out.Replaced.Diff, FieldDiff{Path: d.Path, Old: rawOrNull(d.Old), New: rawOrNull(d.New)})
+		}
 	}
 	return c.JSON(http.StatusOK, out)
 }

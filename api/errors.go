@@ -33,6 +33,9 @@ func statusTable() map[errcode.Code]int {
 		errcode.ConnectionNotFound: http.StatusNotFound,
 		errcode.PairingNotFound:    http.StatusNotFound,
 		errcode.HostNotFound:       http.StatusNotFound,
+		errcode.ReviewStale:        http.StatusConflict,
+		errcode.AppNotFound:        http.StatusNotFound,
+		errcode.RequestTimeout:     http.StatusRequestTimeout,
 		// 405.
 		errcode.MethodNotAllowed: http.StatusMethodNotAllowed,
 		// 409: a writer refusing a transition.

@@ -23,6 +23,7 @@ import (
 func (s *Server) events(c echo.Context) error {
 	ctx := c.Request().Context()
 	hints := s.d.Hints(ctx)
+	mine := s.d.AppFilter(ctx) // nil on the ctl channel: every hint
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -44,6 +45,9 @@ func (s *Server) events(c echo.Context) error {
 			if !ok {
 				return nil
 			}
+			if mine != nil && !s.hintVisible(h, mine) {
+				continue // another host's app: no doorbell either
+			}
 			err = writeEvent(w, h)
 		case <-beat.C:
 			_, err = fmt.Fprint(w, ": ping\n\n")
@@ -52,6 +56,22 @@ func (s *Server) events(c echo.Context) error {
 			return nil // the client is gone
 		}
 		w.Flush()
+	}
+}
+
+// hintVisible reports whether a host may hear hint h: a connection hint
+// of one of its apps, a confirm hint of one of its apps' pending confirms
+// (one already decided is no longer anyone's to refetch), and the hints
+// that name no app.
+func (s *Server) hintVisible(h daemon.Hint, mine func(string) bool) bool {
+	switch h.Type {
+	case daemon.HintConnectionChanged:
+		return mine(h.AppID)
+	case daemon.HintConfirmPending:
+		cf, ok := s.d.ConfirmByID(h.ID)
+		return ok && mine(cf.AppID)
+	default:
+		return h.AppID == "" || mine(h.AppID)
 	}
 }
 

@@ -30,6 +30,9 @@ func (s *Server) net(c echo.Context) error {
 	if !plainText(req.AppID) {
 		return errcode.New(errcode.BadRequest, "appId holds control characters") // as a path would refuse it
 	}
+	if err := s.d.CheckApp(c.Request().Context(), req.AppID); err != nil {
+		return err // another host's app: as if it did not exist (scopeBody)
+	}
 	var delivery daemon.Delivery
 	switch req.Delivery {
 	case "app":
@@ -40,7 +43,7 @@ func (s *Server) net(c echo.Context) error {
 		return errcode.New(errcode.BadRequest, `delivery must be "app" or "llm"`)
 	}
 	ctx := c.Request().Context()
-	hostID, _ := ctx.Value(hostKey).(string) // "" on the ctl channel
+	hostID, _ := daemon.CallerHost(ctx) // "" on the ctl channel
 	return frame(c, s.d.Net(ctx, daemon.NetCall{AppID: req.AppID, Frame: req.Frame, Delivery: delivery, HostID: hostID}))
 }
 
@@ -89,7 +92,11 @@ func (s *Server) facts(c echo.Context) error {
 // confirms lists the pending confirms, oldest first.
 func (s *Server) confirms(c echo.Context) error {
 	out := ConfirmsResponse{Confirms: []ConfirmJSON{}}
+	mine := s.d.AppFilter(c.Request().Context())
 	for _, cf := range s.d.Confirms() {
+		if mine != nil && !mine(cf.AppID) {
+			continue // scopeFiltered: another host's app
+		}
 		out.Confirms = append(out.Confirms, confirmJSON(cf))
 	}
 	return c.JSON(http.StatusOK, out)
@@ -97,12 +104,27 @@ func (s *Server) confirms(c echo.Context) error {
 
 // confirm answers one pending confirm.
 func (s *Server) confirm(c echo.Context) error {
-	cf, ok := s.d.ConfirmByID(param(c, "id"))
+	cf, ok := s.confirmFor(c)
 	if !ok {
-		return errcode.New(errcode.NotFound, "no pending confirm has that id")
+		return errNoConfirm()
 	}
 	return c.JSON(http.StatusOK, ConfirmResponse{Confirm: confirmJSON(cf)})
 }
+
+// confirmFor returns the pending confirm of the route's :id when the
+// caller may see its app; another host's confirm is not there for it.
+func (s *Server) confirmFor(c echo.Context) (daemon.Confirm, bool) {
+	cf, ok := s.d.ConfirmByID(param(c, "id"))
+	if !ok {
+		return daemon.Confirm{}, false
+	}
+	if mine := s.d.AppFilter(c.Request().Context()); mine != nil && !mine(cf.AppID) {
+		return daemon.Confirm{}, false
+	}
+	return cf, true
+}
+
+func errNoConfirm() error { return errcode.New(errcode.NotFound, "no pending confirm has that id") }
 
 // decide records the user's decision on a confirm (204). Deciding a
 // confirm that was already decided is a no-op.
@@ -127,6 +149,14 @@ func (s *Server) decide(c echo.Context) error {
 	default:
 		return errcode.New(errcode.BadRequest, `remember must be "once" or "session"`)
 	}
+	if mine := s.d.AppFilter(c.Request().Context()); mine != nil {
+		// A host decides only its apps' pending confirms: another's is
+		// an unknown id. One no longer pending is the daemon's to
+		// answer (a no-op for a decided id, which nobody can guess).
+		if cf, ok := s.d.ConfirmByID(param(c, "id")); ok && !mine(cf.AppID) {
+			return errcode.New(errcode.NotFound, "no such confirm") // DecideConfirm's answer for an unknown id
+		}
+	}
 	if err := s.d.DecideConfirm(param(c, "id"), allow, remember); err != nil {
 		return err
 	}
@@ -136,7 +166,7 @@ func (s *Server) decide(c echo.Context) error {
 // standings lists the armed standing approvals.
 func (s *Server) standings(c echo.Context) error {
 	out := StandingsResponse{Standing: []StandingJSON{}}
-	for _, st := range s.d.Standings() {
+	for _, st := range s.standingsFor(c) {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
 	return c.JSON(http.StatusOK, out)
@@ -151,6 +181,9 @@ func (s *Server) arm(c echo.Context) error {
 	}
 	if !plainText(req.AppID) {
 		return errcode.New(errcode.BadRequest, "appId holds control characters") // as a path would refuse it
+	}
+	if err := s.d.CheckApp(c.Request().Context(), req.AppID); err != nil {
+		return err // scopeBody
 	}
 	spec := daemon.StandingSpec{
 		AppID: req.AppID, Slot: req.Slot, Target: req.Target, Trigger: req.Trigger, MaxSends: req.MaxSends,
@@ -204,6 +237,16 @@ func parseClock(s string) (time.Duration, bool) {
 
 // disarm disarms one standing approval (204).
 func (s *Server) disarm(c echo.Context) error {
+	if mine := s.d.AppFilter(c.Request().Context()); mine != nil {
+		id, found := param(c, "id"), false
+		for _, st := range s.standingsFor(c) {
+			found = found || st.ID == id
+		}
+		if !found {
+			// Another host's standing approval is an unknown id.
+			return errcode.New(errcode.NotFound, "no such standing approval")
+		}
+	}
 	if err := s.d.DisarmStanding(param(c, "id")); err != nil {
 		return err
 	}
@@ -216,7 +259,34 @@ func (s *Server) kill(c echo.Context) error {
 	if err := bindOptional(c, &empty); err != nil {
 		return err
 	}
+	if s.d.AppFilter(c.Request().Context()) != nil {
+		// A host's kill switch disarms its own apps' standing
+		// approvals, and counts only those.
+		n := 0
+		for _, st := range s.standingsFor(c) {
+			if s.d.DisarmStanding(st.ID) == nil {
+				n++
+			}
+		}
+		return c.JSON(http.StatusOK, KillResponse{Disarmed: n})
+	}
 	return c.JSON(http.StatusOK, KillResponse{Disarmed: s.d.KillStanding()})
+}
+
+// standingsFor lists the armed standing approvals the caller may see.
+func (s *Server) standingsFor(c echo.Context) []daemon.Standing {
+	all := s.d.Standings()
+	mine := s.d.AppFilter(c.Request().Context())
+	if mine == nil {
+		return all
+	}
+	var out []daemon.Standing
+	for _, st := range all {
+		if mine(st.Spec.AppID) {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // journal answers one page of the journal, newest first: ?appId=,
@@ -249,7 +319,11 @@ func (s *Server) journal(c echo.Context) error {
 		return err
 	}
 	out := JournalResponse{Entries: make([]JournalEntryJSON, 0, len(entries))}
+	mine := s.d.AppFilter(c.Request().Context())
 	for _, e := range entries {
+		if mine != nil && (e.AppID == "" || !mine(e.AppID)) {
+			continue // scopeFiltered: another host's app, or the daemon's own
+		}
 		out.Entries = append(out.Entries, JournalEntryJSON{
 			ID: e.ID, At: Time{e.At}, AppID: e.AppID, Slot: e.Slot, Host: e.Host, ResolvedHost: e.ResolvedHost, Method: e.Method, Outcome: e.Outcome,
 			Gate: e.Gate, Code: e.Code, Status: e.Status, DurationMS: e.Duration.Milliseconds(), Unattended: e.Unattended, Note: e.Note,

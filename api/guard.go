@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/hostauth"
 )
@@ -56,7 +59,10 @@ import (
 //     CSRF); a Content-Length over the route's limit is 413 before a byte
 //     is read, and the body is wrapped in http.MaxBytesReader;
 //  9. the route's deadlines;
-//  10. the route matched at step 5 runs its handler: the route table is
+//  10. for a host, the app the route names in its path: one the host
+//     does not own and was not given is 404 APP_NOT_FOUND (owners.go in
+//     daemon; routes.go's appScope says how each route reaches an app).
+//  11. the route matched at step 5 runs its handler: the route table is
 //     the one router (echo provides the handler's Context, never a
 //     second match).
 //
@@ -72,7 +78,6 @@ type ctxKey int
 
 const (
 	paramsKey ctxKey = iota
-	hostKey          // the authenticated host's id (TCP, authed routes)
 )
 
 // channel is one listener's chain.
@@ -178,7 +183,10 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 				return errorOf(ch.s.log, err), false
 			}
 			defer release()
-			ctx = context.WithValue(bound, hostKey, h.ID)
+			// Every daemon call of this request acts for the host: it
+			// reaches only the apps the host owns or was given, and what it
+			// parks is the host's (unpairing withdraws it).
+			ctx = daemon.WithHost(bound, h.ID)
 		case rt.origin == originRedeem:
 			if wait := ch.s.fails.blocked(failureKeys(origin, "")); wait > 0 {
 				return rateLimited(w, wait), false
@@ -193,7 +201,16 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 	if a, ok := ch.deadlines(w, r, rt); !ok {
 		return a, false
 	}
-	// 10. Dispatch: the route matched above is the one that runs.
+	// 10. The app a route names in its path, for a host: another host's
+	// app answers as one that does not exist, before any handler runs
+	// (scopeBody and scopeFiltered routes check in their handlers; the
+	// ctl channel's context names no host and sees everything).
+	if rt.app == scopePath {
+		if err := ch.s.d.CheckApp(ctx, params["appId"]); err != nil {
+			return errorOf(ch.s.log, err), false
+		}
+	}
+	// 11. Dispatch: the route matched above is the one that runs.
 	ctx = context.WithValue(ctx, paramsKey, params)
 	c := ch.echo.NewContext(r.WithContext(ctx), w)
 	if err := rt.handle(ch.s, c); err != nil {
@@ -336,7 +353,7 @@ func (ch *channel) deadlines(w http.ResponseWriter, r *http.Request, rt *route) 
 	case long:
 		body, rerr := io.ReadAll(r.Body)
 		if rerr != nil {
-			return errorOf(ch.s.log, rerr), false
+			return readError(ch.s.log, rerr), false
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		err = rc.SetReadDeadline(time.Time{})
@@ -358,6 +375,26 @@ func (ch *channel) deadlines(w http.ResponseWriter, r *http.Request, rt *route) 
 		return errorOf(ch.s.log, fmt.Errorf("set deadlines: %w", err)), false
 	}
 	return apiError{}, true
+}
+
+// readError is the answer to a request body that could not be read: 413
+// past the route's limit, 408 when it did not arrive within the server's
+// read timeout (a slow or stalled sender), 400 when the client broke it
+// off. Never a 500: the failure is the sender's.
+func readError(log *slog.Logger, err error) apiError {
+	var (
+		mbe *http.MaxBytesError
+		ne  net.Error
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return refuse(errcode.PayloadTooLarge, fmt.Sprintf("the request body is larger than the route's %d bytes", mbe.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return refuse(errcode.RequestTimeout, "the request body did not arrive in time")
+	default:
+		log.Debug("request body unreadable", "err", err)
+		return refuse(errcode.BadRequest, "the request body could not be read")
+	}
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,10 @@ type env struct {
 	ctl   *Client
 	clock *testutil.Clock
 	logs  *testutil.LogBuffer
+	// seeded are the apps seed wrote, in order (shareSeeded).
+	seeded []string
+	// lastHost is the id of the host pair paired last.
+	lastHost string
 }
 
 // seed is a connection row a test starts with, proposed on the user
@@ -118,6 +123,9 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 func (e *env) seed(s seed) {
 	e.t.Helper()
 	ctx := e.t.Context()
+	if !slices.Contains(e.seeded, s.app) {
+		e.seeded = append(e.seeded, s.app)
+	}
 	if _, err := e.ctl.PutConnection(ctx, s.app, s.slot, requirementJSON(s.slot, s.hosts...)); err != nil {
 		e.t.Fatalf("seed %+v: %v", s, err)
 	}
@@ -144,6 +152,7 @@ func (e *env) host(token, origin string) *Client {
 func (e *env) pair(surface, origin string) string {
 	e.t.Helper()
 	ctx := e.t.Context()
+	before := e.hostIDs()
 	c := e.host("", origin)
 	p, err := c.Pair(ctx, PairRequest{Name: "test " + surface, Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)})
 	if err != nil {
@@ -156,7 +165,41 @@ func (e *env) pair(surface, origin string) string {
 	if err != nil || r.State != "approved" || r.Token == "" {
 		e.t.Fatalf("Redeem = %+v, %v", r, err)
 	}
+	for id := range e.hostIDs() {
+		if !before[id] {
+			e.lastHost = id
+		}
+	}
+	e.shareSeeded(e.lastHost)
 	return r.Token
+}
+
+// hostIDs returns the ids of the paired hosts.
+func (e *env) hostIDs() map[string]bool {
+	e.t.Helper()
+	hs, err := e.ctl.Hosts(e.t.Context())
+	if err != nil {
+		e.t.Fatalf("Hosts: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, h := range hs.Hosts {
+		ids[h.HostID] = true
+	}
+	return ids
+}
+
+// shareSeeded gives host every app seeded so far (on the ctl channel, so
+// the administrator's): the tests' hosts are the user's own, and most of
+// them pair after seeding. Tests of app ownership pair their hosts before
+// any app exists, or check what this gives.
+func (e *env) shareSeeded(host string) {
+	e.t.Helper()
+	ctx := e.t.Context()
+	for _, app := range e.seeded {
+		if _, err := e.ctl.ShareApp(ctx, app, host); err != nil {
+			e.t.Fatalf("ShareApp(%s, %s): %v", app, host, err)
+		}
+	}
 }
 
 // req is a raw request over TCP.

@@ -68,13 +68,41 @@ const (
 	bulkBody        = 1 << 30                       // an imported user DB (ctl only)
 )
 
+// appScope says how a route reaches an app, so that a host reaches only
+// the apps it owns or was given (daemon.AppVisible; issue 10). Every
+// authed route must say: newTable refuses a table with an authed route
+// that does not, and TestEveryAppScopedRouteHidesAnotherHostsApp walks
+// the table for a second host.
+type appScope int
+
+const (
+	// scopeUnset is the zero value: a route that has not said.
+	scopeUnset appScope = iota
+	// scopeNone routes are about no app (status's own filtering aside:
+	// registry, schemas, health, pairing, the ctl channel's own routes).
+	scopeNone
+	// scopePath routes name the app in their :appId parameter. The
+	// chain checks it before the handler runs: another host's app is
+	// 404 APP_NOT_FOUND, whatever the route.
+	scopePath
+	// scopeBody routes name the app in their body (POST /v1/net, POST
+	// /v1/standing); the handler checks it before calling the daemon.
+	scopeBody
+	// scopeFiltered routes list or address items of many apps
+	// (confirms, standing approvals, the journal, the hint stream,
+	// status); the handler shows a host only its apps' items and answers
+	// an item of another app as it answers an unknown id.
+	scopeFiltered
+)
+
 // route is one entry of the route table.
 type route struct {
 	method string
 	path   string // echo's pattern: literal segments and :params
 	access access
 	origin originRule // open routes only
-	limit  int64      // the largest body accepted, in bytes
+	app    appScope
+	limit  int64 // the largest body accepted, in bytes
 	class  class
 	// rawType is the one non-JSON body type the route takes (import's
 	// SQLite file); "" for JSON only.
@@ -101,51 +129,55 @@ func routes() []route {
 		conn = "/v1/apps/:appId/connections/:slot"
 	)
 	return []route{
-		{method: get, path: "/v1/health", access: open, origin: originPaired, limit: noBody, handle: (*Server).health},
-		{method: post, path: "/v1/hosts/pair", access: open, origin: originPairing, limit: smallBody, handle: (*Server).pair},
-		{method: post, path: "/v1/hosts/pair/:pairingId/redeem", access: open, origin: originRedeem, limit: smallBody, handle: (*Server).redeem},
+		{method: get, path: "/v1/health", access: open, app: scopeNone, origin: originPaired, limit: noBody, handle: (*Server).health},
+		{method: post, path: "/v1/hosts/pair", access: open, app: scopeNone, origin: originPairing, limit: smallBody, handle: (*Server).pair},
+		{method: post, path: "/v1/hosts/pair/:pairingId/redeem", access: open, app: scopeNone, origin: originRedeem, limit: smallBody, handle: (*Server).redeem},
 
-		{method: get, path: "/v1/hosts", access: ctlOnly, limit: noBody, handle: (*Server).hosts},
-		{method: post, path: "/v1/hosts/approve", access: ctlOnly, limit: smallBody, handle: (*Server).approveHost},
-		{method: post, path: "/v1/hosts/deny", access: ctlOnly, limit: smallBody, handle: (*Server).denyHost},
-		{method: del, path: "/v1/hosts/:hostId", access: ctlOnly, limit: noBody, handle: (*Server).deleteHost},
+		{method: get, path: "/v1/hosts", access: ctlOnly, app: scopeNone, limit: noBody, handle: (*Server).hosts},
+		{method: post, path: "/v1/hosts/approve", access: ctlOnly, app: scopeNone, limit: smallBody, handle: (*Server).approveHost},
+		{method: post, path: "/v1/hosts/deny", access: ctlOnly, app: scopeNone, limit: smallBody, handle: (*Server).denyHost},
+		{method: del, path: "/v1/hosts/:hostId", access: ctlOnly, app: scopeNone, limit: noBody, handle: (*Server).deleteHost},
 
-		{method: get, path: "/v1/status", access: authed, limit: noBody, handle: (*Server).status},
-		{method: get, path: "/v1/events", access: authed, limit: noBody, class: stream, handle: (*Server).events},
+		{method: get, path: "/v1/status", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).status},
+		{method: get, path: "/v1/events", access: authed, app: scopeFiltered, limit: noBody, class: stream, handle: (*Server).events},
 
 		{method: get, path: "/v1/apps", access: ctlOnly, limit: noBody, handle: (*Server).apps},
-		{method: get, path: "/v1/apps/:appId/connections", access: authed, limit: noBody, handle: (*Server).connections},
-		{method: put, path: conn, access: authed, limit: requirementBody, handle: (*Server).putConnection},
-		{method: post, path: "/v1/apps/:appId/directives", access: authed, limit: requirementBody, handle: (*Server).directive},
-		{method: post, path: "/v1/apps/:appId/install", access: authed, limit: requirementBody, handle: (*Server).install},
-		{method: get, path: conn + "/review", access: authed, limit: noBody, handle: (*Server).review},
-		{method: post, path: conn + "/option", access: authed, limit: smallBody, handle: (*Server).pickOption},
-		{method: post, path: conn + "/approve", access: authed, limit: smallBody, handle: (*Server).approve},
-		{method: post, path: conn + "/reapprove", access: authed, limit: smallBody, handle: (*Server).reapprove},
-		{method: post, path: conn + "/revoke", access: authed, limit: smallBody, handle: (*Server).revoke},
-		{method: post, path: conn + "/reconnect", access: authed, limit: smallBody, handle: (*Server).reconnect},
-		{method: put, path: conn + "/credentials", access: authed, limit: requirementBody, handle: (*Server).credentials},
-		{method: post, path: conn + "/test", access: authed, limit: smallBody, class: long, handle: (*Server).testConnection},
-		{method: post, path: conn + "/claim", access: authed, limit: smallBody, handle: (*Server).claim},
-		{method: get, path: "/v1/apps/:appId/facts", access: authed, limit: noBody, handle: (*Server).facts},
+		{method: get, path: "/v1/apps/:appId/connections", access: authed, app: scopePath, limit: noBody, handle: (*Server).connections},
+		{method: put, path: conn, access: authed, app: scopePath, limit: requirementBody, handle: (*Server).putConnection},
+		{method: post, path: "/v1/apps/:appId/directives", access: authed, app: scopePath, limit: requirementBody, handle: (*Server).directive},
+		{method: post, path: "/v1/apps/:appId/install", access: authed, app: scopePath, limit: requirementBody, handle: (*Server).install},
+		{method: get, path: conn + "/review", access: authed, app: scopePath, limit: noBody, handle: (*Server).review},
+		{method: post, path: conn + "/option", access: authed, app: scopePath, limit: smallBody, handle: (*Server).pickOption},
+		{method: post, path: conn + "/approve", access: authed, app: scopePath, limit: smallBody, handle: (*Server).approve},
+		{method: post, path: conn + "/reapprove", access: authed, app: scopePath, limit: smallBody, handle: (*Server).reapprove},
+		{method: post, path: conn + "/revoke", access: authed, app: scopePath, limit: smallBody, handle: (*Server).revoke},
+		{method: post, path: conn + "/reconnect", access: authed, app: scopePath, limit: smallBody, handle: (*Server).reconnect},
+		{method: put, path: conn + "/credentials", access: authed, app: scopePath, limit: requirementBody, handle: (*Server).credentials},
+		{method: post, path: conn + "/test", access: authed, app: scopePath, limit: smallBody, class: long, handle: (*Server).testConnection},
+		{method: post, path: conn + "/claim", access: authed, app: scopePath, limit: smallBody, handle: (*Server).claim},
+		{method: get, path: "/v1/apps/:appId/facts", access: authed, app: scopePath, limit: noBody, handle: (*Server).facts},
 
-		{method: post, path: "/v1/net", access: authed, limit: netBody, class: long, handle: (*Server).net},
-		{method: get, path: "/v1/confirms", access: authed, limit: noBody, handle: (*Server).confirms},
-		{method: get, path: "/v1/confirms/:id", access: authed, limit: noBody, handle: (*Server).confirm},
-		{method: post, path: "/v1/confirms/:id", access: authed, limit: smallBody, handle: (*Server).decide},
-		{method: get, path: "/v1/standing", access: authed, limit: noBody, handle: (*Server).standings},
-		{method: post, path: "/v1/standing", access: authed, limit: smallBody, handle: (*Server).arm},
-		{method: del, path: "/v1/standing/:id", access: authed, limit: noBody, handle: (*Server).disarm},
-		{method: post, path: "/v1/standing/kill", access: authed, limit: smallBody, handle: (*Server).kill},
-		{method: get, path: "/v1/journal", access: authed, limit: noBody, handle: (*Server).journal},
-		{method: get, path: "/v1/flows/:flowId", access: authed, limit: noBody, handle: (*Server).flow},
+		{method: post, path: "/v1/net", access: authed, app: scopeBody, limit: netBody, class: long, handle: (*Server).net},
+		{method: get, path: "/v1/confirms", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).confirms},
+		{method: get, path: "/v1/confirms/:id", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).confirm},
+		{method: post, path: "/v1/confirms/:id", access: authed, app: scopeFiltered, limit: smallBody, handle: (*Server).decide},
+		{method: get, path: "/v1/standing", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).standings},
+		{method: post, path: "/v1/standing", access: authed, app: scopeBody, limit: smallBody, handle: (*Server).arm},
+		{method: del, path: "/v1/standing/:id", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).disarm},
+		{method: post, path: "/v1/standing/kill", access: authed, app: scopeFiltered, limit: smallBody, handle: (*Server).kill},
+		{method: get, path: "/v1/journal", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).journal},
+		{method: get, path: "/v1/flows/:flowId", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).flow},
 
-		{method: get, path: "/v1/registry", access: authed, limit: noBody, handle: (*Server).registry},
-		{method: get, path: "/v1/schemas", access: authed, limit: noBody, handle: (*Server).schemas},
-		{method: get, path: "/v1/schemas/:type", access: authed, limit: noBody, handle: (*Server).schema},
+		{method: get, path: "/v1/registry", access: authed, app: scopeNone, limit: noBody, handle: (*Server).registry},
+		{method: get, path: "/v1/schemas", access: authed, app: scopeNone, limit: noBody, handle: (*Server).schemas},
+		{method: get, path: "/v1/schemas/:type", access: authed, app: scopeNone, limit: noBody, handle: (*Server).schema},
 
-		{method: post, path: "/v1/export", access: ctlOnly, limit: noBody, class: bulk, handle: (*Server).export},
-		{method: post, path: "/v1/import", access: ctlOnly, limit: bulkBody, class: bulk, rawType: sqliteType, handle: (*Server).importDB},
+		{method: get, path: "/v1/apps/:appId/access", access: ctlOnly, app: scopePath, limit: noBody, handle: (*Server).appAccess},
+		{method: post, path: "/v1/apps/:appId/shares", access: ctlOnly, app: scopePath, limit: smallBody, handle: (*Server).shareApp},
+		{method: del, path: "/v1/apps/:appId/shares/:hostId", access: ctlOnly, app: scopePath, limit: noBody, handle: (*Server).unshareApp},
+
+		{method: post, path: "/v1/export", access: ctlOnly, app: scopeNone, limit: noBody, class: bulk, handle: (*Server).export},
+		{method: post, path: "/v1/import", access: ctlOnly, app: scopeNone, limit: bulkBody, class: bulk, rawType: sqliteType, handle: (*Server).importDB},
 	}
 }
 
@@ -158,6 +190,11 @@ type table struct {
 func newTable(ctl bool) *table {
 	t := &table{}
 	for _, r := range routes() {
+		if r.access == authed && r.app == scopeUnset {
+			// A programming error: a host could reach another host's
+			// app through the route. Refuse to build the API at all.
+			panic("api: route " + r.method + " " + r.path + " does not say how it reaches an app")
+		}
 		if r.access == ctlOnly && !ctl {
 			continue
 		}

@@ -23,9 +23,17 @@ func (s *Server) status(c echo.Context) error {
 		Hosts:           HostCounts(r.Hosts),
 		Helpers:         []HelperStatusJSON{},
 		Standing:        []StandingJSON{},
-		PendingConfirms: len(s.d.Confirms()),
+		PendingConfirms: 0,
 	}
-	for _, st := range s.d.Standings() {
+	// A host sees its own apps' counts only (scopeFiltered); the ctl
+	// channel sees everything.
+	mine := s.d.AppFilter(c.Request().Context())
+	for _, cf := range s.d.Confirms() {
+		if mine == nil || mine(cf.AppID) {
+			out.PendingConfirms++
+		}
+	}
+	for _, st := range s.standingsFor(c) {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
 	for _, h := range r.Helpers {

@@ -76,7 +76,10 @@ func (s *Server) importDB(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := ImportReportJSON{Restored: r.Restored, Demoted: r.Demoted, Dropped: []DroppedRow{}}
+	out := ImportReportJSON{Restored: r.Restored, Demoted: r.Demoted, Dropped: []DroppedRow{}, Landed: []LandedRow{}}
+	for _, l := range r.Landed {
+		out.Landed = append(out.Landed, LandedRow{AppID: l.AppID, Slot: l.Slot, Replaced: l.Replaced, CredentialsCleared: l.CredentialsCleared})
+	}
 	for _, d := range r.Dropped {
 		out.Dropped = append(out.Dropped, DroppedRow{AppID: d.AppID, Slot: d.Slot, Reason: d.Reason})
 	}

@@ -378,6 +378,46 @@ type ReviewResponse struct {
 	// PairingOwed is true while the slot lacks that family's verify marker.
 	PairingFamily string `json:"pairingFamily,omitempty"`
 	PairingOwed   bool   `json:"pairingOwed"`
+	// Replaced is, on an imported row, the local row the import
+	// replaced and the diff from it to this row; absent otherwise.
+	Replaced *ReplacedJSON `json:"replaced,omitempty"`
+	// ReviewToken commits to what this review shows; approve and
+	// reapprove must send it back (ApproveRequest).
+	ReviewToken string `json:"reviewToken"`
+}
+
+// ReplacedJSON is the local row an imported row replaced: its status
+// ("approved": it was a grant on this device, approved at approvedAt),
+// version, ceiling, whether the import wiped the slot's credentials, and
+// the field-by-field diff from it (old) to the imported row (new).
+type ReplacedJSON struct {
+	Status             string      `json:"status"`
+	ApprovedAt         *Time       `json:"approvedAt"`
+	RequirementVersion int64       `json:"requirementVersion"`
+	Hosts              []string    `json:"hosts"`
+	CredentialsCleared bool        `json:"credentialsCleared"`
+	ReplacedAt         Time        `json:"replacedAt"`
+	Diff               []FieldDiff `json:"diff"`
+}
+
+// ApproveRequest is the body of POST …/{slot}/approve and …/reapprove:
+// the reviewToken of the review the user saw.
+type ApproveRequest struct {
+	ReviewToken string `json:"reviewToken"`
+}
+
+// AccessResponse answers GET /v1/apps/{appId}/access (ctl): the host that
+// owns the app ("" when it is the administrator's) and the hosts it is
+// shared with.
+type AccessResponse struct {
+	AppID  string   `json:"appId"`
+	Owner  string   `json:"owner"`
+	Shared []string `json:"shared"`
+}
+
+// ShareRequest is POST /v1/apps/{appId}/shares (ctl).
+type ShareRequest struct {
+	HostID string `json:"hostId"`
 }
 
 // FieldDiff is one leaf that differs between the current and the staged
@@ -393,6 +433,18 @@ type ImportReportJSON struct {
 	Restored int          `json:"restored"`
 	Demoted  int          `json:"demoted"`
 	Dropped  []DroppedRow `json:"dropped"`
+	// Landed lists every row that landed declared and imported.
+	Landed []LandedRow `json:"landed"`
+}
+
+// LandedRow is a row import landed declared and imported: replaced says it
+// replaced a local row, credentialsCleared that the slot's credentials
+// (and its connection state) were wiped because the rows differ.
+type LandedRow struct {
+	AppID              string `json:"appId"`
+	Slot               string `json:"slot"`
+	Replaced           bool   `json:"replaced"`
+	CredentialsCleared bool   `json:"credentialsCleared"`
 }
 
 // DroppedRow is a row import refused, with a fixed reason.

@@ -77,6 +77,10 @@ const decidedKeep = 1024
 const (
 	maxParkedPerApp = 16
 	maxParked       = 256
+	// maxParkedBytes bounds what the parked confirms hold in total
+	// (bodies and URLs): 256 of them at 256 KiB each would be 64 MiB
+	// held on callers' behalf. Past it a new confirm is denied at once.
+	maxParkedBytes = 16 << 20
 )
 
 // withdrawal says why a confirm was denied without the user: "" when it
@@ -185,7 +189,7 @@ func (b *confirmBroker) askWhy(ctx context.Context, c Confirm) (askResult, strin
 		b.mu.Unlock()
 		return askShutdown, DeniedByShutdown
 	}
-	if len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp {
+	if len(b.queue) >= maxParked || b.parkedBy(c.AppID) >= maxParkedPerApp || b.parkedBytes()+confirmBytes(c) > maxParkedBytes {
 		b.mu.Unlock()
 		return askFull, DeniedQueueFull
 	}
@@ -237,6 +241,20 @@ func (b *confirmBroker) parkedBy(appID string) int {
 		}
 	}
 	return n
+}
+
+// parkedBytes sums what the parked confirms hold. The caller holds b.mu.
+func (b *confirmBroker) parkedBytes() int {
+	n := 0
+	for _, q := range b.queue {
+		n += confirmBytes(q.c)
+	}
+	return n
+}
+
+// confirmBytes is what one parked confirm holds of its caller's request.
+func confirmBytes(c Confirm) int {
+	return len(c.Body) + len(c.URL) + len(c.Host) + len(c.Method) + len(c.Slot)
 }
 
 // resolveBy decides p once; by says who or what decided a deny.

@@ -331,33 +331,47 @@ func (d *Daemon) propose(ctx context.Context, appID string, a admitted) (Connect
 // may have forged — stamps approved_at, sets status approved and clears the
 // imported flag (R11). A stored requirement that no longer validates is
 // refused.
+//
+// Approve binds to nothing a person saw: it is for in-process callers. The
+// API approves only through ApproveReviewed.
 func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, error) {
-	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
-		if cur == nil {
-			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
-		}
-		if Status(cur.Status) != StatusDeclared {
-			return nil, errWrongStatus(errcode.ConnectionNotDeclared, "only a declared connection can be approved")
-		}
-		r, vs := parseStored(cur.RequirementJSON)
-		if len(vs) > 0 {
-			return nil, &ValidationError{Violations: vs}
-		}
-		// Every channel and import apply the borrow ban; a row that still
-		// names or reaches a registry provider without its pinned values
-		// came in past them (forged storage) and freezes nothing.
-		if err := d.checkBorrowBan(r); err != nil {
-			return nil, err
-		}
-		now := tx.Now()
-		row := *cur
-		row.Status = store.StatusApproved
-		row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
-		row.ApprovedAt = &now
-		row.PendingRequirementJSON = nil
-		row.Imported = false
-		return &row, nil
-	})
+	return d.write(ctx, appID, slot, d.approveRow)
+}
+
+// ApproveReviewed is Approve bound to the review a person saw: token is
+// that review's ReviewToken. When the row changed since (a replaced
+// declared row, a re-staged change, another status), the answer is
+// REVIEW_STALE and nothing is written (§12.3: no path widens a host
+// ceiling without a human seeing the diff).
+func (d *Daemon) ApproveReviewed(ctx context.Context, appID, slot, token string) (Connection, error) {
+	return d.write(ctx, appID, slot, boundTo(token, d.approveRow))
+}
+
+func (d *Daemon) approveRow(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+	if cur == nil {
+		return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+	}
+	if Status(cur.Status) != StatusDeclared {
+		return nil, errWrongStatus(errcode.ConnectionNotDeclared, "only a declared connection can be approved")
+	}
+	r, vs := parseStored(cur.RequirementJSON)
+	if len(vs) > 0 {
+		return nil, &ValidationError{Violations: vs}
+	}
+	// Every channel and import apply the borrow ban; a row that still
+	// names or reaches a registry provider without its pinned values
+	// came in past them (forged storage) and freezes nothing.
+	if err := d.checkBorrowBan(r); err != nil {
+		return nil, err
+	}
+	now := tx.Now()
+	row := *cur
+	row.Status = store.StatusApproved
+	row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
+	row.ApprovedAt = &now
+	row.PendingRequirementJSON = nil
+	row.Imported = false
+	return &row, nil
 }
 
 // Reapprove is reapproveConnection: legal only on an approved row with a
@@ -365,43 +379,78 @@ func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, e
 // passing the stager) — the schema and the registry's borrow ban —
 // promotes it (with the provenance it was staged with) to requirement_json,
 // re-freezes the hosts from it and clears the pending column.
+//
+// Like Approve, Reapprove is for in-process callers; the API uses
+// ReapproveReviewed.
 func (d *Daemon) Reapprove(ctx context.Context, appID, slot string) (Connection, error) {
-	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
-		if cur == nil {
-			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
-		}
-		if Status(cur.Status) != StatusApproved {
-			return nil, errWrongStatus(errcode.ConnectionNotApproved, "only an approved connection can be re-approved")
-		}
-		if cur.PendingRequirementJSON == nil {
-			return nil, errWrongStatus(errcode.NoPendingChange, "the connection has no staged change to approve")
-		}
-		r, vs := parseStored(*cur.PendingRequirementJSON)
-		if len(vs) > 0 {
-			return nil, &ValidationError{Violations: vs}
-		}
-		if r.Slot != cur.Slot {
-			return nil, errcode.New(errcode.SlotMismatch, "the staged requirement names another slot")
-		}
-		if err := d.checkBorrowBan(r); err != nil {
+	return d.write(ctx, appID, slot, d.reapproveRow)
+}
+
+// ReapproveReviewed is Reapprove bound to the review a person saw, as
+// ApproveReviewed is: a change re-staged after its diff was shown is
+// REVIEW_STALE, and nothing is written.
+func (d *Daemon) ReapproveReviewed(ctx context.Context, appID, slot, token string) (Connection, error) {
+	return d.write(ctx, appID, slot, boundTo(token, d.reapproveRow))
+}
+
+func (d *Daemon) reapproveRow(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+	if cur == nil {
+		return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
+	}
+	if Status(cur.Status) != StatusApproved {
+		return nil, errWrongStatus(errcode.ConnectionNotApproved, "only an approved connection can be re-approved")
+	}
+	if cur.PendingRequirementJSON == nil {
+		return nil, errWrongStatus(errcode.NoPendingChange, "the connection has no staged change to approve")
+	}
+	r, vs := parseStored(*cur.PendingRequirementJSON)
+	if len(vs) > 0 {
+		return nil, &ValidationError{Violations: vs}
+	}
+	if r.Slot != cur.Slot {
+		return nil, errcode.New(errcode.SlotMismatch, "the staged requirement names another slot")
+	}
+	if err := d.checkBorrowBan(r); err != nil {
+		return nil, err
+	}
+	canonical := r.Canonical()
+	now := tx.Now()
+	row := *cur
+	// The promoted requirement brings its channel along.
+	if o, ok, err := tx.StagedOrigin(cur.AppID, cur.Slot, *cur.PendingRequirementJSON); err != nil {
+		return nil, err
+	} else if ok {
+		row.Provenance, row.Confidence = o.Provenance, o.Confidence
+	}
+	row.RequirementVersion = nextVersion(cur.RequirementVersion, cur.RequirementJSON, canonical)
+	row.RequirementJSON = canonical
+	row.PendingRequirementJSON = nil
+	row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
+	row.ApprovedAt = &now
+	return &row, nil
+}
+
+// boundTo wraps a writer's decision so that it runs only on the row the
+// review with token showed: read in the writer's own transaction, so
+// nothing can land between the check and the write.
+func boundTo(token string, decide func(*store.Tx, *store.Connection) (*store.Connection, error)) func(*store.Tx, *store.Connection) (*store.Connection, error) {
+	return func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		// The writer's own refusals first (no row, the wrong status, a
+		// requirement that no longer validates): they say more than a
+		// stale token would. decide writes nothing; its row is used only
+		// once the token matches.
+		next, err := decide(tx, cur)
+		if err != nil {
 			return nil, err
 		}
-		canonical := r.Canonical()
-		now := tx.Now()
-		row := *cur
-		// The promoted requirement brings its channel along.
-		if o, ok, err := tx.StagedOrigin(cur.AppID, cur.Slot, *cur.PendingRequirementJSON); err != nil {
-			return nil, err
-		} else if ok {
-			row.Provenance, row.Confidence = o.Provenance, o.Confidence
+		if token == "" {
+			return nil, errcode.New(errcode.BadRequest, "reviewToken is required: read the review (GET …/review) and send its reviewToken")
 		}
-		row.RequirementVersion = nextVersion(cur.RequirementVersion, cur.RequirementJSON, canonical)
-		row.RequirementJSON = canonical
-		row.PendingRequirementJSON = nil
-		row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
-		row.ApprovedAt = &now
-		return &row, nil
-	})
+		if !sameToken(token, reviewToken(fromRow(*cur))) {
+			return nil, errcode.New(errcode.ReviewStale, "the connection changed since it was reviewed: review it again")
+		}
+		return next, nil
+	}
 }
 
 // Revoke is revokeConnection: legal only on an approved row. It sets status
@@ -475,9 +524,18 @@ func (d *Daemon) write(ctx context.Context, appID, slot string, decide func(*sto
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
+		if err := claimOnWrite(ctx, tx, appID); err != nil {
+			return err
+		}
 		next, err := decide(tx, cur)
 		if err != nil {
 			return err
+		}
+		// What an import replaced describes the imported row only.
+		if !next.Imported {
+			if err := tx.DeleteReplaced(appID, slot); err != nil {
+				return err
+			}
 		}
 		if stored, err = tx.UpsertConnection(*next); err != nil {
 			return err
@@ -518,4 +576,12 @@ func (d *Daemon) rowError(op string, err error) error {
 func (d *Daemon) internal(op string, err error) error {
 	d.log.Error(op, "err", err)
 	return errcode.Wrap(errcode.Internal, op+" failed", err)
+}
+
+// passCoded passes coded errors through and turns the rest into INTERNAL.
+func (d *Daemon) passCoded(op string, err error) error {
+	if _, ok := errcode.CodeOf(err); ok {
+		return err
+	}
+	return d.internal(op, err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/requirement"
 )
 
 // Credential custody (spec §13): values live in snug_secrets, sealed, under
@@ -183,7 +184,7 @@ func (d *Daemon) SetCredentials(ctx context.Context, appID, slot string, values 
 	}
 	for key, v := range values {
 		if v == "" || len(v) > maxCredentialBytes || !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
-			return errcode.New(errcode.BadRequest, fmt.Sprintf("the value of field %q must be 1 to %d bytes of UTF-8 without NUL", key, maxCredentialBytes))
+			return errcode.New(errcode.BadRequest, fmt.Sprintf("the value of field %s must be 1 to %d bytes of UTF-8 without NUL", quoteFieldKey(key), maxCredentialBytes))
 		}
 	}
 	err := d.store.Update(ctx, func(tx *store.Tx) error {
@@ -198,7 +199,7 @@ func (d *Daemon) SetCredentials(ctx context.Context, appID, slot string, values 
 		keys := make([]string, 0, len(values))
 		for key := range values {
 			if !slices.Contains(declared, key) {
-				return errcode.New(errcode.FieldUnknown, fmt.Sprintf("the requirement declares no field %q", key))
+				return errcode.New(errcode.FieldUnknown, fmt.Sprintf("the requirement declares no field %s", quoteFieldKey(key)))
 			}
 			keys = append(keys, key)
 		}
@@ -263,6 +264,17 @@ func missingFields(tx *store.Tx, appID, slot string, c Connection) ([]string, er
 		}
 	}
 	return missing, nil
+}
+
+// quoteFieldKey names a credential key in an error answer: quoted when it
+// has the shape of a field key (^[a-z0-9_]{1,40}$, which no requirement
+// can declare otherwise), and never otherwise. A key that does not fit
+// may be a secret pasted into the key's seat, and must not come back.
+func quoteFieldKey(key string) string {
+	if requirement.ValidFieldKey(key) {
+		return fmt.Sprintf("%q", key)
+	}
+	return "(a key that is not a field key: ^[a-z0-9_]{1,40}$; not repeated)"
 }
 
 // declaredFields lists the field keys of c's current and staged

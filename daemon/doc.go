@@ -30,6 +30,13 @@
 //     (hints.go) the doorbell of /v1/events; status and diagnose
 //     (status.go, diagnose.go) what ctl reports.
 //
+// Hosts own their apps (owners.go): a context made with WithHost acts for
+// one paired host, and AppVisible, CheckApp and AppFilter are the one
+// check every app-scoped entry point makes; the writers check again and
+// record a host's first row as its claim. ShareApp, UnshareApp and
+// AppAccess are the administrator's. ApproveReviewed and ReapproveReviewed
+// bind an approval to the review it follows (Review.Token).
+//
 // Imports: transports, lan, linkdevice and daemon's own subpackages, the
 // standard library, the SQLite driver (through daemon/internal/store only),
 // golang.org/x/crypto and golang.org/x/net. Never api, never cmd, never echo.

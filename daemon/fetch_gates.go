@@ -449,13 +449,14 @@ func stripRequestHeaders(h http.Header) {
 }
 
 // unsendable reports whether name is Accept-Encoding, hop-by-hop, owned
-// by the transport or a method override.
+// by the transport, a method override or a range (a partial answer would
+// split a reflected credential past the exact-substring scrub, §14.1).
 func unsendable(name string) bool {
 	c := headerCanon(name)
 	switch c {
 	case "accept-encoding", "connection", "keep-alive", "te", "trailer", "transfer-encoding",
 		"upgrade", "host", "content-length", "expect",
-		"x-http-method-override", "x-http-method", "x-method-override":
+		"x-http-method-override", "x-http-method", "x-method-override", "range", "if-range":
 		return true
 	}
 	return strings.HasPrefix(c, "proxy-")

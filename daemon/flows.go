@@ -248,10 +248,12 @@ func newFlowID() string {
 	return "f_" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// Flow returns the pairing flow with this id, or NOT_FOUND.
+// Flow returns the pairing flow with this id, or NOT_FOUND. A host sees
+// only the flows of apps it may reach (owners.go): another host's flow
+// answers exactly as an unknown id.
 func (d *Daemon) Flow(ctx context.Context, id string) (Flow, error) {
 	f, ok := d.flows.get(id)
-	if !ok {
+	if !ok || d.CheckApp(ctx, f.AppID) != nil {
 		return Flow{}, errcode.New(errcode.NotFound, "no such flow")
 	}
 	return f, nil

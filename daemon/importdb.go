@@ -19,6 +19,21 @@ type ImportReport struct {
 	Restored int
 	Demoted  int
 	Dropped  []DroppedRow
+	// Landed lists every row that landed declared and imported (Demoted
+	// of them), in file order.
+	Landed []LandedRow
+}
+
+// LandedRow is a row import landed declared and imported. Replaced says it
+// replaced a local row; CredentialsCleared that the local row's
+// requirement or hosts differ from it, so the slot's credential slice
+// (and its _connection state) was wiped in the import's transaction: an
+// import never re-points a stored credential at hosts nobody approved.
+type LandedRow struct {
+	AppID              string
+	Slot               string
+	Replaced           bool
+	CredentialsCleared bool
 }
 
 // DroppedRow names a row import refused. Reason is a fixed sentence (or
@@ -76,22 +91,23 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 		report, touched, apps = ImportReport{}, nil, map[string]*appGrants{}
 		for _, in := range rows {
 			var (
-				landed bool
+				out    outcome
 				reason string
 				err    error
 			)
 			if in.Unusable == "" && copies[[2]string{in.AppID, in.Slot}] > 1 {
 				reason = "the file lists this app's slot more than once"
 			} else {
-				landed, reason, err = d.reconcile(tx, in)
+				out, reason, err = d.reconcile(tx, in)
 			}
 			switch {
 			case err != nil:
 				return err
 			case reason != "":
 				report.Dropped = append(report.Dropped, DroppedRow{AppID: in.AppID, Slot: in.Slot, Reason: reason})
-			case landed:
+			case out.landed:
 				report.Demoted++
+				report.Landed = append(report.Landed, LandedRow{AppID: in.AppID, Slot: in.Slot, Replaced: out.replaced, CredentialsCleared: out.cleared})
 				touched = append(touched, [2]string{in.AppID, in.Slot})
 			default:
 				report.Restored++
@@ -124,29 +140,36 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 	return report, nil
 }
 
+// outcome is what reconcile did with a row that was not dropped.
+type outcome struct {
+	landed   bool // branch 2; false: branch 1, the local grant stands
+	replaced bool // it replaced a local row
+	cleared  bool // and wiped that slot's credential slice
+}
+
 // reconcile runs one incoming row through the three branches. It reports
 // whether the row landed (branch 2) or, with a reason, why it was dropped;
 // neither means the local grant was restored (branch 1).
-func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reason string, err error) {
+func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (out outcome, reason string, err error) {
 	if in.Unusable != "" {
-		return false, "structurally unusable: " + in.Unusable, nil
+		return outcome{}, "structurally unusable: " + in.Unusable, nil
 	}
 	if checkAppID(in.AppID) != nil {
-		return false, "the app id is not 1-128 characters of text", nil
+		return outcome{}, "the app id is not 1-128 characters of text", nil
 	}
 	if !requirement.ValidSlot(in.Slot) {
-		return false, "the slot does not match " + requirement.SlotPattern, nil
+		return outcome{}, "the slot does not match " + requirement.SlotPattern, nil
 	}
 	r, vs := parseStored(in.RequirementJSON)
 	if len(vs) > 0 {
-		return false, "the requirement fails validation: " + ruleList(vs), nil
+		return outcome{}, "the requirement fails validation: " + ruleList(vs), nil
 	}
 	if r.Slot != in.Slot {
-		return false, "the requirement names another slot than its row", nil
+		return outcome{}, "the requirement names another slot than its row", nil
 	}
 	prov := store.Provenance(in.Provenance)
 	if !validProvenance(Provenance(prov)) {
-		return false, "the provenance is not registry, inference, user_docs, starter or user", nil
+		return outcome{}, "the provenance is not registry, inference, user_docs, starter or user", nil
 	}
 
 	var local *store.Connection
@@ -154,24 +177,24 @@ func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reaso
 	case err == nil:
 		local = &row
 	case !errors.Is(err, store.ErrNotFound):
-		return false, "", err
+		return outcome{}, "", err
 	}
 	if local != nil {
 		switch Status(local.Status) {
 		case StatusRevoked:
-			return false, "the local connection is revoked; import never overwrites a tombstone", nil
+			return outcome{}, "the local connection is revoked; import never overwrites a tombstone", nil
 		case StatusApproved:
 			if in.RequirementJSON == local.RequirementJSON && in.AllowedHosts == local.AllowedHosts {
-				return false, "", nil // branch 1: the local grant stands
+				return outcome{}, "", nil // branch 1: the local grant stands
 			}
 		}
 	} else {
 		n, err := tx.CountConnections(in.AppID)
 		if err != nil {
-			return false, "", err
+			return outcome{}, "", err
 		}
 		if n >= MaxSlotsPerApp {
-			return false, fmt.Sprintf("the app already has %d connections", MaxSlotsPerApp), nil
+			return outcome{}, fmt.Sprintf("the app already has %d connections", MaxSlotsPerApp), nil
 		}
 	}
 
@@ -182,7 +205,7 @@ func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reaso
 	// is read as the strongest review posture, never as pinned values.
 	res, err := d.registry.Resolve(r)
 	if err != nil {
-		return false, "the registry refuses the requirement: " + registryViolation(err).Rule, nil
+		return outcome{}, "the registry refuses the requirement: " + registryViolation(err).Rule, nil
 	}
 	switch {
 	case res.Borrowed:
@@ -203,18 +226,52 @@ func (d *Daemon) reconcile(tx *store.Tx, in store.ImportRow) (landed bool, reaso
 		Imported:           true,
 		AllowedHosts:       requirement.HostsJSON(requirement.DeriveAllowedHosts(r)),
 	}
+	out = outcome{landed: true}
 	if local != nil {
 		row.CreatedAt = local.CreatedAt
 		row.RevokedAt = local.RevokedAt // a tombstone survives
 		row.RequirementVersion = nextVersion(local.RequirementVersion, local.RequirementJSON, canonical)
+		// The slot's credentials were entered for the local row; the
+		// file's row may name other hosts. Keeping them would let one
+		// approval send the old credential to the file's hosts, so they
+		// go in this transaction unless the rows ask for the same.
+		out.replaced = true
+		if differs(local, canonical, row.AllowedHosts) {
+			if _, err := tx.DeleteSlotSecrets(in.AppID, in.Slot); err != nil {
+				return outcome{}, "", err
+			}
+			out.cleared = true
+		}
+		err := tx.PutReplaced(in.AppID, in.Slot, store.Replaced{
+			RequirementJSON: local.RequirementJSON, RequirementVersion: local.RequirementVersion, Status: local.Status,
+			AllowedHosts: local.AllowedHosts, GrantedAt: local.ApprovedAt, CredentialsCleared: out.cleared,
+		})
+		if err != nil {
+			return outcome{}, "", err
+		}
 	}
 	if _, err := tx.UpsertConnection(row); err != nil {
-		return false, "", err
+		return outcome{}, "", err
 	}
 	if err := tx.DeleteStagedOrigin(in.AppID, in.Slot); err != nil {
-		return false, "", err
+		return outcome{}, "", err
 	}
-	return true, "", nil
+	return out, "", nil
+}
+
+// differs reports whether an imported row (its canonical requirement and
+// derived hosts) asks for other than the local row it replaces: another
+// canonical requirement, other derived hosts, or (for a grant) hosts
+// other than its frozen ceiling.
+func differs(local *store.Connection, canonical, hostsJSON string) bool {
+	if local.RequirementJSON != canonical {
+		return true
+	}
+	if Status(local.Status) == StatusApproved && local.AllowedHosts != hostsJSON {
+		return true
+	}
+	r, vs := parseStored(local.RequirementJSON)
+	return len(vs) > 0 || requirement.HostsJSON(requirement.DeriveAllowedHosts(r)) != hostsJSON
 }
 
 func validProvenance(p Provenance) bool {

@@ -2,11 +2,16 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
@@ -48,6 +53,28 @@ type Review struct {
 	// marker.
 	PairingFamily string
 	PairingOwed   bool
+	// Replaced is the local row an import replaced with this one (nil
+	// when none, or when the row was written since): the review then
+	// shows ReplacedDiff, the field-by-field change from that row to
+	// this one.
+	Replaced     *ReplacedRow
+	ReplacedDiff []FieldChange
+	// Token commits to what this review showed and approval would freeze
+	// (reviewToken); approve and reapprove carry it back.
+	Token string
+}
+
+// ReplacedRow is what an imported row replaced here: the local row's
+// status (approved: it was a grant on this device), its approval time,
+// version and ceiling, and whether the import wiped the slot's
+// credentials because the rows differ.
+type ReplacedRow struct {
+	Status             Status
+	GrantedAt          *time.Time
+	RequirementVersion int64
+	Hosts              []string
+	CredentialsCleared bool
+	ReplacedAt         time.Time
 }
 
 // FieldChange is one leaf of the requirement that differs between the
@@ -118,6 +145,12 @@ func (d *Daemon) Review(ctx context.Context, appID, slot string) (Review, error)
 	}
 	family, owed := d.pairingOwed(c.Requirement, state, hasState)
 	rv.PairingFamily, rv.PairingOwed = string(family), owed
+	if c.Imported {
+		if err := d.reviewReplaced(ctx, &rv); err != nil {
+			return Review{}, err
+		}
+	}
+	rv.Token = reviewToken(c)
 	if c.PendingJSON != "" {
 		rv.Diff, err = diffJSON(c.RequirementJSON, c.PendingJSON)
 		if err != nil {
@@ -132,6 +165,86 @@ func (d *Daemon) Review(ctx context.Context, appID, slot string) (Review, error)
 		}
 	}
 	return rv, nil
+}
+
+// reviewReplaced adds to an imported row's review the local row the import
+// replaced, and the diff from it.
+func (d *Daemon) reviewReplaced(ctx context.Context, rv *Review) error {
+	c := rv.Connection
+	var (
+		r  store.Replaced
+		ok bool
+	)
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		r, ok, err = tx.ReplacedRow(c.AppID, c.Slot)
+		return err
+	})
+	if err != nil {
+		return d.internal("read replaced row", err)
+	}
+	if !ok {
+		return nil
+	}
+	rv.Replaced = &ReplacedRow{
+		Status: Status(r.Status), GrantedAt: r.GrantedAt, RequirementVersion: r.RequirementVersion,
+		Hosts: decodeHosts(r.AllowedHosts), CredentialsCleared: r.CredentialsCleared, ReplacedAt: r.ReplacedAt,
+	}
+	if rv.ReplacedDiff, err = diffJSON(r.RequirementJSON, c.RequirementJSON); err != nil {
+		return d.internal("diff replaced row", err)
+	}
+	return nil
+}
+
+// reviewToken commits to what a review of c shows and what approving it
+// would freeze: the row's identity and status, its requirement_version and
+// canonical requirement, the staged change (if any), provenance, the
+// imported flag and tombstone, and the hosts approval or re-approval would
+// freeze. approve and reapprove recompute it inside their transaction and
+// refuse a mismatch (REVIEW_STALE).
+//
+// A plain SHA-256 is enough: the token grants nothing. Whoever sends it is
+// already allowed to approve the row (a host that reaches the app, or the
+// administrator) and can read the review, and so the token, at any time;
+// what the token must do is commit, so that a row changed between review
+// and approval no longer matches. Forging a token for the row as it is now
+// is just reading the review, which an HMAC would not prevent either.
+func reviewToken(c Connection) string {
+	var freeze []string
+	switch {
+	case c.Status == StatusApproved && c.PendingJSON != "":
+		if c.Pending != nil {
+			freeze = requirement.DeriveAllowedHosts(c.Pending)
+		}
+	case c.Status == StatusApproved:
+		freeze = c.AllowedHosts
+	case c.Requirement != nil:
+		freeze = requirement.DeriveAllowedHosts(c.Requirement)
+	}
+	h := sha256.New()
+	// Length-prefixed fields: no two rows encode alike.
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field("snugd review v1")
+	field(c.AppID)
+	field(c.Slot)
+	field(string(c.Status))
+	field(fmt.Sprint(c.RequirementVersion))
+	field(c.RequirementJSON)
+	field(c.PendingJSON)
+	field(string(c.Provenance))
+	field(fmt.Sprint(c.Imported, c.RevokedAt != nil))
+	field(string(requirement.HostsJSON(freeze)))
+	return "rv1_" + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// sameToken compares review tokens in constant time.
+func sameToken(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
 // postureOf reads the review posture from the row's provenance, but only

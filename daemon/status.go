@@ -71,8 +71,20 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 	}
 	r := StatusReport{DataDir: d.DataDir(), Helpers: []HelperStatus{}}
 	apps := map[string]bool{}
+	mine := d.AppFilter(ctx) // a host counts its own apps only (owners.go)
+	seen := map[string]bool{}
 	for i := range rows {
 		c := &rows[i]
+		if mine != nil {
+			v, ok := seen[c.AppID]
+			if !ok {
+				v = mine(c.AppID)
+				seen[c.AppID] = v
+			}
+			if !v {
+				continue
+			}
+		}
 		apps[c.AppID] = true
 		r.Connections.Total++
 		switch Status(c.Status) {

@@ -24,11 +24,11 @@ func TestOnlyTheWritersWriteGrants(t *testing.T) {
 	}
 	// seat → the functions allowed to assign it a non-nil value.
 	allowed := map[string][]string{
-		"Status=store.StatusApproved": {"Approve"},
-		"ApprovedAt":                  {"Approve", "Reapprove"},
+		"Status=store.StatusApproved": {"approveRow"},
+		"ApprovedAt":                  {"approveRow", "reapproveRow"},
 		"PendingRequirementJSON":      {"stagedRow"},
-		"AllowedHosts":                {"declaredRow", "Approve", "Reapprove", "Reconnect", "reconcile"},
-		"RequirementJSON":             {"declaredRow", "Reapprove", "reconcile"},
+		"AllowedHosts":                {"declaredRow", "approveRow", "reapproveRow", "Reconnect", "reconcile"},
+		"RequirementJSON":             {"declaredRow", "reapproveRow", "reconcile"},
 		"UpsertConnection":            {"write", "reconcile"},
 	}
 	found := map[string][]string{}
@@ -142,6 +142,7 @@ func TestSecretWritersClearTheCache(t *testing.T) {
 		// The token-claim family (claim.go).
 		"writeClaim":      "a helper of commitClaim, which calls connectionChanged after its Update commits",
 		"noteClaimAnswer": "calls connectionChanged after its Update commits a change",
+		"reconcile":      "runs inside Import, which calls connectionChanged for every landed row after the commit",
 	}
 	fset := token.NewFileSet()
 	found := 0

@@ -45,13 +45,13 @@ type ctlCommand struct {
 func ctlCommands() []ctlCommand {
 	return []ctlCommand{
 		{name: "status", synopsis: "status [--json]", summary: "what runs: version, uptime, data dir, counts, helpers, standing approvals, pending confirms, and what needs attention", example: "snugd ctl status", run: ctlStatus},
-		{name: "apps", synopsis: "apps [--json]", summary: "every app, its connections' states and what needs attention (proposals, staged changes, missing credentials, pins, expiring tokens)", example: "snugd ctl apps", run: ctlApps},
+		{name: "apps", synopsis: "apps [--json] | " + appsShareSynopsis, summary: "every app, its owner, its connections' states and what needs attention (proposals, staged changes, missing credentials, pins, expiring tokens); share or unshare an app with a second paired host", example: "snugd ctl apps", run: ctlApps},
 		{name: "doctor", synopsis: "doctor [--json]", summary: "check files, database, lock, port, the API's Host/Origin refusals and the clock", example: "sudo snugd ctl doctor", run: ctlDoctor},
-		{name: "hosts", synopsis: "hosts list|approve CODE|deny CODE|revoke ID [--json]", summary: "paired hosts and pairing requests", example: "snugd ctl hosts approve 7KQ3-M9XD", run: ctlHosts},
+		{name: "hosts", synopsis: hostsSynopsis, summary: "paired hosts and pairing requests (approve shows the request and asks y/N; --yes without a terminal)", example: "snugd ctl hosts approve 7KQ3-M9XD", run: ctlHosts},
 		{name: "connections", synopsis: "connections APP [--json]", summary: "an app's connections and their state (never a credential)", example: "snugd ctl connections my-app", run: ctlConnections},
 		{name: "review", synopsis: "review APP SLOT [--json]", summary: "what approving shows: diff, hosts, scopes, instructions, console URL, provenance", example: "snugd ctl review my-app exchange", run: ctlReview},
-		{name: "approve", synopsis: "approve APP SLOT [--json]", summary: "approve a declared connection (freezes its hosts)", example: "snugd ctl approve my-app exchange", run: ctlWriter("approve")},
-		{name: "reapprove", synopsis: "reapprove APP SLOT [--json]", summary: "approve a staged change to an approved connection", example: "snugd ctl reapprove my-app exchange", run: ctlWriter("reapprove")},
+		{name: "approve", synopsis: "approve APP SLOT [--yes] [--token TOKEN] [--json]", summary: "show the review, ask y/N, approve exactly what it showed (freezes its hosts)", example: "snugd ctl approve my-app exchange", run: ctlWriter("approve")},
+		{name: "reapprove", synopsis: "reapprove APP SLOT [--yes] [--token TOKEN] [--json]", summary: "show a staged change, ask y/N, approve exactly what it showed", example: "snugd ctl reapprove my-app exchange", run: ctlWriter("reapprove")},
 		{name: "revoke", synopsis: "revoke APP SLOT [--json]", summary: "revoke a connection and wipe its credentials", example: "snugd ctl revoke my-app exchange", run: ctlWriter("revoke")},
 		{name: "reconnect", synopsis: "reconnect APP SLOT [--json]", summary: "make a revoked connection declared again (the revocation stays disclosed)", example: "snugd ctl reconnect my-app exchange", run: ctlWriter("reconnect")},
 		{name: "credentials", synopsis: "credentials set APP SLOT [--file F]", summary: "store credential values: a JSON object from a 0600 file, piped on standard input, or typed at a prompt; never argv", example: "snugd ctl credentials set my-app exchange --file exchange.json", run: ctlCredentials},
@@ -243,21 +243,21 @@ func (c *ctl) fail(err error) int {
 			}
 		}
 	case errors.As(err, &apiErr):
-		fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", c.name, apiErr.Code, apiErr.Message)
+		fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", shownArgs([]any{c.name, string(apiErr.Code), apiErr.Message})...)
 		for _, d := range apiErr.Details {
-			fmt.Fprintf(c.e.stderr, "  %s: %s\n", d.Path, d.Rule)
+			fmt.Fprintf(c.e.stderr, "  %s: %s\n", shownArgs([]any{d.Path, d.Rule})...)
 		}
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(c.e.stderr, "%s: interrupted\n", c.name)
 	default:
-		fmt.Fprintf(c.e.stderr, "%s: %v\n", c.name, err)
+		fmt.Fprintf(c.e.stderr, "%s: %s\n", c.name, shown(err.Error()))
 	}
 	return exitNo
 }
 
 // printJSON writes v as indented JSON on stdout.
 func (c *ctl) printJSON(v any) int {
-	enc := json.NewEncoder(c.e.stdout)
+	enc := json.NewEncoder(jsonShown{c.e.stdout}) // hidden characters escaped (ctl_text.go)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
@@ -269,13 +269,14 @@ func (c *ctl) printJSON(v any) int {
 // printJSONLine writes v as one line of JSON on stdout: what the following
 // commands (confirms --watch, journal --follow) print per item with --json.
 func (c *ctl) printJSONLine(v any) {
-	enc := json.NewEncoder(c.e.stdout)
+	enc := json.NewEncoder(jsonShown{c.e.stdout})
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
 }
 
-// out prints a line on stdout.
-func (c *ctl) out(format string, a ...any) { fmt.Fprintf(c.e.stdout, format+"\n", a...) }
+// out prints a line on stdout. Its string arguments are outside text more
+// often than not, so every one is printed shown (ctl_text.go).
+func (c *ctl) out(format string, a ...any) { fmt.Fprintf(c.e.stdout, format+"\n", shownArgs(a)...) }
 
 // parseCtlArgs parses flags and positional arguments in any order ("hosts
 // approve CODE --json" as well as "--json hosts approve CODE"); "--" ends

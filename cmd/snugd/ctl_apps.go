@@ -17,6 +17,9 @@ const appsSynopsis = "apps [list] [--json]"
 // ctlApps is snugd ctl apps [list] [--json]: every app, its connections'
 // states, and what needs attention, the way tailscale status lists peers.
 func ctlApps(ctx context.Context, c *ctl, args []string) int {
+	if len(args) > 0 && (args[0] == "share" || args[0] == "unshare") {
+		return ctlAppsShare(ctx, c, args) // app ownership (ctl_apps_share.go)
+	}
 	fs := c.flags(appsSynopsis)
 	pos, code, ok := parseCtlArgs(fs, args, 3)
 	if !ok {
@@ -29,9 +32,8 @@ func ctlApps(ctx context.Context, c *ctl, args []string) int {
 				fmt.Fprintf(c.e.stderr, "usage: snugd ctl %s\n", appsSynopsis)
 				return exitUsage
 			}
-		// App ownership's subcommands (share, unshare) dispatch here.
 		default:
-			fmt.Fprintf(c.e.stderr, "%s: unknown subcommand %q\nusage: snugd ctl %s\n", c.name, visible(pos[0]), appsSynopsis)
+			fmt.Fprintf(c.e.stderr, "%s: unknown subcommand %q\nusage: snugd ctl %s\n", c.name, shown(pos[0]), appsSynopsis)
 			return exitUsage
 		}
 	}
@@ -64,12 +66,12 @@ func printApps(w io.Writer, apps []api.AppJSON) {
 	fmt.Fprintln(tw, "APP\tSLOT\tPROVIDER\tKIND\tSTATUS\tCREDENTIALS\tNOTES")
 	for _, a := range apps {
 		if len(a.Connections) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\n", visible(a.AppID))
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\n", shown(a.AppID))
 		}
 		for i, cn := range a.Connections {
 			app := ""
 			if i == 0 {
-				app = visible(a.AppID)
+				app = shown(a.AppID)
 			}
 			status := cn.Status
 			if cn.NeedsReapproval {
@@ -99,7 +101,7 @@ func printApps(w io.Writer, apps []api.AppJSON) {
 			if provider == "" {
 				provider, kind = "(unreadable requirement)", "?"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", app, cn.Slot, visible(provider), kind, status, creds, strings.Join(notes, ", "))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", app, cn.Slot, shown(provider), kind, status, creds, strings.Join(notes, ", "))
 		}
 	}
 	tw.Flush()
@@ -115,11 +117,11 @@ func printAttention(w io.Writer, apps []api.AppJSON) int {
 				fmt.Fprintln(w, "\nneeds attention:")
 			}
 			n++
-			who := visible(a.AppID)
+			who := shown(a.AppID)
 			if at.Slot != "" {
 				who += "/" + at.Slot
 			}
-			fmt.Fprintf(w, "  %s: %s\n", who, visible(at.Message))
+			fmt.Fprintf(w, "  %s: %s\n", who, shown(at.Message))
 		}
 	}
 	return n

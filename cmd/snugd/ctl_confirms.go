@@ -128,13 +128,13 @@ func (c *ctl) printConfirm(cf api.ConfirmJSON) {
 		c.printJSONLine(cf)
 		return
 	}
-	who := visible(cf.AppID)
+	who := shown(cf.AppID)
 	if cf.Slot != "" {
 		who += "/" + cf.Slot
 	}
 	c.out("confirm %s", cf.ID)
-	c.out("  request  %s %s", cf.Method, visible(cf.URL))
-	c.out("  host     %s", visible(cf.Host))
+	c.out("  request  %s %s", cf.Method, shown(cf.URL))
+	c.out("  host     %s", shown(cf.Host))
 	c.out("  for      %s", who)
 	c.out("  expires  %s (in %s)", cf.ExpiresAt.UTC().Format(time.RFC3339), max(time.Until(cf.ExpiresAt.Time).Round(time.Second), 0))
 	if cf.BodyPreview != "" {
@@ -171,13 +171,13 @@ func bodyPreview(body string, maxLines, maxChars int) []string {
 		if len(out) == maxLines || used+n > maxChars {
 			if len(out) < maxLines && used < maxChars {
 				keep := maxChars - used
-				out = append(out, visible(string([]rune(line)[:keep])))
+				out = append(out, shown(string([]rune(line)[:keep])))
 				used += keep
 			}
 			out = append(out, fmt.Sprintf("… (%d more characters not shown)", max(total-used, 1)))
 			return out
 		}
-		out = append(out, visible(line))
+		out = append(out, shown(line))
 		used += n + 1
 	}
 	return out

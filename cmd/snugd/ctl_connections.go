@@ -118,6 +118,9 @@ func printConnection(c *ctl, cn api.ConnectionJSON) {
 // ctlWriter is snugd ctl approve|reapprove|revoke|reconnect APP SLOT: the
 // writers of §12.3, and reconnect (ruling R11).
 func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int {
+	if act == "approve" || act == "reapprove" {
+		return ctlApprove(act)
+	}
 	return func(ctx context.Context, c *ctl, args []string) int {
 		fs := c.flags(act + " APP SLOT [--json]")
 		pos, code, ok := c.args(fs, args, "APP", "SLOT")
@@ -125,7 +128,6 @@ func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int 
 			return code
 		}
 		call := map[string]func(context.Context, string, string) (api.ConnectionJSON, error){
-			"approve": c.client.Approve, "reapprove": c.client.Reapprove,
 			"revoke": c.client.Revoke, "reconnect": c.client.Reconnect,
 		}[act]
 		cn, err := call(ctx, pos[0], pos[1])
@@ -136,8 +138,6 @@ func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int 
 			return c.printJSON(map[string]any{"connection": cn})
 		}
 		switch act {
-		case "approve", "reapprove":
-			c.out("%s/%s approved; it may reach: %s", pos[0], pos[1], strings.Join(cn.AllowedHosts, ", "))
 		case "revoke":
 			c.out("%s/%s revoked; its credentials are wiped", pos[0], pos[1])
 		case "reconnect":
@@ -254,7 +254,7 @@ func (c *ctl) promptValues(ctx context.Context, appID, slot string) (map[string]
 		if f.Required != nil && !*f.Required {
 			opt = ", optional"
 		}
-		v, err := readPassword(c.e.stdin, c.e.stderr, fmt.Sprintf("  %s (%s%s): ", visible(f.Label), visible(f.Key), opt))
+		v, err := readPassword(c.e.stdin, c.e.stderr, fmt.Sprintf("  %s (%s%s): ", shown(f.Label), shown(f.Key), opt))
 		if err != nil {
 			return nil, fmt.Errorf("read from the terminal: %w", err)
 		}
@@ -263,4 +263,69 @@ func (c *ctl) promptValues(ctx context.Context, appID, slot string) (map[string]
 		}
 	}
 	return values, nil
+}
+
+// ctlApprove is snugd ctl approve|reapprove APP SLOT [--yes] [--token T]:
+// approval bound to a review (issue 10). It reads the review, prints it
+// (snugd ctl review's screen), asks y/N on a terminal, and approves with
+// that review's reviewToken, so what is frozen is exactly what was shown:
+// a row changed in between is REVIEW_STALE and nothing is written.
+// Without a terminal it needs --yes. A script that read the review itself
+// (snugd ctl review --json) passes its reviewToken with --token, which
+// binds to that review and asks nothing.
+func ctlApprove(act string) func(ctx context.Context, c *ctl, args []string) int {
+	return func(ctx context.Context, c *ctl, args []string) int {
+		fs := c.flags(act + " APP SLOT [--yes] [--token TOKEN] [--json]")
+		yes := fs.Bool("yes", false, "approve the review shown without asking (needed without a terminal)")
+		token := fs.String("token", "", "the reviewToken of a review already read (snugd ctl review --json): approve exactly that")
+		pos, code, ok := c.args(fs, args, "APP", "SLOT")
+		if !ok {
+			return code
+		}
+		call := c.client.ApproveReview
+		if act == "reapprove" {
+			call = c.client.ReapproveReview
+		}
+		var rv *api.ReviewResponse
+		if *token == "" {
+			r, err := c.client.Review(ctx, pos[0], pos[1])
+			if err != nil {
+				return c.fail(err)
+			}
+			rv, *token = &r, r.ReviewToken
+			cn := r.Connection
+			// Only an approvable row is worth a question; the daemon
+			// refuses the others with its own code.
+			approvable := cn.Status == "declared"
+			if act == "reapprove" {
+				approvable = cn.NeedsReapproval
+			}
+			if approvable {
+				if !c.json {
+					printReview(c, r)
+					c.out("")
+				}
+				question := fmt.Sprintf("approve %s/%s as shown?", cn.AppID, cn.Slot)
+				if act == "reapprove" {
+					question = fmt.Sprintf("accept the change to %s/%s as shown?", cn.AppID, cn.Slot)
+				}
+				if ok, code := c.confirm(*yes, shown(question)); !ok {
+					return code
+				}
+			}
+		}
+		cn, err := call(ctx, pos[0], pos[1], *token)
+		if err != nil {
+			return c.fail(err)
+		}
+		if c.json {
+			out := map[string]any{"connection": cn}
+			if rv != nil {
+				out["review"] = rv
+			}
+			return c.printJSON(out)
+		}
+		c.out("%s/%s approved; it may reach: %s", pos[0], pos[1], hostList(cn.AllowedHosts))
+		return exitOK
+	}
 }

@@ -75,6 +75,16 @@ func ctlImport(ctx context.Context, c *ctl, args []string) int {
 		return c.printJSON(rep)
 	}
 	c.out("imported %s: %d restored, %d demoted to declared (review them), %d dropped", filepath.Base(pos[0]), rep.Restored, rep.Demoted, len(rep.Dropped))
+	for _, l := range rep.Landed {
+		switch {
+		case l.CredentialsCleared:
+			c.out("  declared %s/%s: replaced the local row, which asked for something else: its credentials are wiped (review, approve, then enter them again)", l.AppID, l.Slot)
+		case l.Replaced:
+			c.out("  declared %s/%s: replaced the local row (same requirement and hosts: its credentials are kept); review and approve it", l.AppID, l.Slot)
+		default:
+			c.out("  declared %s/%s: new; review and approve it", l.AppID, l.Slot)
+		}
+	}
 	for _, d := range rep.Dropped {
 		c.out("  dropped %s/%s: %s", d.AppID, d.Slot, d.Reason)
 	}

@@ -95,7 +95,7 @@ var journalWidths = []int{20, 24, 6, 28, 9}
 // detail says which gate refused with which code, the upstream status,
 // and who decided (the user, a timeout, a standing approval).
 func journalRow(e api.JournalEntryJSON) []string {
-	who := visible(e.AppID)
+	who := shown(e.AppID)
 	if e.Slot != "" {
 		who += "/" + e.Slot
 	}
@@ -123,12 +123,12 @@ func journalRow(e api.JournalEntryJSON) []string {
 		detail = append(detail, fmt.Sprintf("HTTP %d", e.Status))
 	}
 	if e.Note != "" {
-		detail = append(detail, visible(e.Note))
+		detail = append(detail, shown(e.Note))
 	}
 	if e.Unattended {
 		detail = append(detail, "unattended")
 	}
-	return []string{e.At.UTC().Format(time.RFC3339), who, method, visible(host), e.Outcome, strings.Join(detail, "; ")}
+	return []string{e.At.UTC().Format(time.RFC3339), who, method, shown(host), e.Outcome, strings.Join(detail, "; ")}
 }
 
 // printJournal prints entries under a header, aligned to the widest cell.

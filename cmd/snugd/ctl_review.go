@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+
+	"github.com/snug/snugd/api"
 )
 
 // ctlReview is snugd ctl review APP SLOT [--json]: what a review or
@@ -25,6 +27,21 @@ func ctlReview(ctx context.Context, c *ctl, args []string) int {
 	if c.json {
 		return c.printJSON(rv)
 	}
+	printReview(c, rv)
+	cn := rv.Connection
+	switch {
+	case cn.NeedsReapproval:
+		c.out("\nto accept the change: snugd ctl reapprove %s %s", cn.AppID, cn.Slot)
+	case cn.Status == "declared":
+		c.out("\nto approve: snugd ctl approve %s %s", cn.AppID, cn.Slot)
+	}
+	return exitOK
+}
+
+// printReview prints what a review shows, every outside string shown
+// (ctl_text.go): snugd ctl review, and snugd ctl approve and reapprove
+// before they ask.
+func printReview(c *ctl, rv api.ReviewResponse) {
 	cn := rv.Connection
 	s := summarize(cn.Requirement)
 	c.out("%s/%s: %s (%s), %s", cn.AppID, cn.Slot, s.Provider.Name, s.Kind, cn.Status)
@@ -36,7 +53,7 @@ func ctlReview(ctx context.Context, c *ctl, args []string) int {
 		c.out("registry     %s", rv.Disclosure)
 	}
 	if cn.Imported {
-		c.out("imported     this row came in with a database import: it was never approved on this device")
+		printImported(c, rv.Replaced)
 	}
 	if cn.RevokedAt != nil {
 		c.out("revoked      %s: this connection was revoked before and is being reconnected", stamp(cn.RevokedAt))
@@ -86,13 +103,36 @@ func ctlReview(ctx context.Context, c *ctl, args []string) int {
 			c.out("  %s: %s → %s", ch.Path, diffValue(ch.Old), diffValue(ch.New))
 		}
 	}
-	switch {
-	case cn.NeedsReapproval:
-		c.out("\nto accept the change: snugd ctl reapprove %s %s", cn.AppID, cn.Slot)
-	case cn.Status == "declared":
-		c.out("\nto approve: snugd ctl approve %s %s", cn.AppID, cn.Slot)
+	if r := rv.Replaced; r != nil && len(r.Diff) > 0 {
+		c.out("changes (the local row the import replaced → the imported row)")
+		for _, ch := range r.Diff {
+			c.out("  %s: %s → %s", ch.Path, diffValue(ch.Old), diffValue(ch.New))
+		}
 	}
-	return exitOK
+}
+
+// printImported says what an imported row is, truthfully for a row that
+// replaced a grant approved here and for one that did not.
+func printImported(c *ctl, r *api.ReplacedJSON) {
+	switch {
+	case r == nil:
+		c.out("imported     this row came in with a database import and has not been approved on this device")
+	case r.Status == "approved":
+		c.out("imported     this row came in with a database import and replaced a connection approved here on %s (v%d, hosts %s);", stamp(r.ApprovedAt), r.RequirementVersion, hostList(r.Hosts))
+		c.out("             the imported row itself has not been approved on this device: the changes are listed below")
+	default:
+		c.out("imported     this row came in with a database import and replaced a %s row here (v%d); it has not been approved on this device", r.Status, r.RequirementVersion)
+	}
+	if r != nil && r.CredentialsCleared {
+		c.out("credentials  wiped by the import: the imported row differs from the one they were entered for; enter them again after approving")
+	}
+}
+
+func hostList(hosts []string) string {
+	if len(hosts) == 0 {
+		return "none"
+	}
+	return strings.Join(hosts, ", ")
 }
 
 // diffValue shows one side of a change: a JSON value as it is, or

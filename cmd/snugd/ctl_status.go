@@ -55,11 +55,11 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 	}
 	for _, a := range apps {
 		for _, at := range a.Attention {
-			who := visible(a.AppID)
+			who := shown(a.AppID)
 			if at.Slot != "" {
 				who += "/" + at.Slot
 			}
-			lines = append(lines, who+": "+visible(at.Message))
+			lines = append(lines, who+": "+shown(at.Message))
 		}
 	}
 	if len(lines) == 0 {

@@ -217,7 +217,7 @@ func TestCtlHosts(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, p.Code) || !strings.Contains(out, "no paired hosts") {
 		t.Errorf("hosts list = %d, %q; want the pending code", code, out)
 	}
-	code, out, errOut := td.ctl(t, "", "hosts", "approve", p.Code)
+	code, out, errOut := td.ctl(t, "", "hosts", "approve", p.Code, "--yes")
 	if code != exitOK || !strings.Contains(out, "approved") {
 		t.Fatalf("hosts approve = %d, %q (stderr %q)", code, out, errOut)
 	}
@@ -233,7 +233,7 @@ func TestCtlHosts(t *testing.T) {
 	if strings.Contains(out, r.Token) {
 		t.Errorf("hosts --json shows the host token")
 	}
-	code, _, errOut = td.ctl(t, "", "hosts", "approve", p.Code)
+	code, _, errOut = td.ctl(t, "", "hosts", "approve", p.Code, "--yes")
 	if code != exitNo || errOut == "" {
 		t.Errorf("second approve = %d, %q; want 1 with the refusal", code, errOut)
 	}
@@ -263,7 +263,7 @@ func TestCtlHosts(t *testing.T) {
 func TestCtlDoctor(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
-	td.ctl(t, "", "approve", "trader", "coinbase-exchange")
+	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
 	values := `{"api_key":"` + cbKey + `","api_secret":"` + cbSecret() + `","passphrase":"` + cbPassphrase + `"}`
 	if code, _, errOut := td.ctl(t, values, "credentials", "set", "trader", "coinbase-exchange"); code != exitOK {
 		t.Fatalf("credentials set: %q", errOut)
@@ -354,12 +354,12 @@ func TestCtlConnectionWriters(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "coinbase-exchange  declared  Coinbase Exchange (api_key)") || !strings.Contains(out, "snugd ctl review trader coinbase-exchange") {
 		t.Errorf("connections = %d:\n%s", code, out)
 	}
-	code, out, errOut := td.ctl(t, "", "approve", app, "coinbase-exchange")
+	code, out, errOut := td.ctl(t, "", "approve", app, "coinbase-exchange", "--yes")
 	if code != exitOK || !strings.Contains(out, "api.exchange.coinbase.com") {
 		t.Fatalf("approve = %d, %q (stderr %q)", code, out, errOut)
 	}
 	// A second approval is a writer refusing a transition: exit 1.
-	if code, _, errOut = td.ctl(t, "", "approve", app, "coinbase-exchange"); code != exitNo || errOut == "" {
+	if code, _, errOut = td.ctl(t, "", "approve", app, "coinbase-exchange", "--yes"); code != exitNo || errOut == "" {
 		t.Errorf("second approve = %d, %q; want 1 with the refusal", code, errOut)
 	}
 
@@ -446,7 +446,7 @@ func TestCtlReview(t *testing.T) {
 func TestCtlConfirms(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
-	if code, _, errOut := td.ctl(t, "", "approve", "trader", "coinbase-exchange"); code != exitOK {
+	if code, _, errOut := td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes"); code != exitOK {
 		t.Fatalf("approve: %q", errOut)
 	}
 	code, out, _ := td.ctl(t, "", "confirms")
@@ -505,7 +505,7 @@ func TestCtlConfirms(t *testing.T) {
 func TestCtlExportImport(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
-	td.ctl(t, "", "approve", "trader", "coinbase-exchange")
+	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
 	values := `{"api_key":"` + cbKey + `","api_secret":"` + cbSecret() + `","passphrase":"` + cbPassphrase + `"}`
 	if code, _, errOut := td.ctl(t, values, "credentials", "set", "trader", "coinbase-exchange"); code != exitOK {
 		t.Fatalf("credentials set: %q", errOut)
@@ -599,7 +599,7 @@ func waitFor(t *testing.T, out *syncBuffer, want string) {
 func TestCtlFollow(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
-	td.ctl(t, "", "approve", "trader", "coinbase-exchange")
+	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
 	var watch, journal syncBuffer
 	stopWatch := td.follow(t, &watch, "confirms", "--watch")
 	stopJournal := td.follow(t, &journal, "journal", "--follow")

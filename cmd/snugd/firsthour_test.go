@@ -381,7 +381,7 @@ func FuzzBodyPreview(f *testing.F) {
 		}
 		for _, l := range lines {
 			for _, r := range l {
-				if !printable(r) {
+				if hidden(r) {
 					t.Fatalf("line %q holds %U", l, r)
 				}
 			}

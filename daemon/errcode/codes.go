@@ -79,9 +79,17 @@ const (
 	ClaimRefused Code = "CLAIM_REFUSED"
 )
 
+// Grant integrity and host isolation (issue 10): review-bound approval,
+// app ownership and request bodies that never arrive.
+const (
+	ReviewStale    Code = "REVIEW_STALE"
+	AppNotFound    Code = "APP_NOT_FOUND"
+	RequestTimeout Code = "REQUEST_TIMEOUT"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 53
+const numCodes = 56
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -158,5 +166,10 @@ func table() [numCodes]Entry {
 		// The pairing ceremonies.
 		{Code: ClaimRefused, Meaning: "a setup-token claim was refused; the message is a fixed sentence that says whether the token may be used up"},
 		{Code: ConfirmWithdrawn, Meaning: "the confirm was withdrawn (its host was unpaired, or snugd is shutting down); the decision changed nothing"},
+
+		// Grant integrity and host isolation.
+		{Code: ReviewStale, Meaning: "the row changed since the review whose reviewToken the approval carries; review it again"},
+		{Code: AppNotFound, Meaning: "no such app for this host: it belongs to another host or to the administrator"},
+		{Code: RequestTimeout, Retryable: true, Meaning: "the request body did not arrive in time"},
 	}
 }

@@ -11,3 +11,7 @@ const SlotPattern = ident.SlotPattern
 // ValidSlot reports whether s matches SlotPattern. Mixed case is rejected,
 // never folded (ruling R13).
 func ValidSlot(s string) bool { return ident.ValidSlot(s) }
+
+// ValidFieldKey reports whether s has the shape of a field key,
+// ^[a-z0-9_]{1,40}$ (the parser's rule, which also refuses a leading "_").
+func ValidFieldKey(s string) bool { return validFieldKey(s) }

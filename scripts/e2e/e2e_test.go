@@ -264,7 +264,7 @@ func TestE2E(t *testing.T) {
 			}
 		}
 		for _, slot := range []string{"exchange", "private"} {
-			if code, out, errOut := s.ctl(t, "", "approve", app, slot); code != 0 {
+			if code, out, errOut := s.ctl(t, "", "approve", app, slot, "--yes"); code != 0 {
 				t.Fatalf("snugd ctl approve %s = %d\n%s%s", slot, code, out, errOut)
 			}
 		}

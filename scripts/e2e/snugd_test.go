@@ -250,7 +250,7 @@ func (s *snugd) pairHost(t *testing.T, name string) string {
 	if st, raw, err := s.call(t, http.MethodPost, "/v1/hosts/pair/"+p.PairingID+"/redeem", "", map[string]string{"verifier": verifier}, &r); err != nil || st != http.StatusOK || r.State != "pending" || r.Token != "" {
 		t.Fatalf("redeem before approval = %d %s, %v; want pending without a token", st, raw, err)
 	}
-	if code, out, errOut := s.ctl(t, "", "hosts", "approve", p.Code); code != 0 {
+	if code, out, errOut := s.ctl(t, "", "hosts", "approve", p.Code, "--yes"); code != 0 {
 		t.Fatalf("snugd ctl hosts approve = %d\n%s%s", code, out, errOut)
 	}
 	st, raw, err = s.call(t, http.MethodPost, "/v1/hosts/pair/"+p.PairingID+"/redeem", "", map[string]string{"verifier": verifier}, &r)

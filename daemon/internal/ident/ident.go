@@ -46,7 +46,7 @@ var (
 	// ErrAppIDText is an app id that is not 1–128 characters of text:
 	// invalid UTF-8 (a path can carry %FF) and control characters (which
 	// no credential key may hold) are refused.
-	ErrAppIDText = errors.New("app id must be 1-128 characters of text")
+	ErrAppIDText = errors.New("app id must be 1-128 characters of text, without control or format characters")
 	// ErrAppIDReserved is an app id that begins with "_": auth:_flow:<id>
 	// and auth:_state_hmac are app-agnostic keys beside the apps'
 	// auth:<appId>:… slices (§13), and such an id could alias them.
@@ -56,8 +56,12 @@ var (
 // CheckAppID returns ErrAppIDText or ErrAppIDReserved when id breaks the
 // app-id rule, and nil when it keeps it.
 func CheckAppID(id string) error {
+	// Format characters (Cf: bidi overrides, zero-width joiners and
+	// spaces, the BOM) are refused as host names refuse them: an app id
+	// is printed to the administrator, and one that reads as another id
+	// is a lie about whose credential is being approved.
 	if n := utf8.RuneCountInString(id); n == 0 || n > MaxAppIDChars || !utf8.ValidString(id) ||
-		strings.ContainsFunc(id, unicode.IsControl) {
+		strings.ContainsFunc(id, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
 		return ErrAppIDText
 	}
 	if id[0] == '_' {

@@ -203,7 +203,7 @@ func TestMigrationsResumeFromTheCounter(t *testing.T) {
 	s := openStore(t)
 	dir := s.Dir()
 	update(t, s, func(tx *Tx) error {
-		_, err := tx.exec("DROP TABLE snugd_staged; DROP TABLE snugd_journal; DROP TABLE snugd_pairings; DROP TABLE snugd_hosts; UPDATE snugd_meta SET value = 3 WHERE key = 'schema_version'")
+		_, err := tx.exec("DROP TABLE snugd_replaced; DROP TABLE snugd_app_shares; DROP TABLE snugd_app_owners; DROP TABLE snugd_staged; DROP TABLE snugd_journal; DROP TABLE snugd_pairings; DROP TABLE snugd_hosts; UPDATE snugd_meta SET value = 3 WHERE key = 'schema_version'")
 		return err
 	})
 	s.Close()
@@ -216,7 +216,11 @@ func TestMigrationsResumeFromTheCounter(t *testing.T) {
 		}
 		return tx.queryRow("SELECT value FROM snugd_meta WHERE key = 'schema_version'").Scan(&v)
 	})
-	if ms, _ := migrations(); n != 4 || v != len(ms) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || v != len(ms) {
 		t.Errorf("after reopening a schema-3 database: %d of 4 tables, schema_version %d, want 4 and %d", n, v, len(ms))
 	}
 }

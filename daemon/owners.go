@@ -1,0 +1,244 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+)
+
+// Hosts own their apps (issue 10). An app belongs to the paired host that
+// first wrote a row for it; the administrator may share it with other
+// hosts (snugd ctl apps share). A host reaches only the apps it owns or
+// was given: every app-scoped entry point answers any other app exactly as
+// if it did not exist (APP_NOT_FOUND), so one paired host can neither
+// read, stage, approve nor send another host's credential.
+//
+// The rule, for a host H and an app A:
+//
+//   - A's owner is H, or A is shared with H: visible.
+//   - A has no owner record and no row: visible. Nothing is there to
+//     hide, and H's first write claims A.
+//   - Otherwise (another host's app; an app whose owner was unpaired; an
+//     app with rows nobody claimed, written on the ctl channel, imported
+//     or from before ownership was recorded): APP_NOT_FOUND. Such apps are
+//     the administrator's until shared.
+//
+// App ids are one namespace, so a host that tries to create an app another
+// host holds learns that the id is taken (its write is refused); it never
+// learns what the app holds.
+//
+// The caller is a context value: the API's security chain sets it on every
+// authenticated host request (WithHost). A context without one is the
+// administrator's (the ctl channel, and the daemon's own calls): it sees
+// and may do everything.
+
+type callerKey struct{}
+
+// WithHost returns ctx acting for paired host hostID: every app-scoped
+// call made with it is limited to the apps that host may reach.
+func WithHost(ctx context.Context, hostID string) context.Context {
+	return context.WithValue(ctx, callerKey{}, hostID)
+}
+
+// callerHost returns the host ctx acts for; ok is false for the
+// administrator.
+func callerHost(ctx context.Context) (hostID string, ok bool) {
+	hostID, ok = ctx.Value(callerKey{}).(string)
+	return hostID, ok
+}
+
+// CallerHost returns the paired host ctx acts for (WithHost); ok is false
+// on the ctl channel, which is the administrator.
+func CallerHost(ctx context.Context) (hostID string, ok bool) { return callerHost(ctx) }
+
+// errAppNotFound is the one answer a host gets for an app it may not
+// reach, whatever it asked.
+func errAppNotFound() error { return errcode.New(errcode.AppNotFound, "no such app") }
+
+// reach is how a host reaches an app.
+type reach int
+
+const (
+	reachNone  reach = iota // another host's, or the administrator's
+	reachHeld               // the host owns it or was given it
+	reachClaim              // nobody holds it and it has no row: a write claims it
+)
+
+// reachOf says how host reaches appID, inside tx.
+func reachOf(tx *store.Tx, appID, host string) (reach, error) {
+	a, err := tx.AppAccess(appID)
+	if err != nil {
+		return reachNone, err
+	}
+	if a.OwnerHostID == host || slices.Contains(a.Shared, host) {
+		return reachHeld, nil
+	}
+	if a.Claimed {
+		return reachNone, nil
+	}
+	n, err := tx.CountConnections(appID)
+	if err != nil || n > 0 {
+		return reachNone, err
+	}
+	return reachClaim, nil
+}
+
+// mayReach reports whether host may reach appID, inside tx.
+func mayReach(tx *store.Tx, appID, host string) (bool, error) {
+	r, err := reachOf(tx, appID, host)
+	return r != reachNone, err
+}
+
+// AppVisible reports whether the caller of ctx may reach appID: always
+// for the administrator. This is the one check every app-scoped entry
+// point makes (the API's chain calls it for every route that names an app;
+// the writers call it again inside their transaction). Safe for concurrent
+// use.
+func (d *Daemon) AppVisible(ctx context.Context, appID string) (bool, error) {
+	host, ok := callerHost(ctx)
+	if !ok {
+		return true, nil
+	}
+	var visible bool
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		visible, err = mayReach(tx, appID, host)
+		return err
+	})
+	if err != nil {
+		return false, d.internal("read app owner", err)
+	}
+	return visible, nil
+}
+
+// CheckApp is AppVisible as an error: nil, or APP_NOT_FOUND.
+func (d *Daemon) CheckApp(ctx context.Context, appID string) error {
+	ok, err := d.AppVisible(ctx, appID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errAppNotFound()
+	}
+	return nil
+}
+
+// AppFilter returns the predicate lists are filtered with for the caller
+// of ctx (confirms, standing approvals, journal entries, hints, status
+// counts): nil for the administrator, who sees everything. The predicate
+// reads storage per call and is safe for concurrent use; an app whose
+// owner cannot be read is hidden.
+func (d *Daemon) AppFilter(ctx context.Context) func(appID string) bool {
+	if _, ok := callerHost(ctx); !ok {
+		return nil
+	}
+	return func(appID string) bool {
+		ok, err := d.AppVisible(ctx, appID)
+		return err == nil && ok
+	}
+}
+
+// claimOnWrite runs inside a writer's transaction: it refuses a host a
+// write to an app it may not reach, and records a host's first row of an
+// unclaimed app as its claim. The administrator's writes claim nothing.
+func claimOnWrite(ctx context.Context, tx *store.Tx, appID string) error {
+	host, ok := callerHost(ctx)
+	if !ok {
+		return nil
+	}
+	r, err := reachOf(tx, appID, host)
+	switch {
+	case err != nil:
+		return err
+	case r == reachNone:
+		return errAppNotFound()
+	case r == reachClaim:
+		// Only a new app is claimed: a host given an administrator's
+		// app by a share writes in it without becoming its owner.
+		return tx.ClaimApp(appID, host)
+	}
+	return nil
+}
+
+// AppAccess returns who may reach appID over the host API: its owner's
+// host id ("" when the app is the administrator's) and the hosts it is
+// shared with. It is for the ctl channel's listing of apps.
+func (d *Daemon) AppAccess(ctx context.Context, appID string) (owner string, shared []string, err error) {
+	if err := checkAppID(appID); err != nil {
+		return "", nil, err
+	}
+	var a store.AppAccess
+	err = d.store.View(ctx, func(tx *store.Tx) error {
+		var err error
+		a, err = tx.AppAccess(appID)
+		return err
+	})
+	if err != nil {
+		return "", nil, d.internal("read app access", err)
+	}
+	if a.Shared == nil {
+		a.Shared = []string{}
+	}
+	return a.OwnerHostID, a.Shared, nil
+}
+
+// ShareApp gives paired host hostID access to appID, beside its owner
+// (the user's desktop and web hosts of the same apps). It is the
+// administrator's act (the ctl channel only). Errors: APP_NOT_FOUND when
+// the app has no row, HOST_NOT_FOUND when no such host is paired.
+func (d *Daemon) ShareApp(ctx context.Context, appID, hostID string) error {
+	if err := checkAppID(appID); err != nil {
+		return err
+	}
+	if _, ok := callerHost(ctx); ok {
+		return errcode.New(errcode.Forbidden, "only the administrator shares an app")
+	}
+	err := d.store.Update(ctx, func(tx *store.Tx) error {
+		n, err := tx.CountConnections(appID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errAppNotFound()
+		}
+		return tx.ShareApp(appID, hostID)
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return errcode.New(errcode.HostNotFound, "no paired host has that id")
+	case err != nil:
+		return d.passCoded("share app", err)
+	}
+	d.log.Info("app shared", "app_id", appID, "host_id", hostID)
+	return nil
+}
+
+// UnshareApp takes appID away from hostID: its share, or, when hostID owns
+// the app, its ownership (the app is then the administrator's until
+// shared). The administrator's act. Errors: HOST_NOT_FOUND when the host
+// had no access to the app.
+func (d *Daemon) UnshareApp(ctx context.Context, appID, hostID string) error {
+	if err := checkAppID(appID); err != nil {
+		return err
+	}
+	if _, ok := callerHost(ctx); ok {
+		return errcode.New(errcode.Forbidden, "only the administrator unshares an app")
+	}
+	var had bool
+	err := d.store.Update(ctx, func(tx *store.Tx) error {
+		var err error
+		had, err = tx.UnshareApp(appID, hostID)
+		return err
+	})
+	if err != nil {
+		return d.internal("unshare app", err)
+	}
+	if !had {
+		return errcode.New(errcode.HostNotFound, "that host has no access to the app")
+	}
+	d.log.Info("app unshared", "app_id", appID, "host_id", hostID)
+	return nil
+}
