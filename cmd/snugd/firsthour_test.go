@@ -190,7 +190,7 @@ func TestExportToStdout(t *testing.T) {
 func TestCredentialInput(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
-	td.ctl(t, "", "approve", "trader", "coinbase-exchange")
+	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
 	dir := t.TempDir()
 	all := `{"api_key":"k-123","api_secret":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=","passphrase":"p"}`
 	open := writeFile(t, dir, "open.json", all, 0o644)
@@ -243,7 +243,7 @@ func TestCtlApps(t *testing.T) {
 			t.Errorf("apps lacks %q:\n%s", want, out)
 		}
 	}
-	td.ctl(t, "", "approve", "trader", "coinbase-exchange")
+	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
 	td.ctl(t, `{"api_key":"k"}`, "credentials", "set", "trader", "coinbase-exchange")
 	code, out, _ = td.ctl(t, "", "apps")
 	if code != exitOK || !strings.Contains(out, "pending") || !strings.Contains(out, "missing required fields: api_secret, passphrase: snugd ctl credentials set trader coinbase-exchange") {
@@ -279,7 +279,7 @@ func TestBodyPreview(t *testing.T) {
 	}{
 		{"json", `{"size":"1","side":"buy"}`, []string{"{", `  "size": "1",`, `  "side": "buy"`, "}"}},
 		{"text", "a=1&b=2", []string{"a=1&b=2"}},
-		{"control characters", "x\x1b[2Jy", []string{`x\u{001B}[2Jy`}},
+		{"control characters", "x\x1b[2Jy", []string{`x\x1b[2Jy`}},
 		{"long", strings.Repeat("z", 30), []string{strings.Repeat("z", 10), "… (20 more characters not shown)"}},
 	}
 	for _, tc := range tests {

@@ -112,7 +112,7 @@ func echoOff(t *testing.T, s *os.File) {
 func TestCredentialPromptPTY(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
-	td.ctl(t, "", "approve", "trader", "coinbase-exchange")
+	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
 	m, s := openPTY(t)
 	stop := drain(m, s)
 	type result struct {

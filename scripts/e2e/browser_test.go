@@ -562,7 +562,7 @@ func (b *browserStack) approvePairing(t *testing.T, code string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, b.cfg.Snugd, "ctl", "--data-dir", b.dataDir, "hosts", "approve", code).CombinedOutput()
+	out, err := exec.CommandContext(ctx, b.cfg.Snugd, "ctl", "--data-dir", b.dataDir, "hosts", "approve", "--yes", code).CombinedOutput()
 	if err != nil {
 		t.Fatalf("snugd ctl hosts approve: %v\n%s", err, out)
 	}
