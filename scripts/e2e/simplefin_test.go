@@ -73,7 +73,7 @@ func TestSimpleFINE2E(t *testing.T) {
 	if st, raw, err := s.call(t, http.MethodPut, "/v1/apps/"+app+"/connections/bank", token, map[string]json.RawMessage{"requirement": json.RawMessage(sfRequirement)}, nil); err != nil || st/100 != 2 {
 		t.Fatalf("PUT the SimpleFIN connection = %d %s, %v", st, raw, err)
 	}
-	if code, out, errOut := s.ctl(t, "", "approve", app, "bank"); code != 0 {
+	if code, out, errOut := s.ctl(t, "", "approve", app, "bank", "--yes"); code != 0 {
 		t.Fatalf("snugd ctl approve = %d\n%s%s", code, out, errOut)
 	}
 
