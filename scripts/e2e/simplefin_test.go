@@ -170,8 +170,8 @@ func TestSimpleFINE2E(t *testing.T) {
 		}
 		// Reconnected and approved again, the row has no credential: the
 		// executor refuses the read, and nothing reaches the bridge.
-		for _, act := range []string{"reconnect", "approve"} {
-			if code, out, errOut := s.ctl(t, "", act, app, "bank"); code != 0 {
+		for _, act := range [][]string{{"reconnect", app, "bank"}, {"approve", app, "bank", "--yes"}} {
+			if code, out, errOut := s.ctl(t, "", act...); code != 0 {
 				t.Fatalf("snugd ctl %s = %d\n%s%s", act, code, out, errOut)
 			}
 		}
