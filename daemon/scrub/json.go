@@ -118,8 +118,8 @@ func appendJSONSpellings(out []string, c string) []string {
 		}
 		return out
 	}
-	for n := range combos {
-		usesU := false
+	for i := range combos {
+		usesU, n := false, i // n: the combination's digits, one per class
 		for _, k := range present {
 			ms := jsonModes[k]
 			modes[k] = ms[n%len(ms)]
