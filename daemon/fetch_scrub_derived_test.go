@@ -65,10 +65,18 @@ func TestScrubDerivedAndEscaped(t *testing.T) {
 			strings.ReplaceAll(pass, "/", `\u002F`), // uppercase \u
 			strings.ReplaceAll(tok, "/", `\/`),      // the derived value escaped too
 		}
-		io.WriteString(w, `{"echo":["`+strings.Join(reflected, `","`)+`"]}`)
+		pad := "" // a big answer takes the scrub's one-pass path
+		if q.URL.Query().Get("big") != "" {
+			pad = strings.Repeat(`{"id":1,"name":"pad"},`, 4<<10)
+		}
+		io.WriteString(w, `{"pad":[`+pad+`0],"echo":["`+strings.Join(reflected, `","`)+`"]}`)
 	})
-	for _, app := range []string{"app1", "app2"} {
-		res, resp := r.net(t, app, frame("GET", "https://api.example.com/v1", nil))
+	for _, call := range []struct{ app, url string }{
+		{"app1", "https://api.example.com/v1"}, {"app2", "https://api.example.com/v1"},
+		{"app1", "https://api.example.com/v1?big=1"}, {"app2", "https://api.example.com/v1?big=1"},
+	} {
+		app := call.app
+		res, resp := r.net(t, app, frame("GET", call.url, nil))
 		if res.Code != "" {
 			t.Fatalf("%s: Net = %q", app, res.Code)
 		}
