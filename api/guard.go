@@ -52,9 +52,12 @@ import (
 //  7. TCP, authed routes: the bearer token, bound to its origin (401,
 //     403), with failures rate-limited per origin and per token (429; a
 //     valid token is never held back); the request's context is bound to
-//     the host's pairing, so unpairing cancels it; redeem shares the
-//     failed-authentication limit (a wrong verifier counts), and pairing
-//     requests have their own, per origin (pair handler);
+//     the host's pairing, so unpairing cancels it; a redeem is never held
+//     back here: a wrong verifier counts against its pairing (denied at
+//     the fifth) and the origin's failure budget, which only turns its
+//     answer into 429, and a right one always passes (redeem handler);
+//     pairing requests have their own limit, per origin for a page and
+//     per host name for a desktop request (pair handler);
 //  8. the body: any Content-Type but JSON is 415 (which closes text/plain
 //     CSRF); a Content-Length over the route's limit is 413 before a byte
 //     is read, and the body is wrapped in http.MaxBytesReader;
@@ -187,11 +190,11 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 			// reaches only the apps the host owns or was given, and what it
 			// parks is the host's (unpairing withdraws it).
 			ctx = daemon.WithHost(bound, h.ID)
-		case rt.origin == originRedeem:
-			if wait := ch.s.fails.blocked(failureKeys(origin, "")); wait > 0 {
-				return rateLimited(w, wait), false
-			}
 		}
+		// A redeem is not held back here: one that presents the right
+		// verifier always passes, and a wrong one is limited per pairing
+		// (hostauth denies it at the fifth) and answered 429 past the
+		// origin's failure budget (redeem handler).
 	}
 	// 8. Body.
 	if a, ok := checkBody(w, r, rt); !ok {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snug/snugd/daemon/errcode"
@@ -15,14 +16,20 @@ func (s *Server) health(c echo.Context) error {
 }
 
 // pair records a pairing request (POST /v1/hosts/pair). Well-formed
-// requests are rate-limited per origin.
+// requests are rate-limited per origin; a desktop request, which has no
+// origin, per host name, so that one local process asking again and again
+// spends its own name's allowance, not every desktop host's.
 func (s *Server) pair(c echo.Context) error {
 	var req PairRequest
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	if wait := s.pairs.take(failureKeys(requestOrigin(c), "")); wait > 0 {
-		return rateLimitedMsg(c.Response(), wait, "too many pairing requests from this origin; retry later")
+	keys, msg := failureKeys(requestOrigin(c), ""), "too many pairing requests from this origin; retry later"
+	if requestOrigin(c) == "" && req.Surface == string(hostauth.SurfaceDesktop) {
+		keys, msg = []string{"desktop " + strings.ToLower(req.Name)}, "too many pairing requests under this host name; retry later"
+	}
+	if wait := s.pairs.take(keys); wait > 0 {
+		return rateLimitedMsg(c.Response(), wait, msg)
 	}
 	p, err := s.d.Pair(c.Request().Context(), hostauth.PairRequest{
 		Name: req.Name, Surface: hostauth.Surface(req.Surface), Origin: req.Origin, Challenge: req.Challenge,
@@ -34,8 +41,13 @@ func (s *Server) pair(c echo.Context) error {
 }
 
 // redeem redeems a pairing with its verifier (POST
-// /v1/hosts/pair/{pairingId}/redeem). A wrong verifier counts as a failed
-// authentication of the caller's origin.
+// /v1/hosts/pair/{pairingId}/redeem). The right verifier is never rate
+// limited: every local process shares the origin "", so a budget it could
+// spend must not stand between a desktop host and its token. A wrong
+// verifier counts against its pairing (hostauth denies the request at
+// MaxVerifierFailures, the limit that matters: five guesses at a verifier
+// of 43 or more characters, PKCE's shape) and as a failed authentication of the caller's origin, which
+// past its burst answers 429 instead of the mismatch.
 func (s *Server) redeem(c echo.Context) error {
 	var req RedeemRequest
 	if err := bind(c, &req); err != nil {
@@ -44,7 +56,11 @@ func (s *Server) redeem(c echo.Context) error {
 	origin := requestOrigin(c)
 	r, err := s.d.RedeemPairing(c.Request().Context(), param(c, "pairingId"), req.Verifier, origin)
 	if code, _ := errcode.CodeOf(err); code == errcode.VerifierMismatch || code == errcode.PairingNotFound {
-		s.fails.fail(failureKeys(origin, ""))
+		keys := failureKeys(origin, "")
+		if wait := s.fails.blocked(keys); wait > 0 {
+			return rateLimited(c.Response(), wait)
+		}
+		s.fails.fail(keys)
 	}
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -181,4 +182,95 @@ func TestRedeemFailuresRateLimited(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	_, err := c.Redeem(ctx, "p_"+strings.Repeat("1", 32), verifier)
 	wantAPIError(t, err, 404, errcode.PairingNotFound)
+}
+
+// TestCorrectRedeemAfterFailureBudget: a local process that spends the
+// shared failure budget of callers without an Origin (wrong redeems)
+// cannot keep a desktop host from its token: the right verifier is never
+// rate-limited. Before, step 7 answered the right verifier 429 too.
+func TestCorrectRedeemAfterFailureBudget(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	c := e.host("", "")
+	p, err := c.Pair(ctx, PairRequest{Name: "Real desktop", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
+	if err != nil {
+		t.Fatalf("Pair: %v", err)
+	}
+	if _, err := e.ctl.ApproveHost(ctx, p.Code); err != nil {
+		t.Fatalf("ApproveHost: %v", err)
+	}
+	attacker := e.host("", "")
+	var last error
+	for range authBurst + 1 {
+		_, last = attacker.Redeem(ctx, "p_"+strings.Repeat("1", 32), verifier)
+	}
+	wantAPIError(t, last, 429, errcode.RateLimited)
+	r, err := c.Redeem(ctx, p.PairingID, verifier)
+	if err != nil || r.State != "approved" || r.Token == "" {
+		t.Fatalf("Redeem with the right verifier after the budget is spent = %+v, %v, want the token", r, err)
+	}
+}
+
+// TestWrongVerifiersCountedPerPairing: wrong verifiers against one
+// pairing deny it at the fifth, whatever the origin's budget says; the
+// right verifier then gets the denial, not a token.
+func TestWrongVerifiersCountedPerPairing(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	c := e.host("", "")
+	p, err := c.Pair(ctx, PairRequest{Name: "Desk", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
+	if err != nil {
+		t.Fatalf("Pair: %v", err)
+	}
+	wrong := strings.Repeat("w", 43)
+	for range hostauth.MaxVerifierFailures {
+		_, err := c.Redeem(ctx, p.PairingID, wrong)
+		wantAPIError(t, err, 403, errcode.VerifierMismatch)
+	}
+	if _, err := e.ctl.ApproveHost(ctx, p.Code); err == nil {
+		t.Errorf("ApproveHost after %d wrong verifiers succeeded: the pairing should be denied", hostauth.MaxVerifierFailures)
+	}
+	r, err := c.Redeem(ctx, p.PairingID, verifier)
+	if err != nil || r.State != "denied" || r.Token != "" {
+		t.Errorf("Redeem after the denial = %+v, %v, want denied without a token", r, err)
+	}
+}
+
+// TestDesktopPairFloodCannotLockOut: one local process flooding
+// POST /v1/hosts/pair as a desktop host (past its rate limit and past the
+// pending cap) leaves another desktop host able to pair. Before, every
+// caller without an Origin shared one bucket, so the flood's 429s were
+// everyone's.
+func TestDesktopPairFloodCannotLockOut(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	flood := e.host("", "")
+	limited := false
+	for range 2 * hostauth.MaxPendingPairings {
+		_, err := flood.Pair(ctx, PairRequest{Name: "flood", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
+		if ae, ok := err.(*Error); ok && ae.Status == 429 {
+			limited = true
+		} else if err != nil {
+			t.Fatalf("flood Pair = %v", err)
+		}
+	}
+	for i := range hostauth.MaxPendingPairings + 1 { // fill the pending table with new names
+		if _, err := flood.Pair(ctx, PairRequest{Name: fmt.Sprintf("flood %d", i), Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)}); err != nil {
+			t.Fatalf("flood Pair(new name %d) = %v", i, err)
+		}
+	}
+	if !limited {
+		t.Errorf("a flood under one name was never rate-limited")
+	}
+	c := e.host("", "")
+	p, err := c.Pair(ctx, PairRequest{Name: "Real desktop", Surface: "desktop", Challenge: testutil.ChallengeOf(verifier)})
+	if err != nil {
+		t.Fatalf("Pair(real desktop) after the flood = %v, want it recorded", err)
+	}
+	if _, err := e.ctl.ApproveHost(ctx, p.Code); err != nil {
+		t.Fatalf("ApproveHost: %v", err)
+	}
+	if r, err := c.Redeem(ctx, p.PairingID, verifier); err != nil || r.Token == "" {
+		t.Fatalf("Redeem = %+v, %v, want the token", r, err)
+	}
 }

@@ -588,7 +588,7 @@ func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 		header[name] = out
 	}
 	if r.status >= 400 {
-		f.providerError = scrub.ProviderErrorText(string(r.body), f.scrub.Candidates(), func(s string) string {
+		f.providerError = scrub.ProviderErrorText(string(r.body), f.scrub.Values(), func(s string) string {
 			if llm {
 				s = scrub.PrivateIPv4(s)
 			}

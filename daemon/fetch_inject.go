@@ -81,6 +81,13 @@ func (e *executor) inject(ctx context.Context, f *fetch) *errcode.Error {
 type templateSource struct{}
 
 func (templateSource) inject(_ context.Context, e *executor, f *fetch, values map[string]string) *errcode.Error {
+	if f.grant.req.Kind == requirement.KindBasicAuth {
+		// A basic_auth value held as one "user:pass" field (SimpleFIN's
+		// access credentials): each long enough half is scrubbed alone.
+		for _, v := range values {
+			f.scrub.AddUserPass(v)
+		}
+	}
 	return e.render(f, values)
 }
 

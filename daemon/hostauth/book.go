@@ -57,10 +57,12 @@ const (
 	// host's polling interval.
 	RedeemGrace = 2 * time.Minute
 	// MaxPendingPairings bounds the pairing requests waiting at once, per
-	// surface; more are refused RATE_LIMITED. Web and desktop requests are
-	// counted apart: any web page may ask to pair (its own origin), and a
-	// page that fills the web requests must not keep a desktop host, which
-	// no page can impersonate, from pairing.
+	// surface. Web and desktop requests are counted apart: any web page
+	// may ask to pair (its own origin), and a page that fills the web
+	// requests must not keep a desktop host, which no page can
+	// impersonate, from pairing. Past it a web request is refused
+	// RATE_LIMITED; a desktop request displaces the oldest waiting under
+	// the most-requested name (see Pair).
 	MaxPendingPairings = 16
 	// MaxVerifierFailures is how many wrong verifiers a request survives;
 	// the next one denies it.
@@ -410,7 +412,9 @@ func (b *Book) PairingOrigin(ctx context.Context, id string) (origin string, ok 
 //
 // Errors: BAD_REQUEST for a malformed request, FORBIDDEN for an Origin
 // that is not the one being paired, RATE_LIMITED when MaxPendingPairings
-// requests of the same surface are already waiting.
+// web requests are already waiting. A desktop request is never refused for
+// a full table: it displaces the oldest pending desktop request of the
+// name that holds the most (a flood under one name displaces its own).
 func (b *Book) Pair(ctx context.Context, req PairRequest, requestOrigin string) (Pairing, error) {
 	if err := checkHostName(req.Name); err != nil {
 		return Pairing{}, err
@@ -449,14 +453,26 @@ func (b *Book) Pair(ctx context.Context, req PairRequest, requestOrigin string) 
 		if err != nil {
 			return err
 		}
-		pending := 0
+		var pending []store.Pairing
 		for _, q := range all {
 			if q.State == store.PairingPending && Surface(q.Surface) == req.Surface {
-				pending++
+				pending = append(pending, q)
 			}
 		}
-		if pending >= MaxPendingPairings {
-			return errcode.New(errcode.RateLimited, "too many pairing requests are waiting; approve or deny some, or wait for them to expire")
+		if len(pending) >= MaxPendingPairings {
+			if req.Surface != SurfaceDesktop {
+				return errcode.New(errcode.RateLimited, "too many pairing requests are waiting; approve or deny some, or wait for them to expire")
+			}
+			// Desktop requests all come from 127.0.0.1 without an Origin:
+			// refusing the new one would let one local process that filled
+			// the table lock every desktop host out. The new request takes
+			// the place of the oldest waiting under the name that holds
+			// the most, so a flood under one name displaces only its own.
+			ev := evictee(pending)
+			if err := tx.SetPairingState(ev.ID, store.PairingPending, store.PairingExpired, ""); err != nil {
+				return err
+			}
+			b.log.Warn("pairing request displaced: too many desktop requests waiting", "pairing_id", ev.ID)
 		}
 		code, err := freeCode(tx)
 		if err != nil {
@@ -479,6 +495,23 @@ func (b *Book) Pair(ctx context.Context, req PairRequest, requestOrigin string) 
 	}
 	b.log.Info("pairing requested", "pairing_id", p.ID, "surface", string(p.Surface), "origin", p.Origin)
 	return pairingFromRow(p), nil
+}
+
+// evictee is the pending request a new desktop request displaces: the
+// oldest of the name (in any case) with the most pending requests.
+func evictee(pending []store.Pairing) store.Pairing {
+	count := map[string]int{}
+	for _, p := range pending {
+		count[strings.ToLower(p.Name)]++
+	}
+	best := pending[0]
+	for _, p := range pending[1:] {
+		n, bn := count[strings.ToLower(p.Name)], count[strings.ToLower(best.Name)]
+		if n > bn || n == bn && p.CreatedAt.Before(best.CreatedAt) {
+			best = p
+		}
+	}
+	return best
 }
 
 // freeCode draws a code no pending request uses.

@@ -321,8 +321,64 @@ func TestMaxPendingPairings(t *testing.T) {
 			t.Fatalf("Pair(desktop %d) with %d web requests waiting = %v, want nil", i, MaxPendingPairings, err)
 		}
 	}
-	_, err = bk.Pair(t.Context(), desktop, "")
-	testutil.WantCode(t, err, errcode.RateLimited)
+	// A full desktop table displaces rather than refuses (see
+	// TestDesktopFloodCannotLockOut).
+	if _, err := bk.Pair(t.Context(), desktop, ""); err != nil {
+		t.Errorf("Pair(desktop) with the desktop table full = %v, want it recorded", err)
+	}
+}
+
+// TestDesktopFloodCannotLockOut: one local process that keeps asking to
+// pair as a desktop host, under one name or under a new name each time,
+// cannot keep another desktop host from pairing: a new request is
+// recorded whatever waits, a flood under one name displaces only its own
+// requests, and the newcomer is approved and redeemed. Before, the 17th
+// desktop request was refused RATE_LIMITED for everyone.
+func TestDesktopFloodCannotLockOut(t *testing.T) {
+	for _, varied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("varied names %v", varied), func(t *testing.T) {
+			bk, clock, _ := newBook(t)
+			ctx := t.Context()
+			var real Pairing
+			for i := range 3 * MaxPendingPairings {
+				name := "flood"
+				if varied {
+					name = fmt.Sprintf("flood %d", i)
+				}
+				if i == MaxPendingPairings+2 && !varied {
+					var err error
+					real, err = bk.Pair(ctx, PairRequest{Name: "Real desktop", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
+					if err != nil {
+						t.Fatalf("Pair(real) amid the flood = %v", err)
+					}
+				}
+				clock.Advance(time.Millisecond)
+				if _, err := bk.Pair(ctx, PairRequest{Name: name, Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, ""); err != nil {
+					t.Fatalf("Pair(flood %d) = %v", i, err)
+				}
+			}
+			if varied {
+				// A newcomer after a flood of new names is still recorded,
+				// and can be approved at once.
+				var err error
+				real, err = bk.Pair(ctx, PairRequest{Name: "Real desktop", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
+				if err != nil {
+					t.Fatalf("Pair(real) after the flood = %v", err)
+				}
+			}
+			pending, _ := bk.Pending(ctx)
+			if len(pending) != MaxPendingPairings {
+				t.Errorf("%d desktop requests waiting, want the cap %d", len(pending), MaxPendingPairings)
+			}
+			if _, err := bk.Approve(ctx, real.Code); err != nil {
+				t.Fatalf("Approve(real) = %v: the flood displaced it", err)
+			}
+			r, err := bk.Redeem(ctx, real.ID, testVerifer, "")
+			if err != nil || r.State != PairingApproved || r.Token.Reveal() == "" {
+				t.Fatalf("Redeem(real) = %v, %v, want a token", r.State, err)
+			}
+		})
+	}
 }
 
 // TestUnpairRevokesAtOnce: the token stops working when Unpair

@@ -5,5 +5,6 @@
 // connection-relative request's error text (§15), and the bounded
 // provider error extract (§14.3). They are functions of their input only: no clock, no log, no I/O.
 //
-// Imports: the standard library only. Any daemon package may import it.
+// Imports: the standard library and the leaf daemon/internal/multimatch.
+// Any daemon package may import it.
 package scrub

@@ -5,18 +5,54 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/snug/snugd/daemon/internal/multimatch"
 )
 
 // Gate 10's value scrub (§14, §14.1). It is exact-substring matching over
-// the values this request injected, in their raw spelling and the
-// percent-encoded spellings a provider is likely to echo (QueryEscape,
-// PathEscape and RFC 3986's, with upper- and lowercase hex). A provider
-// that re-encodes a credential otherwise (base64, hex, split fields)
-// defeats it by design: the frozen ceiling, who may receive the secret at
-// all, is the primary wall, and the scrub is a second line, nothing more.
+// the values this request injected, in every spelling the executor knows
+// how to derive:
+//
+//   - the raw value, and every value the renderer derived from one: each
+//     rendered value that read a field and each helper output that did
+//     (the base64 of user:pass without "Basic ", a whole cdp_jwt, an
+//     HMAC), as daemon/template's Rendered.Secrets lists them;
+//   - the halves of a basic_auth value held as one "user:pass" field
+//     (SimpleFIN's access credentials), each when it is at least MinHalf
+//     bytes long: a shorter half is not credential-shaped, and scrubbing
+//     a three-letter user name would mangle ordinary text in every answer
+//     (a short user name is not the secret; the password, when short, is
+//     weak whatever the scrub does);
+//   - the percent-encoded spellings a provider is likely to echo
+//     (QueryEscape, PathEscape and RFC 3986's, with upper- and lowercase
+//     hex);
+//   - the JSON-escaped spellings of each of the above: every byte that
+//     encoding/json, PHP's json_encode or .NET's System.Text.Json escapes
+//     ("\/" for "/", the short escapes, "\u00XX" in lower- and uppercase
+//     hex, "\uXXXX" for a non-ASCII rune), in every combination of
+//     escaped and unescaped classes of bytes when a value holds few kinds
+//     (at most maxJSONSpellings); a value holding many kinds gets the
+//     encoders' own spellings only (Go's with and without HTML escaping,
+//     PHP's and .NET's defaults, everything escaped), so a bespoke mix of
+//     escapes defeats it.
+//
+// A provider that re-encodes a credential otherwise (base64 or hex of a
+// value the renderer did not derive, a split or reversed value, an
+// encoding within an encoding, a half shorter than MinHalf) defeats the
+// scrub by design: the frozen ceiling, who may receive the secret at all,
+// is the primary wall, and the scrub is a second line, nothing more.
+//
+// The body is scanned once for every spelling (daemon/internal/multimatch,
+// built once per Set) when it is long enough for that to pay; a short text
+// is searched per spelling. Both find every occurrence, overlapping ones
+// included, and replace each maximal run of covered bytes with one Mark.
 
 // Mark replaces every scrubbed value.
 const Mark = "[scrubbed]"
+
+// MinHalf is the shortest half of a "user:pass" value AddUserPass scrubs
+// on its own (the whole value is always scrubbed).
+const MinHalf = 8
 
 // Set collects the values one request injected and replaces them.
 // The zero Set is empty and replaces nothing. A Set is not safe for
@@ -25,6 +61,8 @@ type Set struct {
 	vals  []string
 	cands []string // every spelling of vals, longest first
 	built int      // len(vals) when cands was built
+	m     *multimatch.Matcher
+	mOf   int // len(vals) when m was built
 }
 
 // Add records values that were injected (empty ones are ignored).
@@ -36,6 +74,25 @@ func (s *Set) Add(vs ...string) {
 	}
 }
 
+// AddUserPass records a basic_auth value held as one "user:pass" field:
+// the whole value, and each half of at least MinHalf bytes.
+func (s *Set) AddUserPass(v string) {
+	s.Add(v)
+	user, pass, ok := strings.Cut(v, ":")
+	if !ok {
+		return
+	}
+	for _, h := range []string{user, pass} {
+		if len(h) >= MinHalf {
+			s.Add(h)
+		}
+	}
+}
+
+// Values returns the values recorded, in the order added. The caller
+// must not modify the result.
+func (s *Set) Values() []string { return s.vals }
+
 // Candidates returns every spelling to scrub, longest first. The caller
 // must not modify the result.
 func (s *Set) Candidates() []string {
@@ -44,6 +101,14 @@ func (s *Set) Candidates() []string {
 	}
 	return s.cands
 }
+
+// matchMin is the text length from which Apply scans once with the
+// multi-pattern matcher rather than once per spelling: below it, building
+// the matcher costs more than the searches it saves. Both costs grow with
+// the number of spellings (BenchmarkScrub1MiB: about 13 µs per spelling
+// to build, 0.3 ms per spelling and MiB to search), so the crossover is a
+// length, about 40 KiB, whatever the set.
+const matchMin = 32 << 10
 
 // Apply returns x with every byte that lies inside an occurrence of any
 // candidate replaced: each maximal run of such bytes becomes one
@@ -55,6 +120,51 @@ func (s *Set) Apply(x string) string {
 	if len(s.vals) == 0 || x == "" {
 		return x
 	}
+	if len(x) >= matchMin {
+		return s.applyOnce(x)
+	}
+	return s.applyEach(x)
+}
+
+// applyOnce is Apply in one pass of the matcher: matches arrive in order
+// of their end, so the covered runs are merged on a stack (a later match
+// may start before runs it swallows).
+func (s *Set) applyOnce(x string) string {
+	if s.m == nil || s.mOf != len(s.vals) {
+		cands := s.Candidates()
+		ps := make([][]byte, len(cands))
+		for i, c := range cands {
+			ps[i] = []byte(c)
+		}
+		s.m, s.mOf = multimatch.New(ps), len(s.vals)
+	}
+	var runs [][2]int
+	s.m.Each([]byte(x), func(mt multimatch.Match) bool {
+		start := mt.Start
+		for len(runs) > 0 && runs[len(runs)-1][1] >= start {
+			start = min(start, runs[len(runs)-1][0])
+			runs = runs[:len(runs)-1]
+		}
+		runs = append(runs, [2]int{start, mt.End})
+		return true
+	})
+	if runs == nil {
+		return x
+	}
+	var b strings.Builder
+	b.Grow(len(x))
+	last := 0
+	for _, r := range runs {
+		b.WriteString(x[last:r[0]])
+		b.WriteString(Mark)
+		last = r[1]
+	}
+	b.WriteString(x[last:])
+	return b.String()
+}
+
+// applyEach is Apply with one search per candidate.
+func (s *Set) applyEach(x string) string {
 	cands := s.Candidates()
 	var covered []bool // allocated at the first match; the common case has none
 	for _, c := range cands {
@@ -123,16 +233,20 @@ func shortestPeriod(c string) int {
 // spellings expands raw values into every spelling the scrub looks
 // for, unique and longest first.
 func spellings(raw []string) []string {
-	out := make([]string, 0, 6*len(raw))
+	out := make([]string, 0, 12*len(raw))
 	for _, v := range raw {
 		if v == "" {
 			continue
 		}
-		out = append(out, v)
+		forms := []string{v}
 		for _, e := range []string{url.QueryEscape(v), url.PathEscape(v), escapeRFC3986(v)} {
 			if e != v {
-				out = append(out, e, lowerHex(e))
+				forms = append(forms, e, lowerHex(e))
 			}
+		}
+		for _, f := range forms {
+			out = append(out, f)
+			out = appendJSONSpellings(out, f)
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int {

@@ -1,10 +1,14 @@
 package scrub
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestScrubber(t *testing.T) {
@@ -58,41 +62,126 @@ func TestScrubOverlap(t *testing.T) {
 
 // FuzzScrub checks the value scrub against a naive reference: every byte
 // inside any occurrence of any spelling of any value is gone, and every
-// other byte survives in order.
+// other byte survives in order, on both of Apply's paths (one search per
+// spelling, one pass of the matcher). It also plants the spellings real
+// encoders give the first value (encoding/json with and without HTML
+// escaping, PHP's json_encode, every spelling the Set derives) around
+// the random text and checks none survives.
 func FuzzScrub(f *testing.F) {
 	for _, s := range [][3]string{
 		{"abcdefgh", "efghijkl", "xxabcdefghijklyy"},
 		{"abab", "b", "xababab"},
 		{"a b/c", "c", "a+b%2Fc a%20b%2fc"},
+		{"dXNlcjpw/YXNz+", "user:password1", `{"a":"dXNlcjpw\/YXNz\u002b"}`},
+		{"<k&y>'\"\n", "é/日", `"\u003ck\u0026y\u003e'\"\n" \u00e9\/\u65e5`},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, v1, v2, text string) {
 		var s Set
-		s.Add(v1, v2)
-		got := s.Apply(text)
-		covered := make([]bool, len(text))
-		for _, c := range spellings([]string{v1, v2}) {
-			for i := 0; i+len(c) <= len(text); i++ {
-				if text[i:i+len(c)] == c {
-					for j := i; j < i+len(c); j++ {
-						covered[j] = true
-					}
+		s.Add(v1)
+		s.AddUserPass(v2)
+		vals := slices.Clone(s.Values())
+		for _, x := range []string{text, plant(v1, text)} {
+			want := reference(vals, x)
+			if got := s.applyEach(x); got != want {
+				t.Fatalf("scrub(%q, %q).applyEach(%q) = %q, want %q", v1, v2, x, got, want)
+			}
+			if got := s.applyOnce(x); got != want {
+				t.Fatalf("scrub(%q, %q).applyOnce(%q) = %q, want %q", v1, v2, x, got, want)
+			}
+		}
+		got := s.Apply(plant(v1, text))
+		for _, c := range append(encoderSpellings(v1), s.Candidates()...) {
+			if c != "" && !strings.ContainsAny(c, Mark) && strings.Contains(got, c) {
+				t.Fatalf("scrub(%q).Apply keeps the spelling %q: %q", v1, c, got)
+			}
+		}
+	})
+}
+
+// reference is the naive value scrub.
+func reference(vals []string, text string) string {
+	covered := make([]bool, len(text))
+	for _, c := range spellings(vals) {
+		for i := 0; i+len(c) <= len(text); i++ {
+			if text[i:i+len(c)] == c {
+				for j := i; j < i+len(c); j++ {
+					covered[j] = true
 				}
 			}
 		}
-		var want strings.Builder
-		for i := 0; i < len(text); i++ {
-			if !covered[i] {
-				want.WriteByte(text[i])
-			} else if i == 0 || !covered[i-1] {
-				want.WriteString(Mark)
-			}
+	}
+	var want strings.Builder
+	for i := 0; i < len(text); i++ {
+		if !covered[i] {
+			want.WriteByte(text[i])
+		} else if i == 0 || !covered[i-1] {
+			want.WriteString(Mark)
 		}
-		if got != want.String() {
-			t.Fatalf("scrub(%q, %q).apply(%q) = %q, want %q", v1, v2, text, got, want.String())
+	}
+	return want.String()
+}
+
+// encoderSpellings is v as real JSON encoders write it inside a string.
+func encoderSpellings(v string) []string {
+	if v == "" || !utf8.ValidString(v) {
+		return nil
+	}
+	inner := func(b []byte) string {
+		return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(string(b)), `"`), `"`)
+	}
+	goHTML, _ := json.Marshal(v)
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	php := strings.ReplaceAll(inner(plain.Bytes()), "/", `\/`) // json_encode's default slash
+	return []string{inner(goHTML), inner(plain.Bytes()), php}
+}
+
+// plant surrounds text with every encoder spelling of v.
+func plant(v, text string) string {
+	return text + strings.Join(encoderSpellings(v), text) + text
+}
+
+// TestScrubJSONSpellings: a value echoed inside a JSON string, escaped the
+// way encoding/json, PHP or .NET escape it, is scrubbed.
+//
+// conformance: P3-X14.1-01
+func TestScrubJSONSpellings(t *testing.T) {
+	var s Set
+	s.Add("dXNlcjpw/YXNz+x", "<a&b>\"q'\n\x01é")
+	cases := []string{
+		`dXNlcjpw\/YXNz+x`, `dXNlcjpw\u002fYXNz+x`, `dXNlcjpw\u002FYXNz\u002Bx`, `dXNlcjpw\/YXNz\u002bx`,
+		`\u003ca\u0026b\u003e\"q'\n\u0001é`,               // encoding/json
+		`<a&b>\"q'\n\u0001\u00e9`,                         // PHP
+		`\u003Ca\u0026b\u003E\u0022q\u0027\n\u0001\u00E9`, // .NET
+	}
+	for _, in := range cases {
+		if got := s.Apply("[" + in + "]"); got != "["+Mark+"]" {
+			t.Errorf("Apply(%q) = %q", in, got)
 		}
-	})
+	}
+}
+
+// TestScrubUserPassHalves: each half of a user:pass value long enough to
+// be credential-shaped is scrubbed alone (SimpleFIN's password echoed
+// without its user name); a short user name is left in ordinary text.
+//
+// conformance: P3-X14.1-01
+func TestScrubUserPassHalves(t *testing.T) {
+	var s Set
+	s.AddUserPass("bob:Zq8r2LkP9wXc")
+	got := s.Apply(`{"error":"password Zq8r2LkP9wXc is wrong for bob, bobby"}`)
+	if want := `{"error":"password ` + Mark + ` is wrong for bob, bobby"}`; got != want {
+		t.Errorf("Apply = %q, want %q", got, want)
+	}
+	var l Set
+	l.AddUserPass("e8b1c2d3f4a5:Zq8r2LkP9wXc")
+	if got := l.Apply("user e8b1c2d3f4a5"); got != "user "+Mark {
+		t.Errorf("Apply = %q: a long user half survives", got)
+	}
 }
 
 // conformance: P3-L16-03

@@ -87,6 +87,11 @@ type renderer struct {
 	buf  []byte // every value of the pass, one after another
 	tmp  []byte // helper scratch
 	src  []byte // helper scratch: a decoder's input
+	// derived holds the r.buf span of every helper output that read a
+	// field (base64 of user:pass, an HMAC, a cdp_jwt): each is a scrub
+	// candidate of its own, since an upstream may echo it without the
+	// literal text around it ("Basic ", a prefix).
+	derived [][2]int
 }
 
 // Scratch sizes of a pass, in bytes: one allocation serves the values and
@@ -114,7 +119,7 @@ func (s *Set) Render(values map[string]string, req Request, env Env) (Rendered, 
 	}
 	// The scrub list starts with the field values, and the pass reads them
 	// from there: one allocation for both.
-	secrets := make([]string, 0, len(s.keys)+n+len(s.query))
+	secrets := make([]string, 0, len(s.keys)+2*n+len(s.query))
 	for _, k := range s.keys {
 		v := values[k]
 		if v == "" {
@@ -160,6 +165,9 @@ func (s *Set) Render(values map[string]string, req Request, env Env) (Rendered, 
 		ends[len(s.headers)+i] = len(r.buf)
 	}
 	all := string(r.buf)
+	for _, d := range r.derived {
+		secrets = append(secrets, all[d[0]:d[1]])
+	}
 
 	pairs := make([]Pair, n)
 	start := 0
@@ -218,6 +226,7 @@ func (r *renderer) appendValue(p program) error {
 	for i := range p.parts {
 		pt := &p.parts[i]
 		var err error
+		start := len(r.buf)
 		switch pt.helper {
 		case hValue:
 			r.buf = r.appendOperand(r.buf, pt.args[0])
@@ -237,8 +246,21 @@ func (r *renderer) appendValue(p program) error {
 		if err != nil {
 			return err
 		}
+		if pt.helper != hValue && pt.helper != hTimestamp && readsField(pt.args) {
+			r.derived = append(r.derived, [2]int{start, len(r.buf)})
+		}
 	}
 	return nil
+}
+
+// readsField reports whether any operand is a field.
+func readsField(args []operand) bool {
+	for _, a := range args {
+		if a.kind == opField {
+			return true
+		}
+	}
+	return false
 }
 
 // appendOperand appends an operand's text. A quoted literal is copied

@@ -571,3 +571,28 @@ func TestRenderConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestSecretsHoldDerivedOutputs: a helper output that read a field is a
+// scrub candidate alone, without the literal text around it, so an
+// upstream echoing only the base64 of user:pass (or only an HMAC) is
+// scrubbed; a helper over literals alone is not a candidate.
+func TestSecretsHoldDerivedOutputs(t *testing.T) {
+	set := mustCompile(t, []string{"cred", "key"}, template.Templates{Header: map[string]string{
+		"Authorization": "Basic {{base64(cred)}}",
+		"X-Sig":         "v1={{hmac_sha256(key, 'msg')}};lit={{base64('public')}}",
+	}})
+	out, err := set.Render(map[string]string{"cred": "user:pass", "key": "k3y"}, template.Request{}, template.Env{Now: fixedNow})
+	if err != nil {
+		t.Fatalf("Render = %v", err)
+	}
+	mac := hmac.New(sha256.New, []byte("k3y"))
+	mac.Write([]byte("msg"))
+	for _, want := range []string{base64.StdEncoding.EncodeToString([]byte("user:pass")), hex.EncodeToString(mac.Sum(nil))} {
+		if !slices.Contains(out.Secrets, want) {
+			t.Errorf("Secrets lacks the derived output %q: %q", want, out.Secrets)
+		}
+	}
+	if slices.Contains(out.Secrets, base64.StdEncoding.EncodeToString([]byte("public"))) {
+		t.Errorf("Secrets holds the base64 of a literal: %q", out.Secrets)
+	}
+}

@@ -106,7 +106,9 @@ type Rendered struct {
 	Headers []Pair // sorted by name
 	Query   []Pair // sorted by name; values not yet percent-encoded
 	// Secrets are the scrub candidates of this pass: every field value a
-	// template referenced, every rendered value that used one, and the
+	// template referenced, every rendered value that used one, every
+	// helper output inside such a value that read a field (the base64 of
+	// user:pass without its "Basic ", a whole cdp_jwt, an HMAC), and the
 	// percent-encoded form PlaceQuery gives such a query value when it
 	// differs. Unique, longest first, so that a scrubber replacing them in
 	// order never leaves the tail of a longer one behind.
