@@ -132,7 +132,9 @@ func (b *flowBook) start(parent context.Context, kind FlowKind, appID, slot, hos
 	if len(b.byID) >= maxFlows {
 		return Flow{}, nil, errcode.New(errcode.RateLimited, "too many pairing flows are open; try again in a few minutes")
 	}
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(parent), now.Add(ttl))
+	// The work's deadline is real time (a test's fixed clock must not end
+	// it at once); what a host reads expires by the daemon's clock.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), ttl)
 	f := &liveFlow{Flow: Flow{ID: newFlowID(), Kind: kind, AppID: appID, Slot: slot, HostID: hostID, State: first,
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(ttl)}, cancel: cancel}
 	b.byID[f.ID] = f
