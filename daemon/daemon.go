@@ -103,6 +103,8 @@ type Daemon struct {
 	flows *flowBook
 	// hosts is the host pairing book (daemon/hostauth; hosts.go).
 	hosts *hostauth.Book
+	// lanDisc is the one LAN discovery at a time (lan.go).
+	lanDisc lanDiscovery
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -151,7 +153,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
-		readSecrets: d.cachedSlotSecrets, answered: d.noteClaimAnswer, log: log, now: now,
+		readSecrets: d.cachedSlotSecrets, answered: d.noteAnswer, log: log, now: now,
 	})
 	if err != nil {
 		st.Close()
