@@ -91,7 +91,8 @@ func (d *Daemon) checkLANPolicy() error {
 // for timeout (zero: 3 s, at most 10 s). One discovery runs at a time: a
 // second is RATE_LIMITED. After the browse, every approved, pinned LAN row
 // whose bridge answered at another address gets that address staged for
-// re-approval (RelocateLAN). Refused under the browser policy.
+// re-approval (relocateLAN), among the apps the caller may reach.
+// Refused under the browser policy.
 func (d *Daemon) DiscoverLAN(ctx context.Context, timeout time.Duration) ([]lan.Bridge, error) {
 	if err := d.checkLANPolicy(); err != nil {
 		return nil, err
@@ -135,6 +136,9 @@ func (d *Daemon) relocateLAN(ctx context.Context, bridges []lan.Bridge) {
 		return
 	}
 	for _, row := range rows {
+		if d.CheckApp(ctx, row.AppID) != nil {
+			continue // a host relocates only the rows of apps it may reach
+		}
 		c := d.view(row)
 		if c.Status != StatusApproved || c.Requirement == nil || c.Requirement.LANHost == nil || len(c.AllowedHosts) != 1 || c.PendingJSON != "" {
 			continue
