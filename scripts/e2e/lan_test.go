@@ -26,9 +26,9 @@ import (
 // approve → pair (the bridge answers 101 until its button is pressed) →
 // a CLIP v2 request with the key placed by the template → a bridge with
 // another certificate at the address is refused before the key reaches
-// it → re-pin. Discovery over mDNS between namespaces is lan's own test
-// (lan/discover_linux_test.go, with avahi as the independent publisher);
-// here the address is given with --address.
+// it → re-pin. avahi-daemon publishes the bridge's _hue._tcp service in
+// the LAN namespace; snugd discovers it over mDNS across the veth (never
+// on the machine's own interfaces).
 
 // lanNS is the bridge's namespace.
 func lanNS() netns {
@@ -210,6 +210,7 @@ func TestE2EHueBridge(t *testing.T) {
 		t.Fatalf("the LAN namespace changed the machine's own:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	br := startBridge(t)
+	startAvahi(t)
 	bin := buildSnugd(t, h.dir)
 	s := startSnugd(t, h, bin)
 	token := s.pairHost(t, "Me")
@@ -229,11 +230,17 @@ func TestE2EHueBridge(t *testing.T) {
 		t.Errorf("a refused pairing reached the bridge: %v", rs)
 	}
 
+	code, out, errOut := s.ctl(t, "", "lan", "discover")
+	if code != 0 || !strings.Contains(out, "001788fffe23bfc2") || !strings.Contains(out, lanNS().nsAddr) {
+		t.Fatalf("ctl lan discover = %d\n%s%s", code, out, errOut)
+	}
+	// No --address: snugd discovers, and --yes takes the one selectable
+	// bridge.
 	pressed := br.pressWhenAsked(t)
-	code, out, errOut := s.ctl(t, "", "pair", "lan", app, "hue", "--address", lanNS().nsAddr, "--yes")
+	code, out, errOut = s.ctl(t, "", "pair", "lan", app, "hue", "--yes")
 	<-pressed
 	pin := br.drive(t, "fingerprint")
-	if code != 0 || !strings.Contains(out, "press the round link button") || !strings.Contains(out, "paired "+app+"/hue") || !strings.Contains(out, pin) {
+	if code != 0 || !strings.Contains(out, "collected "+lanNS().nsAddr) || !strings.Contains(out, "press the round link button") || !strings.Contains(out, "paired "+app+"/hue") || !strings.Contains(out, pin) {
 		t.Fatalf("ctl pair lan = %d\n%s%s", code, out, errOut)
 	}
 	if rs := br.requests(t); count(rs, "GET /api/0/config") == 0 || count(rs, "POST /api") < 2 {
@@ -272,5 +279,102 @@ func TestE2EHueBridge(t *testing.T) {
 	}
 	if r := s.mustNet(t, token, "hue-3", "GET", clip, ""); !r.OK || r.Status != 200 {
 		t.Fatalf("CLIP v2 after the re-pin = %s", r)
+	}
+}
+
+// startAvahi publishes the bridge's _hue._tcp service from the LAN
+// namespace with avahi-daemon, an mDNS implementation independent of the
+// zeroconf library snugd browses with. Its /etc/avahi and /run are its
+// own (a tmpfs and a bind mount in the mount namespace ip netns exec
+// makes), so the machine's avahi files are never touched, and it serves
+// only the LAN namespace's veth. t.Cleanup stops it.
+func startAvahi(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("avahi-daemon"); err != nil {
+		t.Fatal("avahi-daemon is missing: .ci/run installs it (Debian's avahi-daemon)")
+	}
+	dir := t.TempDir()
+	conf := `[server]
+host-name=hue-e2e
+domain-name=local
+use-ipv4=yes
+use-ipv6=no
+allow-interfaces=` + lanNS().nsLink + `
+enable-dbus=no
+[wide-area]
+enable-wide-area=no
+[publish]
+publish-addresses=yes
+publish-hinfo=no
+publish-workstation=no
+publish-domain=no
+[reflector]
+enable-reflector=no
+`
+	service := `<?xml version="1.0" standalone='no'?>
+<!DOCTYPE service-group SYSTEM "avahi-service.dtd">
+<service-group>
+  <name>Hue Bridge - 23BFC2</name>
+  <service>
+    <type>_hue._tcp</type>
+    <port>443</port>
+    <txt-record>bridgeid=001788fffe23bfc2</txt-record>
+    <txt-record>modelid=BSB002</txt-record>
+  </service>
+</service-group>
+`
+	for name, data := range map[string]string{"avahi-daemon.conf": conf, "hosts": ""} {
+		if err := os.WriteFile(dir+"/"+name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(dir+"/services", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir+"/services/hue.service", []byte(service), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `mount -t tmpfs tmpfs /run && mount --bind "$1" /etc/avahi && exec avahi-daemon --no-drop-root --no-chroot --no-rlimits --debug -f "$1/avahi-daemon.conf"`
+	cmd := exec.Command("ip", "netns", "exec", lanNS().name, "sh", "-c", script, "sh", dir)
+	cmd.SysProcAttr = dieWithParent()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	ready := make(chan bool, 1)
+	go func() { // ends when avahi-daemon's stderr closes
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			if line := sc.Text(); !sent && strings.Contains(line, "Hue Bridge - 23BFC2") && strings.Contains(line, "successfully established") {
+				sent = true
+				ready <- true
+			}
+		}
+		if !sent {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("avahi-daemon exited before publishing the bridge")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("avahi-daemon did not publish the bridge within 20 s")
 	}
 }
