@@ -215,7 +215,7 @@ func TestLANPairOrder(t *testing.T) {
 // and is journaled; no retry. Only an explicit re-pin, with the new
 // fingerprint accepted and a new button press, restores it.
 //
-// conformance: P3-C12.12-15, P3-C12.12-16
+// conformance: P3-C12.11-13, P3-C12.11-14, P3-C12.11-15, P3-C12.12-15, P3-C12.12-16
 func TestLANPairAndPin(t *testing.T) {
 	h := startHue(t, huesim.Config{})
 	ctx := context.Background()
