@@ -25,26 +25,26 @@ type fetch struct {
 	start time.Time
 	index *grantIndex // one snapshot serves every gate
 
-	req        wire.NetRequest  // gate 1
-	parseErr   *wire.ParseError // gate 1, when it refused
-	conn       *connTarget      // resolution: set for a connection URL
-	target     *url.URL         // resolution: the URL to send, before query credentials
-	app        *appGrants       // gate 2: the acting app's rows only
-	host       string           // gate 3: target's host, normalized ("" when it does not normalize)
-	grant      *grantRow        // gate 3
-	lan        bool             // gate 4: the LAN admission (desktop policy)
-	sidecar    string           // gate 5: the registered helper id of a sidecar host
-	via        transport        // gate 5 (network) or 6a (helper): how the request departs
-	approval   string           // gate 6: "", "user", "session" or "standing"
-	denial     string           // gate 6: who or what denied the confirm (a Denied* note)
-	header     http.Header      // gate 7
-	sendURL    *url.URL         // gate 8: target with query credentials placed
-	pin        string           // gate 8: the LAN row's certificate pin
-	pinned     bool             // gate 8: the LAN row has a pin, or state that does not say: https only
-	pinChanged bool             // gate 9: the LAN device presented another leaf than the pin (lan.go marks the row)
-	token      string           // gate 8: the helper token, for a helper transport
-	scrub      scrub.Set        // gate 8: every value injected
-	resp       *upstream        // gate 9
+	req      wire.NetRequest  // gate 1
+	parseErr *wire.ParseError // gate 1, when it refused
+	conn     *connTarget      // resolution: set for a connection URL
+	target   *url.URL         // resolution: the URL to send, before query credentials
+	app      *appGrants       // gate 2: the acting app's rows only
+	host     string           // gate 3: target's host, normalized ("" when it does not normalize)
+	grant    *grantRow        // gate 3
+	lan      bool             // gate 4: the LAN admission (desktop policy)
+	sidecar  string           // gate 5: the registered helper id of a sidecar host
+	via      transport        // gate 5 (network) or 6a (helper): how the request departs
+	approval string           // gate 6: "", "user", "session" or "standing"
+	denial   string           // gate 6: who or what denied the confirm (a Denied* note)
+	header   http.Header      // gate 7
+	sendURL  *url.URL         // gate 8: target with query credentials placed
+	pin      string           // gate 8: the LAN row's certificate pin
+	pinned   bool             // gate 8: the LAN row has a pin, or state that does not say: https only
+	pinBad   bool             // gate 9: the LAN device presented another leaf than the pin (lan.go marks the row)
+	token    string           // gate 8: the helper token, for a helper transport
+	scrub    scrub.Set        // gate 8: every value injected
+	resp     *upstream        // gate 9
 
 	out           wire.NetResponse // gate 10
 	providerError string           // gate 10

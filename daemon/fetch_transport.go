@@ -62,7 +62,7 @@ func (l lanTransport) send(ctx context.Context, f *fetch) (*upstream, *errcode.E
 	}
 	resp, derr := l.t.Do(ctx, req, f.pin, wire.MaxNetResponseBody)
 	if derr != nil {
-		f.pinChanged = errors.Is(derr, transports.ErrPinMismatch) // never retried; lan.go marks the row
+		f.pinBad = errors.Is(derr, transports.ErrPinMismatch) // never retried; lan.go marks the row
 		return nil, transportError(derr)
 	}
 	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}, nil

@@ -416,7 +416,7 @@ func (d *Daemon) noteAnswer(ctx context.Context, f *fetch, res NetResult) {
 // request byte; the request answered NET_FETCH_FAILED and is never
 // retried), and journals the change. Only an explicit re-pin clears it.
 func (d *Daemon) noteLANAnswer(ctx context.Context, f *fetch, res NetResult) {
-	if !f.pinChanged || f.grant == nil {
+	if !f.pinBad || f.grant == nil {
 		return
 	}
 	appID, slot := f.call.AppID, f.grant.slot
