@@ -57,6 +57,7 @@ func statusTable() map[errcode.Code]int {
 		errcode.RequirementInvalid: http.StatusUnprocessableEntity,
 		errcode.StarterNotVouched:  http.StatusUnprocessableEntity,
 		errcode.ClaimRefused:       http.StatusUnprocessableEntity,
+		errcode.LANRefused:         http.StatusUnprocessableEntity,
 		// 429.
 		errcode.RateLimited: http.StatusTooManyRequests,
 		// 500.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/internal/testutil"
+	"github.com/snug/snugd/lan"
 	"github.com/snug/snugd/transports"
 )
 
@@ -84,6 +85,8 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 		// No test reaches beyond loopback by accident.
 		Public: &transports.Public{Resolver: testutil.NoNetwork{}, Dial: testutil.NoNetwork{}.Dial},
 		LAN:    &transports.LAN{Dial: testutil.NoNetwork{}.Dial},
+		// Nor multicasts on the machine's own interfaces.
+		LANDiscover: func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) { return nil, nil },
 	}
 	if cfg != nil {
 		cfg(&dc)

@@ -223,6 +223,12 @@ func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 				t.Errorf("B's kill switch = %d %s, want nothing of A's disarmed", status, body)
 			}
 		},
+		"POST /v1/lan/discover": func(rt route, path string) {
+			// Relocation after a discovery stages only on B's own rows.
+			if status, body := e.rawAs(tokB, rt.method, path, "{}"); status != 200 || strings.Contains(body, "mine") {
+				t.Errorf("B's discovery = %d %s", status, body)
+			}
+		},
 		"GET /v1/journal": func(rt route, path string) {
 			for _, p := range []string{path, path + "?appId=mine"} {
 				if _, body := e.rawAs(tokB, rt.method, p, ""); strings.Contains(body, `"mine"`) {

@@ -155,6 +155,10 @@ func routes() []route {
 		{method: put, path: conn + "/credentials", access: authed, app: scopePath, limit: requirementBody, handle: (*Server).credentials},
 		{method: post, path: conn + "/test", access: authed, app: scopePath, limit: smallBody, class: long, handle: (*Server).testConnection},
 		{method: post, path: conn + "/claim", access: authed, app: scopePath, limit: smallBody, handle: (*Server).claim},
+		{method: post, path: conn + "/lan/address", access: authed, app: scopePath, limit: smallBody, handle: (*Server).lanAddress},
+		{method: post, path: conn + "/lan/probe", access: authed, app: scopePath, limit: smallBody, handle: (*Server).lanProbe},
+		{method: post, path: conn + "/lan/pair", access: authed, app: scopePath, limit: smallBody, handle: (*Server).lanPair},
+		{method: post, path: "/v1/lan/discover", access: authed, app: scopeFiltered, limit: smallBody, handle: (*Server).lanDiscover},
 		{method: get, path: "/v1/apps/:appId/facts", access: authed, app: scopePath, limit: noBody, handle: (*Server).facts},
 
 		{method: post, path: "/v1/net", access: authed, app: scopeBody, limit: netBody, class: long, handle: (*Server).net},

@@ -13,6 +13,7 @@ import (
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/starter"
+	"github.com/snug/snugd/lan"
 	"github.com/snug/snugd/transports"
 )
 
@@ -53,6 +54,10 @@ type Config struct {
 	// built in main as a literal map. Nil means no helper is registered: a
 	// request to a sidecar host is refused, never sent to the network.
 	LocalTransports map[string]LocalTransport
+	// LANDiscover browses the local network for Hue bridges (§12.11). Nil
+	// means lan.Discover; tests that must not multicast on the machine's
+	// interfaces pass their own.
+	LANDiscover func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error)
 	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
 	// means none: every OAuth-kind request ends NET_AUTH_FAILED.
 	Tokens TokenSource
@@ -103,6 +108,8 @@ type Daemon struct {
 	flows *flowBook
 	// hosts is the host pairing book (daemon/hostauth; hosts.go).
 	hosts *hostauth.Book
+	// lanDisc is the one LAN discovery at a time (lan.go).
+	lanDisc lanDiscovery
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -141,6 +148,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters}
 	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
 	d.flows = newFlowBook(now, d.hints)
+	d.lanDisc.discover = cfg.LANDiscover
 	confirmTimeout := cfg.ConfirmTimeout
 	if confirmTimeout <= 0 {
 		confirmTimeout = DefaultConfirmTimeout
@@ -151,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
-		readSecrets: d.cachedSlotSecrets, answered: d.noteClaimAnswer, log: log, now: now,
+		readSecrets: d.cachedSlotSecrets, answered: d.noteAnswer, log: log, now: now,
 	})
 	if err != nil {
 		st.Close()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -61,6 +62,7 @@ func (l lanTransport) send(ctx context.Context, f *fetch) (*upstream, *errcode.E
 	}
 	resp, derr := l.t.Do(ctx, req, f.pin, wire.MaxNetResponseBody)
 	if derr != nil {
+		f.pinBad = errors.Is(derr, transports.ErrPinMismatch) // never retried; lan.go marks the row
 		return nil, transportError(derr)
 	}
 	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}, nil

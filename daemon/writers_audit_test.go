@@ -143,6 +143,10 @@ func TestSecretWritersClearTheCache(t *testing.T) {
 		"writeClaim":      "a helper of commitClaim, which calls connectionChanged after its Update commits",
 		"noteClaimAnswer": "calls connectionChanged after its Update commits a change",
 		"reconcile":       "runs inside Import, which calls connectionChanged for every landed row after the commit",
+
+		// The exchange family (lan.go).
+		"writeLANPair":  "a helper of commitLANPair, which calls connectionChanged after its Update commits",
+		"noteLANAnswer": "calls connectionChanged after its Update commits a change",
 	}
 	fset := token.NewFileSet()
 	found := 0

@@ -97,6 +97,12 @@ func printConnection(c *ctl, cn api.ConnectionJSON) {
 			line += ": " + cn.State.LastError
 		}
 		c.out("  credentials  %s", line)
+		if p := cn.State.LANPin; p != nil {
+			c.out("  pin          sha256 %s (certificate CN %s, diagnostic only)", p.Fingerprint, orDash(p.CN))
+		}
+		if cn.State.LANVerifiedAt != nil {
+			c.out("  verified     %s (the bridge's link button)", stamp(cn.State.LANVerifiedAt))
+		}
 	} else if cn.Status != "revoked" {
 		c.out("  credentials  none stored")
 	}

@@ -87,9 +87,16 @@ const (
 	RequestTimeout Code = "REQUEST_TIMEOUT"
 )
 
+// The exchange pairing family (issue 11, Hue bridges).
+const (
+	// LANRefused: a LAN discovery, verify probe or link-button pairing was
+	// refused. The message is one of lan's fixed sentences.
+	LANRefused Code = "LAN_REFUSED"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 56
+const numCodes = 57
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -171,5 +178,8 @@ func table() [numCodes]Entry {
 		{Code: ReviewStale, Meaning: "the row changed since the review whose reviewToken the approval carries; review it again"},
 		{Code: AppNotFound, Meaning: "no such app for this host: it belongs to another host or to the administrator"},
 		{Code: RequestTimeout, Retryable: true, Meaning: "the request body did not arrive in time"},
+
+		// The exchange pairing family.
+		{Code: LANRefused, Meaning: "a LAN discovery, verify probe or link-button pairing was refused; the message is a fixed sentence"},
 	}
 }

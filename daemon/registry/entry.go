@@ -144,7 +144,8 @@ type Probe struct {
 type Exchange struct {
 	Method string
 	Path   string
-	// Body is the exact request body, JSON.
+	// Body is the request body, JSON; "<host>" in it stands for this
+	// machine's name (lan.DeviceType).
 	Body   string
 	Expect string
 }

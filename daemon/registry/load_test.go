@@ -199,8 +199,8 @@ func TestShippedEntries(t *testing.T) {
 	})
 	t.Run("pairing-seats", func(t *testing.T) {
 		hue, _ := g.Lookup("philips-hue")
-		if x := hue.Pairing.Exchange; x == nil || x.Method != "POST" || x.Path != "/api" || hue.Pairing.Verify.Path != "/api/config" {
-			t.Errorf("hue pairing = %+v, want the link-button POST /api and the GET /api/config probe", hue.Pairing)
+		if x := hue.Pairing.Exchange; x == nil || x.Method != "POST" || x.Path != "/api" || hue.Pairing.Verify.Path != "/api/0/config" {
+			t.Errorf("hue pairing = %+v, want the link-button POST /api and the GET /api/0/config probe", hue.Pairing)
 		}
 		sf, _ := g.Lookup("simplefin")
 		if sf.Pairing.AccessPath != "/simplefin" || sf.Pairing.Verify.Method != "GET" {

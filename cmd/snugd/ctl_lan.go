@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/snug/snugd/api"
+)
+
+// lanSynopsis is snugd ctl lan's usage line.
+const lanSynopsis = "lan discover [--timeout 3s] [--json]"
+
+// ctlLAN is snugd ctl lan discover: it browses the local network for Hue
+// bridges (mDNS, on demand only, at most 10 s) and prints what answered.
+// Every field is the bridge's claim; only pairing's pin proves anything.
+func ctlLAN(ctx context.Context, c *ctl, args []string) int {
+	fs := c.flags(lanSynopsis)
+	timeout := fs.Duration("timeout", 0, "how long to listen (default 3s, at most 10s)")
+	pos, code, ok := c.args(fs, args, "discover")
+	if !ok {
+		return code
+	}
+	if pos[0] != "discover" {
+		fmt.Fprintf(c.e.stderr, "%s: unknown subcommand (want discover)\n", c.name)
+		return exitUsage
+	}
+	bridges, err := c.client.DiscoverLAN(ctx, *timeout)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		return c.printJSON(api.LANDiscoverResponse{Bridges: bridges})
+	}
+	printBridges(c, bridges)
+	return exitOK
+}
+
+// printBridges prints a discovery as a numbered table; the numbers are
+// what snugd ctl pair lan asks the person to pick from.
+func printBridges(c *ctl, bridges []api.LANBridgeJSON) {
+	if len(bridges) == 0 {
+		c.out("no Hue bridge answered on the local network")
+		return
+	}
+	c.out("%-3s %-16s %-15s %-8s %s", "#", "BRIDGE ID", "ADDRESS", "MODEL", "NAME")
+	for i, b := range bridges {
+		c.out("%-3d %-16s %-15s %-8s %s", i+1, orDash(b.ID), orDash(b.Address), orDash(b.ModelID), orDash(b.Name))
+		if !b.Selectable {
+			c.out("    not selectable: %s", b.Reason)
+		}
+	}
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+// discoverTimeout is how long ctl pair lan listens when it discovers.
+const discoverTimeout = 3 * time.Second

@@ -1,0 +1,389 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/lan"
+	"github.com/snug/snugd/lan/huesim"
+	"github.com/snug/snugd/transports"
+)
+
+// The Hue bridge tests run the daemon against lan/huesim over real TLS on
+// loopback, reached through the LAN transport's injected dialer: every
+// dial to an RFC-1918 literal is recorded and only the bridge's address
+// reaches the simulator. No gate is weakened; the dialer is the only seam.
+
+const hueAddr = "192.168.77.10"
+
+// hueDialer routes <address>:443 to a simulator and records every dial.
+type hueDialer struct {
+	mu    sync.Mutex
+	to    map[string]*huesim.Sim
+	calls []string
+}
+
+func (h *hueDialer) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	h.mu.Lock()
+	h.calls = append(h.calls, address)
+	sim := h.to[address]
+	h.mu.Unlock()
+	if sim == nil {
+		return nil, fmt.Errorf("test dialer: nothing at %s", address)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", sim.Addr())
+}
+
+func (h *hueDialer) route(addr string, sim *huesim.Sim) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.to[addr+":443"] = sim
+}
+
+// hueRig is a rig whose LAN transport reaches one simulated bridge at
+// hueAddr.
+type hueRig struct {
+	*rig
+	sim  *huesim.Sim
+	dial *hueDialer
+}
+
+func startHue(t *testing.T, cfg huesim.Config, opts ...func(*Config)) *hueRig {
+	t.Helper()
+	sim, err := huesim.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	h := &hueDialer{to: map[string]*huesim.Sim{hueAddr + ":443": sim}}
+	// A flow's context runs on the daemon's clock: the rig's fixed one would
+	// have ended it before it began.
+	opts = append([]func(*Config){func(c *Config) { c.LAN, c.Now = &transports.LAN{Dial: h.dial}, time.Now }}, opts...)
+	return &hueRig{rig: newRig(t, opts...), sim: sim, dial: h}
+}
+
+// hueDoc is a pre-collection Hue requirement: the registry's entry fills
+// in the rest (the hue-application-key template, the exchange pairing).
+func hueDoc() map[string]any {
+	return map[string]any{
+		"slot": "hue", "provider": map[string]any{"name": "Philips Hue"}, "kind": "api_key",
+		"fields":  []any{map[string]any{"key": "application_key", "label": "Application key", "type": "secret"}},
+		"request": map[string]any{"headerTemplate": map[string]any{"hue-application-key": "{{application_key}}"}},
+		"lanHost": map[string]any{"class": "rfc1918-ipv4-literal", "label": "Bridge IP address"},
+	}
+}
+
+// declareHue proposes the pre-collection row on the user channel.
+func (h *hueRig) declareHue(t *testing.T) {
+	t.Helper()
+	if _, err := h.d.ProposeUser(context.Background(), "app1", "hue", mustJSONTB(t, hueDoc())); err != nil {
+		t.Fatalf("ProposeUser: %v", err)
+	}
+}
+
+// collectApprove collects hueAddr and approves the row.
+func (h *hueRig) collectApprove(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := h.d.CollectLANAddress(ctx, "app1", "hue", hueAddr); err != nil {
+		t.Fatalf("CollectLANAddress: %v", err)
+	}
+	if _, err := h.d.Approve(ctx, "app1", "hue"); err != nil {
+		t.Fatalf("Approve: %v", err)
+	}
+}
+
+// waitFlow polls the flow until cond holds (bounded: 200 polls).
+func (h *hueRig) waitFlow(t *testing.T, id string, cond func(Flow) bool) Flow {
+	t.Helper()
+	var f Flow
+	for range 200 {
+		var err error
+		if f, err = h.d.Flow(context.Background(), id); err != nil {
+			t.Fatalf("Flow: %v", err)
+		}
+		if cond(f) {
+			return f
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("flow stayed %+v", f)
+	return f
+}
+
+func ended(f Flow) bool { return f.State.ended() }
+
+// pair runs one pairing whose button is pressed once the bridge asked.
+func (h *hueRig) pair(t *testing.T, opts LANPairOptions) Flow {
+	t.Helper()
+	f, err := h.d.PairLAN(context.Background(), "app1", "hue", opts)
+	if err != nil {
+		t.Fatalf("PairLAN: %v", err)
+	}
+	f = h.waitFlow(t, f.ID, func(f Flow) bool { return f.State == FlowPressButton || f.State.ended() })
+	if f.State != FlowPressButton || f.Deadline.IsZero() || f.Message == "" {
+		t.Fatalf("flow = %+v, want press-button with a deadline and what to do", f)
+	}
+	h.sim.PressButton()
+	return h.waitFlow(t, f.ID, ended)
+}
+
+func (h *hueRig) lights(t *testing.T) (NetResult, int) {
+	t.Helper()
+	before := h.sim.Count("GET /clip/v2/resource/light")
+	res, _ := h.net(t, "app1", frame("GET", "https://"+hueAddr+"/clip/v2/resource/light", nil))
+	return res, h.sim.Count("GET /clip/v2/resource/light") - before
+}
+
+// TestLANPairOrder: collect, approve, freeze, pair — in that order. A
+// declared row, an approved row without a collected address and a row
+// whose collected address is only staged are refused before anything is
+// dialed; a bad address is refused by the class's validator.
+//
+// conformance: P3-C12.11-09
+func TestLANPairOrder(t *testing.T) {
+	h := startHue(t, huesim.Config{})
+	ctx := context.Background()
+	h.declareHue(t)
+
+	for _, bad := range []string{"8.8.8.8", "192.168.077.10", "192.168.77.10:443", "fe80::1", "bridge.local", ""} {
+		_, err := h.d.CollectLANAddress(ctx, "app1", "hue", bad)
+		wantCode(t, err, errcode.BadRequest)
+	}
+	if _, err := h.d.CollectLANAddress(ctx, "app1", "hue", hueAddr); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := h.d.Connection(ctx, "app1", "hue")
+	if c.Status != StatusDeclared || len(c.Requirement.DeclaredAPIHosts) != 1 || c.Requirement.DeclaredAPIHosts[0] != hueAddr {
+		t.Fatalf("collected row = %s %v", c.Status, c.Requirement.DeclaredAPIHosts)
+	}
+	// Declared: collected, not approved.
+	_, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	wantCode(t, err, errcode.ConnectionNotApproved)
+	_, err = h.d.ProbeLAN(ctx, "app1", "hue")
+	wantCode(t, err, errcode.ConnectionNotApproved)
+
+	// Approved before collection: the ceiling holds no address.
+	h2 := startHue(t, huesim.Config{})
+	h2.declareHue(t)
+	if _, err := h2.d.Approve(ctx, "app1", "hue"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h2.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	wantCode(t, err, errcode.ConnectionNotApproved)
+	// The address collected after approval is only staged: still refused.
+	r, err := h2.d.CollectLANAddress(ctx, "app1", "hue", hueAddr)
+	if err != nil || !r.Staged {
+		t.Fatalf("collect on an approved row = %+v, %v; want staged", r, err)
+	}
+	_, err = h2.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	wantCode(t, err, errcode.ConnectionNotApproved)
+	if _, err := h2.d.Reapprove(ctx, "app1", "hue"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.d.ProbeLAN(ctx, "app1", "hue"); err != nil {
+		t.Fatalf("probe after re-approval: %v", err)
+	}
+
+	if n := len(h.dial.calls); n != 0 || h.sim.Handshakes() != 0 {
+		t.Errorf("refused pairings dialed %d times", n)
+	}
+
+	// Under the browser policy there is no LAN act at all.
+	hb := startHue(t, huesim.Config{}, func(c *Config) { c.TransportPolicy = PolicyBrowser })
+	_, err = hb.d.DiscoverLAN(ctx, 0)
+	wantCode(t, err, errcode.Forbidden)
+	hb.declareHue(t)
+	hb.collectApprove(t)
+	_, err = hb.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	wantCode(t, err, errcode.Forbidden)
+}
+
+// TestLANPairAndPin: the whole exchange. The bridge answers 101 until its
+// button is pressed (the flow says press-button with a deadline), then
+// mints a key; key, pin and lanVerifiedAt land in one write; the key is
+// placed by the template on a CLIP v2 request sent through the pinned LAN
+// transport. A rotated certificate is refused in the handshake, before
+// the key reaches it, marks the connection error with the fixed sentence
+// and is journaled; no retry. Only an explicit re-pin, with the new
+// fingerprint accepted and a new button press, restores it.
+//
+// conformance: P3-C12.11-13, P3-C12.11-14, P3-C12.11-15, P3-C12.12-15, P3-C12.12-16
+func TestLANPairAndPin(t *testing.T) {
+	h := startHue(t, huesim.Config{})
+	ctx := context.Background()
+	h.declareHue(t)
+	h.collectApprove(t)
+
+	probe, err := h.d.ProbeLAN(ctx, "app1", "hue")
+	if err != nil || probe.Fingerprint != h.sim.Fingerprint() || probe.BridgeID != h.sim.BridgeID() || probe.PreviousFingerprint != "" {
+		t.Fatalf("ProbeLAN = %+v, %v", probe, err)
+	}
+	f := h.pair(t, LANPairOptions{})
+	if f.State != FlowPaired || f.Fingerprint != h.sim.Fingerprint() {
+		t.Fatalf("flow = %+v, want paired with the bridge's fingerprint", f)
+	}
+	if n := h.sim.Count("POST /api"); n < 2 {
+		t.Errorf("POST /api sent %d times, want the 101 answer then success", n)
+	}
+	st, ok, err := h.d.ConnectionState(ctx, "app1", "hue")
+	if err != nil || !ok || st.Status != ConnConnected || st.LANPin == nil || st.LANPin.Fingerprint != h.sim.Fingerprint() ||
+		st.LANPin.CN != h.sim.BridgeID() || st.LANVerifiedAt == nil || st.ObtainedAt == nil {
+		t.Fatalf("state = %+v (pin %+v), %v, %v", st, st.LANPin, ok, err)
+	}
+	links := h.sim.Links()
+	if len(links) == 0 || !strings.HasPrefix(links[0].DeviceType, "snugd#") || !links[0].GenerateClientKey {
+		t.Errorf("links = %+v, want devicetype snugd#<host> with generateclientkey", links)
+	}
+
+	// Paired: a second pairing without an explicit re-pin is refused.
+	_, err = h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	wantCode(t, err, errcode.BadRequest)
+
+	res, n := h.lights(t)
+	if res.Code != "" || res.Status != 200 || n != 1 {
+		t.Fatalf("CLIP v2 request = %+v (%d at the bridge), want 200 with the key placed", res, n)
+	}
+
+	// The bridge's certificate changes: a factory reset, or an impostor at
+	// the address claiming the same bridge id. Its old connections are
+	// gone with the old device, and its link window is closed.
+	reset, err := huesim.Start(huesim.Config{BridgeID: h.sim.BridgeID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reset.Close)
+	h.sim.Close()
+	h.sim = reset
+	h.dial.route(hueAddr, reset)
+	h.d.exec.lan.CloseIdleConnections()
+	res, n = h.lights(t)
+	if res.Code != errcode.NetFetchFailed || n != 0 {
+		t.Fatalf("request to a rotated certificate = %+v (%d at the bridge), want NET_FETCH_FAILED and nothing sent", res, n)
+	}
+	st, _, _ = h.d.ConnectionState(ctx, "app1", "hue")
+	if st.Status != ConnError || st.LastError != pinChangedMessage {
+		t.Fatalf("state after a changed certificate = %+v", st)
+	}
+	entries, err := h.d.Journal(ctx, JournalQuery{AppID: "app1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journaled := false
+	for _, e := range entries {
+		journaled = journaled || e.Note == pinChangedMessage
+	}
+	if !journaled {
+		t.Errorf("journal %+v names no changed certificate", entries)
+	}
+
+	// Re-pin: the probe shows old and new; the wrong accepted fingerprint
+	// fails; the right one pairs again with a new press.
+	old := probe.Fingerprint
+	probe, err = h.d.ProbeLAN(ctx, "app1", "hue")
+	if err != nil || probe.PreviousFingerprint != old || probe.Fingerprint != h.sim.Fingerprint() || probe.Fingerprint == old {
+		t.Fatalf("re-pin probe = %+v, %v", probe, err)
+	}
+	_, err = h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{Repin: true})
+	wantCode(t, err, errcode.BadRequest)
+	fl, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{Repin: true, Accept: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl = h.waitFlow(t, fl.ID, ended)
+	if fl.State != FlowFailed || fl.Message != lan.ErrCertificateChanged.Error() {
+		t.Fatalf("re-pin to a fingerprint the bridge does not present = %+v", fl)
+	}
+	fl = h.pair(t, LANPairOptions{Repin: true, Accept: probe.Fingerprint})
+	if fl.State != FlowPaired || fl.PreviousFingerprint != old || fl.Fingerprint != probe.Fingerprint {
+		t.Fatalf("re-pin flow = %+v", fl)
+	}
+	st, _, _ = h.d.ConnectionState(ctx, "app1", "hue")
+	if st.Status != ConnConnected || st.LANPin.Fingerprint != probe.Fingerprint || st.LastError != "" {
+		t.Fatalf("state after re-pin = %+v", st)
+	}
+	if res, n := h.lights(t); res.Status != 200 || n != 1 {
+		t.Fatalf("CLIP v2 after re-pin = %+v (%d)", res, n)
+	}
+}
+
+// TestLANVerifyBeforeClaim: a device that is not a Hue bridge fails the
+// verify probe and never sees the pairing POST; a bridge that vanishes
+// mid-pairing fails with its fixed sentence and stores nothing.
+//
+// conformance: P3-C12.12-15
+func TestLANVerifyBeforeClaim(t *testing.T) {
+	ctx := context.Background()
+	h := startHue(t, huesim.Config{NotBridge: true})
+	h.declareHue(t)
+	h.collectApprove(t)
+	f, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = h.waitFlow(t, f.ID, ended)
+	if f.State != FlowFailed || f.Message != lan.ErrNotBridge.Error() {
+		t.Fatalf("flow = %+v, want failed: not a bridge", f)
+	}
+	if n := h.sim.Count("POST /api"); n != 0 {
+		t.Errorf("a device that is not a bridge got %d pairing requests", n)
+	}
+	_, err = h.d.ProbeLAN(ctx, "app1", "hue")
+	wantCode(t, err, errcode.LANRefused)
+
+	v := startHue(t, huesim.Config{})
+	v.declareHue(t)
+	v.collectApprove(t)
+	f, err = v.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.waitFlow(t, f.ID, func(f Flow) bool { return f.State == FlowPressButton })
+	v.sim.Vanish()
+	f = v.waitFlow(t, f.ID, ended)
+	if f.State != FlowFailed || f.Message != lan.ErrVanished.Error() {
+		t.Fatalf("flow = %+v, want failed: vanished", f)
+	}
+	if _, ok, _ := v.d.ConnectionState(ctx, "app1", "hue"); ok {
+		t.Error("a failed pairing stored state")
+	}
+}
+
+// TestLANRelocate: after a discovery, a pinned bridge answering at another
+// RFC-1918 address has that address staged; re-approval freezes it and the
+// key and pin carry over.
+func TestLANRelocate(t *testing.T) {
+	ctx := context.Background()
+	h := startHue(t, huesim.Config{})
+	h.declareHue(t)
+	h.collectApprove(t)
+	h.pair(t, LANPairOptions{})
+
+	const moved = "192.168.77.33"
+	h.dial.route(moved, h.sim)
+	h.d.lanDisc.discover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
+		return []lan.Bridge{{BridgeID: h.sim.BridgeID(), Address: moved, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true}}, nil
+	}
+	bridges, err := h.d.DiscoverLAN(ctx, 0)
+	if err != nil || len(bridges) != 1 {
+		t.Fatalf("DiscoverLAN = %v, %v", bridges, err)
+	}
+	c, _ := h.d.Connection(ctx, "app1", "hue")
+	if !c.NeedsReapproval() || c.Pending == nil || c.Pending.DeclaredAPIHosts[0] != moved || c.AllowedHosts[0] != hueAddr {
+		t.Fatalf("row after relocation: pending %v, ceiling %v", c.PendingJSON, c.AllowedHosts)
+	}
+	if _, err := h.d.Reapprove(ctx, "app1", "hue"); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := h.net(t, "app1", frame("GET", "https://"+moved+"/clip/v2/resource/light", nil))
+	if res.Code != "" || res.Status != 200 {
+		t.Fatalf("request at the new address = %+v", res)
+	}
+}
