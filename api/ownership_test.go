@@ -164,6 +164,8 @@ func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 	_, unknownConfirm := e.rawAs(tokB, http.MethodGet, "/v1/confirms/c_unknown", "")
 	_, unknownDecide := e.rawAs(tokB, http.MethodPost, "/v1/confirms/c_unknown", `{"decision":"allow"}`)
 	_, unknownStanding := e.rawAs(tokB, http.MethodDelete, "/v1/standing/s_unknown", "")
+	_, unknownFlow := e.rawAs(tokB, http.MethodGet, "/v1/flows/f_unknown", "")
+	_, unknownFlowCancel := e.rawAs(tokB, http.MethodDelete, "/v1/flows/f_unknown", "")
 
 	var appNotFound string
 	wantAppNotFound := func(rt route, status int, body string) {
@@ -221,6 +223,18 @@ func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 		"POST /v1/standing/kill": func(rt route, path string) {
 			if status, body := e.rawAs(tokB, rt.method, path, "{}"); status != 200 || !strings.Contains(body, `"disarmed":0`) {
 				t.Errorf("B's kill switch = %d %s, want nothing of A's disarmed", status, body)
+			}
+		},
+		// A's flows answer B as unknown ids (TestLinkFlowOfAnotherHost
+		// in the daemon proves it with a live flow).
+		"GET /v1/flows/:flowId": func(rt route, path string) {
+			if status, body := e.rawAs(tokB, rt.method, path, ""); status != 404 || body != unknownFlow {
+				t.Errorf("B GET a flow = %d %s, want an unknown id's %s", status, body, unknownFlow)
+			}
+		},
+		"DELETE /v1/flows/:flowId": func(rt route, path string) {
+			if status, body := e.rawAs(tokB, rt.method, path, ""); status != 404 || body != unknownFlowCancel {
+				t.Errorf("B cancelling a flow = %d %s, want an unknown id's %s", status, body, unknownFlowCancel)
 			}
 		},
 		"GET /v1/journal": func(rt route, path string) {

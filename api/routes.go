@@ -155,6 +155,7 @@ func routes() []route {
 		{method: put, path: conn + "/credentials", access: authed, app: scopePath, limit: requirementBody, handle: (*Server).credentials},
 		{method: post, path: conn + "/test", access: authed, app: scopePath, limit: smallBody, class: long, handle: (*Server).testConnection},
 		{method: post, path: conn + "/claim", access: authed, app: scopePath, limit: smallBody, handle: (*Server).claim},
+		{method: post, path: conn + "/link/start", access: authed, app: scopePath, limit: smallBody, handle: (*Server).linkStart},
 		{method: get, path: "/v1/apps/:appId/facts", access: authed, app: scopePath, limit: noBody, handle: (*Server).facts},
 
 		{method: post, path: "/v1/net", access: authed, app: scopeBody, limit: netBody, class: long, handle: (*Server).net},
@@ -167,6 +168,7 @@ func routes() []route {
 		{method: post, path: "/v1/standing/kill", access: authed, app: scopeFiltered, limit: smallBody, handle: (*Server).kill},
 		{method: get, path: "/v1/journal", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).journal},
 		{method: get, path: "/v1/flows/:flowId", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).flow},
+		{method: del, path: "/v1/flows/:flowId", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).cancelFlow},
 
 		{method: get, path: "/v1/registry", access: authed, app: scopeNone, limit: noBody, handle: (*Server).registry},
 		{method: get, path: "/v1/schemas", access: authed, app: scopeNone, limit: noBody, handle: (*Server).schemas},

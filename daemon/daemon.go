@@ -53,6 +53,13 @@ type Config struct {
 	// built in main as a literal map. Nil means no helper is registered: a
 	// request to a sidecar host is refused, never sent to the network.
 	LocalTransports map[string]LocalTransport
+	// Helpers is the linked-device helper supervisor (linkdevice.Supervisor,
+	// built in main from its literal table). The daemon runs it as a
+	// service, adds one gate 6a transport per helper that is both in its
+	// table and in the registry, and runs device-link flows through it;
+	// main routes the supervisor's events to HelperEvent. Nil means no
+	// helper runs: device links and sidecar requests refuse.
+	Helpers Helpers
 	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
 	// means none: every OAuth-kind request ends NET_AUTH_FAILED.
 	Tokens TokenSource
@@ -103,6 +110,10 @@ type Daemon struct {
 	flows *flowBook
 	// hosts is the host pairing book (daemon/hostauth; hosts.go).
 	hosts *hostauth.Book
+	// helpers is the linked-device supervisor (nil: none) and links the
+	// live device-link flows by helper session (linkdev.go).
+	helpers Helpers
+	links   linkBook
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -138,7 +149,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters}
+	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters, helpers: cfg.Helpers}
 	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
 	d.flows = newFlowBook(now, d.hints)
 	confirmTimeout := cfg.ConfirmTimeout
@@ -149,6 +160,8 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.journal = newJournal(st, now, log.With("component", "journal"))
 	d.services = newServices(log)
 	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
+	cfg.Registry = reg
+	cfg.LocalTransports = helperTransports(reg, cfg.Helpers, cfg.LocalTransports, log.With("component", "helpers"))
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
 		readSecrets: d.cachedSlotSecrets, answered: d.noteClaimAnswer, log: log, now: now,
@@ -163,6 +176,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.services.start("journal", d.journal.batch)
+	if cfg.Helpers != nil {
+		d.services.start("helpers", cfg.Helpers) // stops before the journal
+	}
 	if err := d.reconsentPins(ctx); err != nil {
 		d.Close()
 		return nil, err
