@@ -26,6 +26,7 @@ type pairCeremony struct {
 func pairCeremonies() []pairCeremony {
 	return []pairCeremony{
 		{name: "claim", synopsis: "pair claim APP SLOT [--json]", summary: "claim a SimpleFIN setup token, read from standard input (hidden on a terminal), never from the command line", run: ctlPairClaim},
+		{name: "link", synopsis: "pair link APP SLOT", summary: "link a device by scanning the QR code drawn in the terminal; Ctrl-C cancels", run: ctlPairLink},
 	}
 }
 
