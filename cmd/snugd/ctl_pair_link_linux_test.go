@@ -128,7 +128,9 @@ func TestCtlPairLinkOnATerminal(t *testing.T) {
 	var errb bytes.Buffer
 	e := env{stdin: s, stdout: s, stderr: &errb, getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
-	go func() { done <- dispatch(t.Context(), e, []string{"ctl", "--data-dir", td.dir, "pair", "link", "app1", "chat"}) }()
+	go func() {
+		done <- dispatch(t.Context(), e, []string{"ctl", "--data-dir", td.dir, "pair", "link", "app1", "chat"})
+	}()
 
 	screen := &terminalScreen{m: m}
 	var first string
@@ -180,7 +182,9 @@ func TestCtlPairLinkCancel(t *testing.T) {
 	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
 	hints := td.d.Hints(t.Context())
 	done := make(chan int, 1)
-	go func() { done <- dispatch(ctx, e, []string{"ctl", "--data-dir", td.dir, "pair", "link", "app1", "chat"}) }()
+	go func() {
+		done <- dispatch(ctx, e, []string{"ctl", "--data-dir", td.dir, "pair", "link", "app1", "chat"})
+	}()
 	var flowID string
 	for flowID == "" {
 		select {
