@@ -261,6 +261,9 @@ func (d *Daemon) pollLink(ctx context.Context, before Connection, key linkdevice
 			if f, ok := d.flows.get(w.flowID); ok && !f.State.ended() {
 				d.flows.end(w.flowID, FlowExpired, "the flow expired; start again")
 			}
+			if d.links.get(key) != w {
+				return // a newer flow of the slot owns the helper's attempt now
+			}
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
 			if err := d.helpers.CancelLink(cctx, key); err != nil && !errors.Is(err, linkdevice.ErrStopped) {
 				d.log.Debug("cancel a device link", "helper", key.HelperID, "err", err.Error())

@@ -327,3 +327,57 @@ func isCode(err error, c errcode.Code) bool {
 	got, ok := errcode.CodeOf(err)
 	return ok && got == c
 }
+
+// fakeHelpers is a Helpers whose table is ids; only its table is used.
+type fakeHelpers struct {
+	*linkdevice.Supervisor // nil: never called
+	ids                    []string
+}
+
+func (f fakeHelpers) Helpers() []string { return f.ids }
+
+// TestHelperTransportsOnlyForRegisteredHelpers: gate 6a gets a transport
+// for a helper only when the registry names it and the table runs it, so
+// gate 5 stands down for exactly the registered helpers' sidecar names.
+//
+// conformance: P3-X14-22, P3-X14-33
+func TestHelperTransportsOnlyForRegisteredHelpers(t *testing.T) {
+	reg, err := registry.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newRig(t).d.log
+	got := helperTransports(reg, fakeHelpers{ids: []string{"sim", "whatsapp"}}, nil, log)
+	if len(got) != 1 || got["sim"] == nil {
+		t.Errorf("transports = %v, want sim only (whatsapp is in no registry entry)", got)
+	}
+	if got := helperTransports(reg, fakeHelpers{ids: nil}, nil, log); len(got) != 0 {
+		t.Errorf("transports with an empty table = %v, want none", got)
+	}
+	if got := helperTransports(reg, nil, nil, log); len(got) != 0 {
+		t.Errorf("transports without a supervisor = %v, want none", got)
+	}
+}
+
+// TestLocalRefusal: each helper failure maps to its code; anything else,
+// a crash or silence included, is NET_FETCH_FAILED.
+//
+// conformance: P3-X14-33
+func TestLocalRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want errcode.Code
+	}{
+		{linkdevice.ErrResponseTooLarge, errcode.NetSizeExceeded},
+		{&linkdevice.RPCError{Code: linkdevice.CodeUnauthorized, Message: "no"}, errcode.NetAuthFailed},
+		{&linkdevice.RPCError{Code: linkdevice.CodeNotLinked, Message: "no"}, errcode.NetAuthFailed},
+		{linkdevice.ErrOutOfBounds, errcode.NetInvalidRequest},
+		{linkdevice.ErrHelperDown, errcode.NetFetchFailed},
+		{linkdevice.ErrHelperFailed, errcode.NetFetchFailed},
+		{context.DeadlineExceeded, errcode.NetFetchFailed},
+	} {
+		if got := localRefusal(tc.err); got.Code != tc.want {
+			t.Errorf("localRefusal(%v) = %s, want %s", tc.err, got.Code, tc.want)
+		}
+	}
+}
