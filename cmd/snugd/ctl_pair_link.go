@@ -27,7 +27,11 @@ func ctlPairLink(ctx context.Context, c *ctl, args []string) int {
 	if !ok {
 		return code
 	}
-	f, err := c.client.StartLink(ctx, pos[0], pos[1])
+	// The start is not cut short by Ctrl-C: its answer names the flow to
+	// cancel, which the loop below then does.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	f, err := c.client.StartLink(sctx, pos[0], pos[1])
+	cancel()
 	if err != nil {
 		return c.fail(err)
 	}
