@@ -251,6 +251,15 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 		if prompted, _ := r.outcome(t, send("t-bob", "t-bob")); !prompted {
 			t.Error("a send after the kill switch went out unattended")
 		}
+		// Quiet hours around the clock: the ordinary confirm decides.
+		if _, err := r.d.ArmStanding(t.Context(), StandingSpec{AppID: "app1", Slot: "chat", Target: "t-bob", Trigger: "reply",
+			MaxSends: 5, Window: time.Hour, UserGesture: true, Quiet: &QuietHours{Start: 0, End: 24*time.Hour - time.Nanosecond}}); err != nil {
+			t.Fatalf("arm with quiet hours: %v", err)
+		}
+		if prompted, _ := r.outcome(t, send("t-bob", "t-bob")); !prompted {
+			t.Error("a send in quiet hours went out unattended")
+		}
+		r.d.KillStanding()
 		_ = s
 	})
 
