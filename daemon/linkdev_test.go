@@ -345,6 +345,8 @@ type fakeHelpers struct {
 
 func (f fakeHelpers) Helpers() []string { return f.ids }
 
+func (fakeHelpers) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+
 // TestHelperTransportsOnlyForRegisteredHelpers: gate 6a gets a transport
 // for a helper only when the registry names it and the table runs it, so
 // gate 5 stands down for exactly the registered helpers' sidecar names.
@@ -388,5 +390,50 @@ func TestLocalRefusal(t *testing.T) {
 		if got := localRefusal(tc.err); got.Code != tc.want {
 			t.Errorf("localRefusal(%v) = %s, want %s", tc.err, got.Code, tc.want)
 		}
+	}
+}
+
+// reflectingHelpers is a hostile helper behind the supervisor seam: its
+// answer reflects the token in the body and in headers snugd must not
+// pass on.
+type reflectingHelpers struct {
+	fakeHelpers
+	got chan linkdevice.Request
+}
+
+func (h reflectingHelpers) Do(_ context.Context, _ linkdevice.SessionKey, req linkdevice.Request) (linkdevice.Response, error) {
+	h.got <- req
+	tok := req.Token.Reveal()
+	return linkdevice.Response{Status: 200, Header: http.Header{
+		"Content-Type": {"application/json"}, "Set-Cookie": {"s=" + tok}, "X-Helper-Token": {tok}, "Authorization": {"Bearer " + tok},
+	}, Body: []byte(`{"echo":"` + tok + `"}`)}, nil
+}
+
+// TestHostileHelperAnswer: through the supervisor adapter, the helper gets
+// the slot's token and the stripped headers, and what it answers is
+// scrubbed of the token and filtered to the header whitelist.
+//
+// conformance: P3-X14-32
+func TestHostileHelperAnswer(t *testing.T) {
+	h := reflectingHelpers{fakeHelpers: fakeHelpers{ids: []string{"sim"}}, got: make(chan linkdevice.Request, 1)}
+	const tok = "hostile-test-token-0123456789abcdef0123456789ABCDEF"
+	r := newRig(t, func(c *Config) { c.Helpers = h; c.ConfirmTimeout = time.Hour })
+	r.connectSim(t, "app1", "chat", map[string]string{"helper_token": tok})
+	res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/v1/threads", map[string]any{"headers": map[string]any{"Accept-Encoding": "gzip", "X-Trace": "1"}}))
+	if res.Code != "" {
+		t.Fatalf("Net = %q", res.Code)
+	}
+	req := <-h.got
+	if req.Token.Reveal() != tok || req.PathAndQuery != "/v1/threads" || req.Header.Get("Accept-Encoding") != "" || req.Header.Get("X-Trace") != "1" {
+		t.Errorf("helper got %s %v (token right: %v)", req.PathAndQuery, req.Header, req.Token.Reveal() == tok)
+	}
+	frame := string(res.Frame)
+	for _, bad := range []string{tok, "set-cookie", "x-helper-token", "authorization"} {
+		if strings.Contains(strings.ToLower(frame), strings.ToLower(bad)) {
+			t.Errorf("the app's frame carries %q: %s", bad, frame)
+		}
+	}
+	if len(r.resolver.lookups()) != 0 || r.dialer.count() != 0 {
+		t.Errorf("the sidecar host reached DNS or the network")
 	}
 }
