@@ -345,6 +345,28 @@ func (c *Client) Claim(ctx context.Context, appID, slot, setupToken string) (Con
 	return out.Connection, err
 }
 
+// StartLink calls POST …/{slot}/link/start and returns the device-link
+// flow as it stands.
+func (c *Client) StartLink(ctx context.Context, appID, slot string) (FlowJSON, error) {
+	var out LinkStartResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/link/start", struct{}{}, &out)
+	return out.Flow, err
+}
+
+// Flow calls GET /v1/flows/{flowId}.
+func (c *Client) Flow(ctx context.Context, flowID string) (FlowJSON, error) {
+	var out FlowJSON
+	err := c.do(ctx, http.MethodGet, "/v1/flows/"+esc(flowID), nil, &out)
+	return out, err
+}
+
+// CancelFlow calls DELETE /v1/flows/{flowId} (a device-link flow).
+func (c *Client) CancelFlow(ctx context.Context, flowID string) (FlowJSON, error) {
+	var out FlowJSON
+	err := c.do(ctx, http.MethodDelete, "/v1/flows/"+esc(flowID), nil, &out)
+	return out, err
+}
+
 // Schemas calls GET /v1/schemas.
 func (c *Client) Schemas(ctx context.Context) ([]string, error) {
 	var out SchemasResponse

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/errcode"
 )
 
 // FlowJSON is GET /v1/flows/{flowId}: a pairing flow (OAuth consent, the
@@ -42,11 +43,19 @@ func flowJSON(f daemon.Flow) FlowJSON {
 	return j
 }
 
-// flow answers one pairing flow.
+// flow answers one pairing flow; ?format=png answers a device-link
+// flow's QR code as an image (link.go), ?format=json (or none) the JSON.
 func (s *Server) flow(c echo.Context) error {
 	f, err := s.d.Flow(c.Request().Context(), param(c, "flowId"))
 	if err != nil {
 		return err
+	}
+	switch c.QueryParam("format") {
+	case "", "json":
+	case "png":
+		return flowPNG(c, f)
+	default:
+		return errcode.New(errcode.BadRequest, "format must be json or png")
 	}
 	return c.JSON(http.StatusOK, flowJSON(f))
 }

@@ -159,6 +159,7 @@ func routes() []route {
 		{method: post, path: conn + "/lan/probe", access: authed, app: scopePath, limit: smallBody, handle: (*Server).lanProbe},
 		{method: post, path: conn + "/lan/pair", access: authed, app: scopePath, limit: smallBody, handle: (*Server).lanPair},
 		{method: post, path: "/v1/lan/discover", access: authed, app: scopeFiltered, limit: smallBody, handle: (*Server).lanDiscover},
+		{method: post, path: conn + "/link/start", access: authed, app: scopePath, limit: smallBody, handle: (*Server).linkStart},
 		{method: get, path: "/v1/apps/:appId/facts", access: authed, app: scopePath, limit: noBody, handle: (*Server).facts},
 
 		{method: post, path: "/v1/net", access: authed, app: scopeBody, limit: netBody, class: long, handle: (*Server).net},
@@ -171,6 +172,7 @@ func routes() []route {
 		{method: post, path: "/v1/standing/kill", access: authed, app: scopeFiltered, limit: smallBody, handle: (*Server).kill},
 		{method: get, path: "/v1/journal", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).journal},
 		{method: get, path: "/v1/flows/:flowId", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).flow},
+		{method: del, path: "/v1/flows/:flowId", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).cancelFlow},
 
 		{method: get, path: "/v1/registry", access: authed, app: scopeNone, limit: noBody, handle: (*Server).registry},
 		{method: get, path: "/v1/schemas", access: authed, app: scopeNone, limit: noBody, handle: (*Server).schemas},

@@ -37,7 +37,7 @@ func (s *Server) status(c echo.Context) error {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
 	for _, h := range r.Helpers {
-		out.Helpers = append(out.Helpers, HelperStatusJSON{HelperID: h.ID, State: h.State})
+		out.Helpers = append(out.Helpers, HelperStatusJSON{HelperID: h.ID, State: h.State, Sessions: h.Sessions, Restarts: h.Restarts, LastError: h.LastError})
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -176,8 +176,11 @@ type HostCounts struct {
 
 // HelperStatusJSON is one linked-device helper.
 type HelperStatusJSON struct {
-	HelperID string `json:"helperId"`
-	State    string `json:"state"`
+	HelperID  string `json:"helperId"`
+	State     string `json:"state"`
+	Sessions  int    `json:"sessions"`
+	Restarts  int    `json:"restarts"`
+	LastError string `json:"lastError,omitempty"`
 }
 
 // ConnectionsResponse is GET /v1/apps/{appId}/connections.

@@ -457,6 +457,7 @@ func boundTo(token string, decide func(*store.Tx, *store.Connection) (*store.Con
 // revoked, stamps revoked_at, keeps the row as a tombstone and wipes the
 // slot's credential slice auth:<appId>:<slot>:* in the same transaction.
 func (d *Daemon) Revoke(ctx context.Context, appID, slot string) (Connection, error) {
+	d.unlinkSlot(ctx, appID, slot) // a linked device forgets its session first (linkdev.go)
 	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur == nil {
 			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")

@@ -58,6 +58,13 @@ type Config struct {
 	// means lan.Discover; tests that must not multicast on the machine's
 	// interfaces pass their own.
 	LANDiscover func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error)
+	// Helpers is the linked-device helper supervisor (linkdevice.Supervisor,
+	// built in main from its literal table). The daemon runs it as a
+	// service, adds one gate 6a transport per helper that is both in its
+	// table and in the registry, and runs device-link flows through it;
+	// main routes the supervisor's events to HelperEvent. Nil means no
+	// helper runs: device links and sidecar requests refuse.
+	Helpers Helpers
 	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
 	// means none: every OAuth-kind request ends NET_AUTH_FAILED.
 	Tokens TokenSource
@@ -110,6 +117,10 @@ type Daemon struct {
 	hosts *hostauth.Book
 	// lanDisc is the one LAN discovery at a time (lan.go).
 	lanDisc lanDiscovery
+	// helpers is the linked-device supervisor (nil: none) and links the
+	// live device-link flows by helper session (linkdev.go).
+	helpers Helpers
+	links   linkBook
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -145,7 +156,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters}
+	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters, helpers: cfg.Helpers}
 	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
 	d.flows = newFlowBook(now, d.hints)
 	d.lanDisc.discover = cfg.LANDiscover
@@ -157,6 +168,8 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.journal = newJournal(st, now, log.With("component", "journal"))
 	d.services = newServices(log)
 	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
+	cfg.Registry = reg
+	cfg.LocalTransports = helperTransports(reg, cfg.Helpers, cfg.LocalTransports, log.With("component", "helpers"))
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
 		readSecrets: d.cachedSlotSecrets, answered: d.noteAnswer, log: log, now: now,
@@ -171,6 +184,9 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.services.start("journal", d.journal.batch)
+	if cfg.Helpers != nil {
+		d.services.start("helpers", cfg.Helpers) // stops before the journal
+	}
 	if err := d.reconsentPins(ctx); err != nil {
 		d.Close()
 		return nil, err

@@ -149,7 +149,7 @@ func TestTestConnection(t *testing.T) {
 //
 // conformance: P3-X14-43
 func TestNoStrictnessKnob(t *testing.T) {
-	want := []string{"DataDir", "Logger", "Now", "Registry", "Starters", "Public", "LAN", "TransportPolicy", "LocalTransports", "LANDiscover", "Tokens",
+	want := []string{"DataDir", "Logger", "Now", "Registry", "Starters", "Public", "LAN", "TransportPolicy", "LocalTransports", "LANDiscover", "Helpers", "Tokens",
 		"ConfirmTimeout", "RequestTimeout", "StandingTargets"}
 	var got []string
 	weak := regexp.MustCompile(`(?i)insecure|skip|disable|allow|strict|bypass|unsafe|lenient|trust`)

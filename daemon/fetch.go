@@ -273,6 +273,7 @@ func newExecutor(cfg Config, deps execDeps) (*executor, error) {
 		e.requestTimeout = DefaultRequestTimeout
 	}
 	e.sources = credentialSources(cfg.Tokens)
+	e.sources[requirement.KindLinkedDevice] = helperSource{reg: cfg.Registry}
 	return e, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/template"
 )
@@ -115,15 +116,18 @@ func (s oauthSource) inject(ctx context.Context, e *executor, f *fetch, values m
 }
 
 // helperSource gives a request departing to a local helper the helper
-// token, the value of the slot's first field, then renders the templates.
+// token, the value of the field the registry's device-link pairing seat
+// names (the field the link committed it to), then renders the templates.
+// A row whose requirement binds no device-link entry has no helper token.
 // A linked_device request to any other host gets the templates alone.
-type helperSource struct{}
+type helperSource struct{ reg *registry.Registry }
 
-func (helperSource) inject(_ context.Context, e *executor, f *fetch, values map[string]string) *errcode.Error {
+func (s helperSource) inject(_ context.Context, e *executor, f *fetch, values map[string]string) *errcode.Error {
 	if _, ok := f.via.(helperTransport); ok {
-		req := f.grant.req
-		if len(req.Fields) > 0 {
-			f.token = values[req.Fields[0].Key]
+		if s.reg != nil {
+			if p, ok := s.reg.Pairing(f.grant.req); ok && p.Family == registry.FamilyDeviceLink && p.HelperID == f.sidecar {
+				f.token = values[p.Field]
+			}
 		}
 		if f.token == "" {
 			return refuse(errcode.NetAuthFailed, "the connection has no helper token")

@@ -430,9 +430,9 @@ func TestEncodedBodyRefused(t *testing.T) {
 	}
 	t.Run("helper", func(t *testing.T) {
 		h := &fakeHelper{status: 200, header: http.Header{"Content-Encoding": {"gzip"}}, body: string(gz("tok"))}
-		r := newRig(t, func(c *Config) { c.LocalTransports = map[string]LocalTransport{"whatsapp": h} })
-		r.connect(t, "app1", linkedReq("wa", "whatsapp.sidecar.invalid"), map[string]string{"helper_token": "tok"})
-		if res, _ := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/x", nil)); res.Code != errcode.NetFetchFailed {
+		r := newRig(t, func(c *Config) { c.LocalTransports = map[string]LocalTransport{"sim": h} })
+		r.connectSim(t, "app1", "wa", map[string]string{"helper_token": "tok"})
+		if res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/x", nil)); res.Code != errcode.NetFetchFailed {
 			t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
 		}
 	})

@@ -105,7 +105,7 @@ func (h helperTransport) send(ctx context.Context, f *fetch) (*upstream, *errcod
 	})
 	if err != nil {
 		h.log.Warn("local helper failed", "helper", h.id, "err", f.scrub.Apply(err.Error()))
-		return nil, refuse(errcode.NetFetchFailed, "the local helper did not answer")
+		return nil, localRefusal(err)
 	}
 	if len(resp.Body) > wire.MaxNetResponseBody {
 		return nil, refuse(errcode.NetSizeExceeded, "the response body exceeds 1048576 bytes")

@@ -23,20 +23,20 @@ func TestLocalTransport(t *testing.T) {
 			c.ConfirmTimeout = time.Hour
 			c.LocalTransports = helpers
 		})
-		r.connect(t, "app1", linkedReq("wa", "whatsapp.sidecar.invalid"), map[string]string{"helper_token": token})
+		r.connectSim(t, "app1", "wa", map[string]string{"helper_token": token})
 		return r
 	}
 	t.Run("send after confirm, answer scrubbed", func(t *testing.T) {
 		h := &fakeHelper{status: 200, header: http.Header{"Content-Type": {"application/json"}, "X-Helper-Debug": {token}, "Link": {"<x?t=" + token + ">"}},
 			body: `{"sent":true,"echo":"` + token + `"}`}
-		r := setup(t, h, map[string]LocalTransport{"whatsapp": h})
-		ch := r.parkedNet(t.Context(), t, "app1", frame("POST", "https://whatsapp.sidecar.invalid/v1/messages?to=1",
+		r := setup(t, h, map[string]LocalTransport{"sim": h})
+		ch := r.parkedNet(t.Context(), t, "app1", frame("POST", "https://sim.sidecar.invalid/v1/messages?to=1",
 			map[string]any{"body": `{"text":"hi"}`, "headers": map[string]any{"Accept-Encoding": "gzip", "X-Trace": "1"}}))
 		cs := waitConfirms(t, r.d, 1)
 		if len(h.requests()) != 0 || r.reads.Load() != 0 {
 			t.Fatal("the helper was called or the token read before the confirm")
 		}
-		if cs[0].Host != "whatsapp.sidecar.invalid" || cs[0].Slot != "wa" {
+		if cs[0].Host != "sim.sidecar.invalid" || cs[0].Slot != "wa" {
 			t.Errorf("confirm = %+v", cs[0])
 		}
 		r.d.DecideConfirm(cs[0].ID, true, RememberOnce)
@@ -60,9 +60,9 @@ func TestLocalTransport(t *testing.T) {
 	})
 	t.Run("denied confirm never reaches the helper", func(t *testing.T) {
 		h := &fakeHelper{status: 200}
-		r := setup(t, h, map[string]LocalTransport{"whatsapp": h})
+		r := setup(t, h, map[string]LocalTransport{"sim": h})
 		r.autoDecide(t, false, RememberOnce)
-		res, _ := r.net(t, "app1", frame("POST", "https://whatsapp.sidecar.invalid/v1/messages", map[string]any{"body": "{}"}))
+		res, _ := r.net(t, "app1", frame("POST", "https://sim.sidecar.invalid/v1/messages", map[string]any{"body": "{}"}))
 		if res.Code != errcode.NetConfirmDenied || len(h.requests()) != 0 {
 			t.Fatalf("Net = %q, helper calls %d; want denied, 0", res.Code, len(h.requests()))
 		}
@@ -75,13 +75,13 @@ func TestLocalTransport(t *testing.T) {
 		{"no helpers at all", func(*fakeHelper) map[string]LocalTransport { return nil }},
 		{"helper down", func(h *fakeHelper) map[string]LocalTransport {
 			h.err = errors.New("helper exited holding " + token)
-			return map[string]LocalTransport{"whatsapp": h}
+			return map[string]LocalTransport{"sim": h}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &fakeHelper{}
 			r := setup(t, h, tc.helpers(h))
-			res, resp := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/v1/chats", nil))
+			res, resp := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/v1/chats", nil))
 			if res.Code != errcode.NetFetchFailed {
 				t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
 			}
@@ -98,13 +98,13 @@ func TestLocalTransport(t *testing.T) {
 	}
 	t.Run("helper answers too much or a redirect", func(t *testing.T) {
 		big := &fakeHelper{status: 200, body: strings.Repeat("a", 1<<20+1)}
-		r := setup(t, big, map[string]LocalTransport{"whatsapp": big})
-		if res, _ := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/x", nil)); res.Code != errcode.NetSizeExceeded {
+		r := setup(t, big, map[string]LocalTransport{"sim": big})
+		if res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/x", nil)); res.Code != errcode.NetSizeExceeded {
 			t.Errorf("oversized helper answer = %q", res.Code)
 		}
 		redir := &fakeHelper{status: 302, header: http.Header{"Location": {"https://evil.example.com/"}}}
-		r = setup(t, redir, map[string]LocalTransport{"whatsapp": redir})
-		if res, _ := r.net(t, "app1", frame("GET", "https://whatsapp.sidecar.invalid/x", nil)); res.Code != errcode.NetRedirectBlocked {
+		r = setup(t, redir, map[string]LocalTransport{"sim": redir})
+		if res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/x", nil)); res.Code != errcode.NetRedirectBlocked {
 			t.Errorf("helper redirect = %q", res.Code)
 		}
 	})

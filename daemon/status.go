@@ -15,8 +15,8 @@ type StatusReport struct {
 	Apps        int // apps with at least one connection row
 	Connections ConnectionCounts
 	Hosts       HostCounts
-	// Helpers lists the linked-device helpers and their state. snugd runs
-	// none yet, so it is empty (never nil).
+	// Helpers lists the linked-device helpers of the supervisor's table
+	// and their state; empty (never nil) when none runs.
 	Helpers []HelperStatus
 }
 
@@ -46,6 +46,11 @@ type HostCounts struct {
 type HelperStatus struct {
 	ID    string
 	State string
+	// Sessions counts the helper's sessions (one per linked slot) and
+	// Restarts their restarts; LastError is a fixed sentence.
+	Sessions  int
+	Restarts  int
+	LastError string
 }
 
 // StatusReport reads the daemon's status in one read transaction.
@@ -69,7 +74,7 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 	if err != nil {
 		return StatusReport{}, d.internal("read status", err)
 	}
-	r := StatusReport{DataDir: d.DataDir(), Helpers: []HelperStatus{}}
+	r := StatusReport{DataDir: d.DataDir(), Helpers: d.helperStatuses()}
 	apps := map[string]bool{}
 	mine := d.AppFilter(ctx) // a host counts its own apps only (owners.go)
 	seen := map[string]bool{}

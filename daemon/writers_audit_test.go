@@ -141,6 +141,7 @@ func TestSecretWritersClearTheCache(t *testing.T) {
 
 		// The token-claim family (claim.go).
 		"writeClaim":      "a helper of commitClaim, which calls connectionChanged after its Update commits",
+		"writeLink":       "a helper of commitLink (linkdev.go), which calls connectionChanged after its Update commits",
 		"noteClaimAnswer": "calls connectionChanged after its Update commits a change",
 		"reconcile":       "runs inside Import, which calls connectionChanged for every landed row after the commit",
 

@@ -27,6 +27,7 @@ func pairCeremonies() []pairCeremony {
 	return []pairCeremony{
 		{name: "claim", synopsis: "pair claim APP SLOT [--json]", summary: "claim a SimpleFIN setup token, read from standard input (hidden on a terminal), never from the command line", run: ctlPairClaim},
 		{name: "lan", synopsis: "pair lan APP SLOT [--address A] [--repin] [--yes] [--json]", summary: "pair a Philips Hue bridge: discover or take its address, collect and approve it, then press its link button; --repin replaces a changed certificate's pin after showing both fingerprints", run: ctlPairLAN},
+		{name: "link", synopsis: "pair link APP SLOT", summary: "link a device by scanning the QR code drawn in the terminal; Ctrl-C cancels", run: ctlPairLink},
 	}
 }
 

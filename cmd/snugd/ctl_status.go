@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/snug/snugd/api"
 )
 
 // ctlStatus is snugd ctl status [--json].
@@ -37,7 +39,7 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 	} else {
 		var hs []string
 		for _, h := range st.Helpers {
-			hs = append(hs, h.HelperID+" ("+h.State+")")
+			hs = append(hs, helperLine(h))
 		}
 		c.out("helpers      %s", strings.Join(hs, ", "))
 	}
@@ -71,4 +73,14 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 		c.out("  %s", l)
 	}
 	return exitOK
+}
+
+// helperLine is one helper of snugd ctl status: its state, sessions and
+// restarts, and the supervisor's fixed sentence when it failed.
+func helperLine(h api.HelperStatusJSON) string {
+	s := fmt.Sprintf("%s (%s, %d %s, %d %s", h.HelperID, h.State, h.Sessions, plural(h.Sessions, "session", "sessions"), h.Restarts, plural(h.Restarts, "restart", "restarts"))
+	if h.LastError != "" {
+		s += ": " + h.LastError
+	}
+	return s + ")"
 }

@@ -41,7 +41,7 @@ func startDaemon(t *testing.T) *testDaemon {
 }
 
 // startDaemonVersion starts a daemon that reports version as its own.
-func startDaemonVersion(t *testing.T, version string) *testDaemon {
+func startDaemonVersion(t *testing.T, version string, opts ...func(*daemon.Config)) *testDaemon {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -51,11 +51,15 @@ func startDaemonVersion(t *testing.T, version string) *testDaemon {
 	// No test here may send a packet beyond loopback: lookups answer a
 	// documentation address and every dial is refused (and counted).
 	offline := &noNetwork{}
-	d, err := daemon.New(ctx, daemon.Config{
+	cfg := daemon.Config{
 		DataDir: dir,
 		Public:  &transports.Public{Resolver: offline, Dial: offline.dial},
 		LAN:     &transports.LAN{Dial: offline.dial},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := daemon.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

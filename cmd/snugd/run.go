@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/registry"
 )
 
 // drainBound is how long snugd run waits for in-flight requests after
@@ -86,13 +88,24 @@ func runDaemon(ctx context.Context, e env, rf runFlags) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	version := buildVersion()
 
+	reg, err := registry.Load()
+	if err != nil {
+		return fmt.Errorf("load the provider registry: %w", err)
+	}
+	var self atomic.Pointer[daemon.Daemon]
+	helpers, err := newHelpers(dir, log, &self) // run by the daemon (run_helpers.go)
+	if err != nil {
+		return err
+	}
 	d, err := daemon.New(ctx, daemon.Config{
 		DataDir: dir, Logger: log, TransportPolicy: daemon.TransportPolicy(cfg.TransportPolicy),
 		ConfirmTimeout: cfg.ConfirmTimeout, // denies sooner, never admits (config.go)
+		Registry:       reg, Helpers: helpers, StandingTargets: standingTargets(reg),
 	})
 	if err != nil {
 		return err
 	}
+	self.Store(d)
 	defer func() {
 		if err := d.Close(); err != nil {
 			log.Error("close the store", "err", err)

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/linkdevice"
+	"golang.org/x/term"
+)
+
+// linkPollEvery is how often snugd ctl pair link reads its flow: a new
+// code shows within it, and the time left is redrawn once a second.
+const linkPollEvery = 250 * time.Millisecond
+
+// ctlPairLink is snugd ctl pair link APP SLOT: it starts the slot's
+// device-link flow and draws each QR code the helper sends in the
+// terminal (half blocks, sized to the terminal), redrawing it as codes
+// rotate and once a second for the time left, until the flow ends: "linked
+// as <label>", or the daemon's fixed sentence saying why not. Ctrl-C
+// cancels the flow. The code is the helper's; snugd's token never shows.
+func ctlPairLink(ctx context.Context, c *ctl, args []string) int {
+	fs := c.flags("pair link APP SLOT")
+	pos, code, ok := c.args(fs, args, "APP", "SLOT")
+	if !ok {
+		return code
+	}
+	// The start is not cut short by Ctrl-C: its answer names the flow to
+	// cancel, which the loop below then does.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	f, err := c.client.StartLink(sctx, pos[0], pos[1])
+	cancel()
+	if err != nil {
+		return c.fail(err)
+	}
+	tty := isTerminal(c.e.stdout)
+	var (
+		shown    string
+		drawnAt  time.Time
+		tick     = time.NewTicker(linkPollEvery)
+		lastDraw error
+	)
+	defer tick.Stop()
+	for {
+		if f.State != "qr" {
+			return c.linkEnded(f)
+		}
+		now := time.Now()
+		if f.QR != "" && (f.QR != shown || now.Sub(drawnAt) >= time.Second) {
+			q := linkdevice.QR{Payload: f.QR}
+			if f.QRExpiresAt != nil {
+				q.ExpiresAt = f.QRExpiresAt.Time
+			}
+			if lastDraw = linkdevice.RenderLinkScreen(c.e.stdout, q, now, terminalColumns(c.e.stdout), tty); lastDraw != nil {
+				c.cancelLink(f.FlowID)
+				return c.fail(errors.New("the helper's code cannot be drawn"))
+			}
+			shown, drawnAt = f.QR, now
+		}
+		select {
+		case <-ctx.Done():
+			c.cancelLink(f.FlowID)
+			c.out("cancelled: the device was not linked")
+			return exitNo
+		case <-tick.C:
+		}
+		next, err := c.client.Flow(ctx, f.FlowID)
+		if ctx.Err() != nil {
+			continue // Ctrl-C: cancel above
+		}
+		if err != nil {
+			return c.fail(err)
+		}
+		f = next
+	}
+}
+
+// linkEnded prints how a device-link flow ended.
+func (c *ctl) linkEnded(f api.FlowJSON) int {
+	if f.State == "linked" {
+		c.out("linked as %s", f.Label)
+		return exitOK
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = "the device was not linked"
+	}
+	c.out("not linked (%s): %s", f.State, msg)
+	return exitNo
+}
+
+// cancelLink cancels the flow with a context of its own: the command's
+// has ended.
+func (c *ctl) cancelLink(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.client.CancelFlow(ctx, id)
+}
+
+// terminalColumns is the width of w when it is a terminal, else 80.
+func terminalColumns(w any) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return 80
+}
