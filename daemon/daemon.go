@@ -10,6 +10,7 @@ import (
 
 	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/oauth"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/starter"
@@ -54,7 +55,8 @@ type Config struct {
 	// request to a sidecar host is refused, never sent to the network.
 	LocalTransports map[string]LocalTransport
 	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
-	// means none: every OAuth-kind request ends NET_AUTH_FAILED.
+	// means the daemon's own (oauthconn.go): stored tokens, refreshed
+	// through the guarded public transport. Tests may replace it.
 	Tokens TokenSource
 	// ConfirmTimeout bounds how long a parked confirm waits for the user
 	// before it is denied. Zero means DefaultConfirmTimeout (2 minutes).
@@ -103,6 +105,8 @@ type Daemon struct {
 	flows *flowBook
 	// hosts is the host pairing book (daemon/hostauth; hosts.go).
 	hosts *hostauth.Book
+	// refresher shares one OAuth refresh per slot (oauthconn.go).
+	refresher oauth.Refresher
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -149,6 +153,10 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.journal = newJournal(st, now, log.With("component", "journal"))
 	d.services = newServices(log)
 	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
+	d.refresher.Now = now
+	if cfg.Tokens == nil {
+		cfg.Tokens = oauthTokens{d} // gate 8's OAuth source (oauthconn.go)
+	}
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
 		readSecrets: d.cachedSlotSecrets, answered: d.noteClaimAnswer, log: log, now: now,
