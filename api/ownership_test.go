@@ -223,6 +223,19 @@ func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 				t.Errorf("B's kill switch = %d %s, want nothing of A's disarmed", status, body)
 			}
 		},
+		"GET /v1/flows/:flowId": func(rt route, path string) {
+			if status, _ := e.rawAs(tokB, rt.method, path, ""); status != 404 {
+				t.Errorf("B GET of a flow = %d, want 404", status)
+			}
+		},
+		"POST /v1/oauth/callback": func(rt route, path string) {
+			// A state names its flow; one B did not start is refused as
+			// any unknown state is, and ends nothing.
+			st := `{"code":"c","state":"` + strings.Repeat("A", 22) + "." + strings.Repeat("A", 43) + `"}`
+			if status, body := e.rawAs(tokB, rt.method, path, st); status != 400 || strings.Contains(body, "mine") {
+				t.Errorf("B's OAuth callback = %d %s, want a fixed 400", status, body)
+			}
+		},
 		"GET /v1/journal": func(rt route, path string) {
 			for _, p := range []string{path, path + "?appId=mine"} {
 				if _, body := e.rawAs(tokB, rt.method, p, ""); strings.Contains(body, `"mine"`) {
@@ -269,6 +282,8 @@ func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 			case "POST /v1/net":
 				b, _ := json.Marshal(NetRequest{AppID: "mine", Frame: netFrame("GET", "https://"+upHost+"/read"), Delivery: "app"})
 				body = string(b)
+			case "POST /v1/oauth/start":
+				body = `{"appId":"mine","slot":"mail"}`
 			case "POST /v1/standing":
 				b, _ := json.Marshal(StandingRequest{AppID: "mine", Slot: "mail", Target: "t2", Trigger: "reply", MaxSends: 1, WindowSeconds: 60, UserGesture: true})
 				body = string(b)

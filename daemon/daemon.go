@@ -171,6 +171,10 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.services.start("journal", d.journal.batch)
+	if err := d.sweepFlows(ctx); err != nil { // a restart ended every OAuth flow
+		d.Close()
+		return nil, err
+	}
 	if err := d.reconsentPins(ctx); err != nil {
 		d.Close()
 		return nil, err

@@ -111,7 +111,12 @@ func (d *Daemon) StartOAuth(ctx context.Context, appID, slot string, port int) (
 	if err != nil {
 		return OAuthStart{}, errcode.New(errcode.BadRequest, err.Error())
 	}
-	flow, fctx, err := d.flows.start(ctx, FlowOAuth, appID, slot, hostID, FlowPending, oauth.FlowLifetime)
+	if err := d.sweepFlows(ctx); err != nil {
+		return OAuthStart{}, d.internal("sweep oauth flows", err)
+	}
+	// The flow's work is the callback's, not a goroutine's: the flow
+	// context is not needed.
+	flow, _, err := d.flows.start(ctx, FlowOAuth, appID, slot, hostID, FlowPending, oauth.FlowLifetime)
 	if err != nil {
 		return OAuthStart{}, err
 	}
@@ -126,7 +131,6 @@ func (d *Daemon) StartOAuth(ctx context.Context, appID, slot string, port int) (
 		})
 		if err == nil {
 			if err = d.sealFlow(ctx, flow.ID, of); err == nil {
-				go d.dropFlowAtEnd(fctx, flow.ID)
 				return OAuthStart{Flow: flow, AuthorizeURL: u}, nil
 			}
 		}
@@ -180,22 +184,28 @@ func (d *Daemon) sealFlow(ctx context.Context, id string, f oauth.Flow) error {
 	return d.store.Update(ctx, func(tx *store.Tx) error { return tx.PutSecret(flowKeyPrefix+id, b) })
 }
 
-// dropFlowAtEnd deletes a flow's sealed half once the flow ends (done,
-// replaced, expired or shut down). It runs under the flow's context, which
-// the flow book ends.
-func (d *Daemon) dropFlowAtEnd(fctx context.Context, id string) {
-	<-fctx.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-	defer cancel()
-	err := d.store.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.DeleteSecret(flowKeyPrefix + id); err != nil && !errors.Is(err, store.ErrNotFound) {
+// sweepFlows deletes every auth:_flow:<id> whose flow is no longer
+// pending in the flow book: ended, replaced, expired, or from before a
+// restart (flows live in memory). It runs before a flow is sealed and
+// when the daemon starts, so a verifier outlives its flow only until the
+// next sign-in.
+func (d *Daemon) sweepFlows(ctx context.Context) error {
+	return d.store.Update(ctx, func(tx *store.Tx) error {
+		keys, err := tx.SecretKeys(flowKeyPrefix)
+		if err != nil {
 			return err
+		}
+		now := d.now()
+		for _, k := range keys {
+			if f, ok := d.flows.get(strings.TrimPrefix(k, flowKeyPrefix)); ok && f.State == FlowPending && now.Before(f.ExpiresAt) {
+				continue
+			}
+			if err := tx.DeleteSecret(k); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	if err != nil {
-		d.log.Debug("drop ended oauth flow", "flow", id, "err", err)
-	}
 }
 
 // OAuthLoopbackCallback is the desktop GET /oauth/callback: rawQuery is

@@ -150,7 +150,7 @@ func TestSecretWritersClearTheCache(t *testing.T) {
 		"setConnStatus":   "calls connectionChanged after its Update commits",
 		"stateKey":        "writes auth:_state_hmac, outside every slot slice: the cache holds slot slices only",
 		"sealFlow":        "writes auth:_flow:<id>, outside every slot slice",
-		"dropFlowAtEnd":   "deletes auth:_flow:<id>, outside every slot slice",
+		"sweepFlows":      "deletes auth:_flow:<id>, outside every slot slice",
 		"oauthCallback":   "marks auth:_flow:<id> used, outside every slot slice; its tokens go through storeToken",
 	}
 	fset := token.NewFileSet()
