@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -485,5 +485,35 @@ func TestOAuthEndpointOutsideCeilingNeverDials(t *testing.T) {
 	if n := o.op.Count("client_credentials") + o.op.Count("refresh_token"); n != 0 {
 		t.Fatalf("the OP received %d token POSTs", n)
 	}
-	_ = json.Valid
+}
+
+// A token endpoint whose HTML 500 page echoes the submitted form and the
+// Basic header: the client secret is in no answer and no log line, and
+// the request ends NET_AUTH_FAILED; a refusal that is not transient marks
+// the connection error with a fixed sentence.
+//
+// conformance: P3-C13-24
+func TestOAuthErrorPageEchoingTheClientSecret(t *testing.T) {
+	o := newOAuthRig(t)
+	o.approveOAuth(t, "app1", twitchDecl("games"), map[string]string{"client_id": oauthtest.ServiceID, "client_secret": oauthtest.ServiceKey})
+	o.op.SetFault(oauthtest.ErrorPage)
+	res, _ := o.net(t, "app1", frame("GET", "https://api.twitch.tv/helix/games/top?first=1", nil))
+	if res.Code != errcode.NetAuthFailed || strings.Contains(string(res.Frame), oauthtest.ServiceKey) || strings.Contains(res.ProviderError, oauthtest.ServiceKey) {
+		t.Fatalf("net = %+v", res)
+	}
+	if !strings.Contains(o.logs.String(), "oauth token request failed") || strings.Contains(o.logs.String(), oauthtest.ServiceKey) {
+		t.Fatalf("log:\n%s", o.logs.String())
+	}
+	o.op.SetFault(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":"invalid_client","error_description":"bad secret `+oauthtest.ServiceKey+`"}`)
+	})
+	o.net(t, "app1", frame("GET", "https://api.twitch.tv/helix/games/top?first=1", nil))
+	if s := o.state(t, "app1", "games"); s.Status != ConnError || s.LastError != oauthFailedMessage {
+		t.Fatalf("state after invalid_client = %+v", s)
+	}
+	if strings.Contains(o.logs.String(), oauthtest.ServiceKey) {
+		t.Fatal("the log carries the client secret")
+	}
 }
