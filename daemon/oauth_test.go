@@ -459,6 +459,11 @@ func TestOAuthRefreshFaults(t *testing.T) {
 	if s := o.state(t, "app1", "music"); s.Status != ConnExpired || s.LastError != oauthExpiredMessage {
 		t.Fatalf("after invalid_grant state = %+v", s)
 	}
+	// Expired: nothing more is posted until a new sign-in.
+	n := o.op.Count("refresh_token")
+	if res := get(); res.Code != errcode.NetAuthFailed || o.op.Count("refresh_token") != n {
+		t.Fatalf("after expiry: %+v, refresh POSTs %d → %d", res, n, o.op.Count("refresh_token"))
+	}
 }
 
 // A token, refresh or revoke endpoint outside the row's frozen ceiling

@@ -208,6 +208,10 @@ func (s oauthTokens) AccessToken(ctx context.Context, appID, slot string) (strin
 		if err != nil {
 			return oauth.Token{}, err
 		}
+		if o.req.Kind == requirement.KindOAuth2AuthCode && o.state.Status == ConnExpired {
+			// The grant is gone: nothing is posted until a new sign-in.
+			return oauth.Token{}, errors.New(oauthExpiredMessage)
+		}
 		return storedToken(o), nil
 	}
 	refresh := func(ctx context.Context, cur oauth.Token) (oauth.Token, error) {
@@ -234,6 +238,10 @@ func (d *Daemon) refreshToken(ctx context.Context, appID, slot string, cur oauth
 		t, err = client.ClientCredentials(ctx, ep, o.req.Scopes)
 	default:
 		if cur.RefreshToken == "" {
+			if cur.AccessToken != "" {
+				// Expiring, and the provider gave nothing to renew it.
+				d.setConnStatus(ctx, appID, slot, ConnExpired, oauthExpiredMessage)
+			}
 			return oauth.Token{}, errors.New(oauthNotConnectedText)
 		}
 		if o.req.Endpoints.Refresh != "" {
