@@ -47,6 +47,7 @@ func newClaimEnv(t *testing.T) (*env, *claimtest.Bridge) {
 	if _, err := e.ctl.PutConnection(t.Context(), "budget", "bank", req); err != nil {
 		t.Fatal(err)
 	}
+	e.seeded = append(e.seeded, "budget") // the administrator's app: pair shares it
 	if _, err := e.ctl.Approve(t.Context(), "budget", "bank"); err != nil {
 		t.Fatal(err)
 	}
