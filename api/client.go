@@ -612,3 +612,18 @@ func (c *Client) Journal(ctx context.Context, o JournalOptions) (JournalResponse
 	var out JournalResponse
 	return out, c.do(ctx, http.MethodGet, path, nil, &out)
 }
+
+// OAuthStart calls POST /v1/oauth/start: a sign-in flow for an approved
+// authorization-code connection, and the URL the person opens.
+func (c *Client) OAuthStart(ctx context.Context, appID, slot string) (OAuthStartResponse, error) {
+	var out OAuthStartResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/oauth/start", OAuthStartRequest{AppID: appID, Slot: slot}, &out)
+}
+
+// OAuthCallback calls POST /v1/oauth/callback (the web surface) and
+// returns the flow as it ended.
+func (c *Client) OAuthCallback(ctx context.Context, req OAuthCallbackRequest) (FlowJSON, error) {
+	var out FlowJSON
+	return out, c.do(ctx, http.MethodPost, "/v1/oauth/callback", req, &out)
+}
+

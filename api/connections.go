@@ -89,7 +89,26 @@ func (s *Server) reviewed(c echo.Context, write func(context.Context, string, st
 
 func (s *Server) approve(c echo.Context) error   { return s.reviewed(c, s.d.ApproveReviewed) }
 func (s *Server) reapprove(c echo.Context) error { return s.reviewed(c, s.d.ReapproveReviewed) }
-func (s *Server) revoke(c echo.Context) error    { return s.writer(c, s.d.Revoke) }
+
+// revoke answers the revoked row and, for an OAuth row whose provider did
+// not confirm the remote revocation, remoteRevocation: a fixed sentence
+// (the local wipe happened anyway).
+func (s *Server) revoke(c echo.Context) error {
+	var empty struct{}
+	if err := bindOptional(c, &empty); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	row, rep, err := s.d.RevokeReported(ctx, param(c, "appId"), param(c, "slot"))
+	if err != nil {
+		return err
+	}
+	j, err := s.connectionJSON(ctx, row)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, RevokeResponse{Connection: j, RemoteRevocation: rep.RemoteFailed})
+}
 func (s *Server) reconnect(c echo.Context) error { return s.writer(c, s.d.Reconnect) }
 
 // credentials stores credential values (PUT …/{slot}/credentials). They

@@ -238,6 +238,10 @@ func (ch *channel) admits(ctx context.Context, rt *route, params map[string]stri
 	case originRedeem:
 		o, ok := d.PairingOrigin(ctx, params["pairingId"])
 		return ok && o == origin
+	case originNone:
+		// The loopback redirect is a top-level navigation, which sends
+		// no Origin; a page's fetch of it does, and is refused.
+		return false
 	default:
 		return d.PairedOrigin(ctx, origin)
 	}

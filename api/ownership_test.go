@@ -243,6 +243,14 @@ func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 				t.Errorf("B cancelling a flow = %d %s, want an unknown id's %s", status, body, unknownFlowCancel)
 			}
 		},
+		"POST /v1/oauth/callback": func(rt route, path string) {
+			// A state names its flow; one B did not start is refused as
+			// any unknown state is, and ends nothing.
+			st := `{"code":"c","state":"` + strings.Repeat("A", 22) + "." + strings.Repeat("A", 43) + `"}`
+			if status, body := e.rawAs(tokB, rt.method, path, st); status != 400 || strings.Contains(body, "mine") {
+				t.Errorf("B's OAuth callback = %d %s, want a fixed 400", status, body)
+			}
+		},
 		"GET /v1/journal": func(rt route, path string) {
 			for _, p := range []string{path, path + "?appId=mine"} {
 				if _, body := e.rawAs(tokB, rt.method, p, ""); strings.Contains(body, `"mine"`) {
@@ -289,6 +297,8 @@ func TestEveryAppScopedRouteHidesAnotherHostsApp(t *testing.T) {
 			case "POST /v1/net":
 				b, _ := json.Marshal(NetRequest{AppID: "mine", Frame: netFrame("GET", "https://"+upHost+"/read"), Delivery: "app"})
 				body = string(b)
+			case "POST /v1/oauth/start":
+				body = `{"appId":"mine","slot":"mail"}`
 			case "POST /v1/standing":
 				b, _ := json.Marshal(StandingRequest{AppID: "mine", Slot: "mail", Target: "t2", Trigger: "reply", MaxSends: 1, WindowSeconds: 60, UserGesture: true})
 				body = string(b)

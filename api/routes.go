@@ -33,6 +33,7 @@ const (
 	originPaired  originRule = iota // a paired host's origin (health)
 	originPairing                   // any web origin, which must be the one being paired (pair)
 	originRedeem                    // the origin of the pairing being redeemed (redeem)
+	originNone                      // no Origin at all: the OAuth loopback redirect target
 )
 
 // class is a route's time behaviour.
@@ -173,6 +174,9 @@ func routes() []route {
 		{method: get, path: "/v1/journal", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).journal},
 		{method: get, path: "/v1/flows/:flowId", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).flow},
 		{method: del, path: "/v1/flows/:flowId", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).cancelFlow},
+		{method: post, path: "/v1/oauth/start", access: authed, app: scopeBody, limit: smallBody, handle: (*Server).oauthStart},
+		{method: post, path: "/v1/oauth/callback", access: authed, app: scopeFiltered, limit: smallBody, handle: (*Server).oauthWebCallback},
+		{method: get, path: "/oauth/callback", access: open, app: scopeNone, origin: originNone, limit: noBody, handle: (*Server).oauthLoopback},
 
 		{method: get, path: "/v1/registry", access: authed, app: scopeNone, limit: noBody, handle: (*Server).registry},
 		{method: get, path: "/v1/schemas", access: authed, app: scopeNone, limit: noBody, handle: (*Server).schemas},

@@ -194,6 +194,13 @@ type ConnectionResponse struct {
 	Connection ConnectionJSON `json:"connection"`
 }
 
+// RevokeResponse is the revoke answer: the row, and remoteRevocation when
+// the provider did not confirm an OAuth revocation (a fixed sentence).
+type RevokeResponse struct {
+	Connection       ConnectionJSON `json:"connection"`
+	RemoteRevocation string         `json:"remoteRevocation,omitempty"`
+}
+
 // ConnectionJSON is one connection row with its dynamic state. It never
 // carries a credential value.
 type ConnectionJSON struct {

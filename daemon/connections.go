@@ -457,7 +457,21 @@ func boundTo(token string, decide func(*store.Tx, *store.Connection) (*store.Con
 // revoked, stamps revoked_at, keeps the row as a tombstone and wipes the
 // slot's credential slice auth:<appId>:<slot>:* in the same transaction.
 func (d *Daemon) Revoke(ctx context.Context, appID, slot string) (Connection, error) {
+	c, _, err := d.RevokeReported(ctx, appID, slot)
+	return c, err
+}
+
+// RevokeReported is Revoke, first revoking an OAuth slot's tokens at the
+// provider when its requirement has a revoke endpoint (oauthconn.go): best
+// effort, reported, never blocking the wipe.
+func (d *Daemon) RevokeReported(ctx context.Context, appID, slot string) (Connection, RevokeReport, error) {
 	d.unlinkSlot(ctx, appID, slot) // a linked device forgets its session first (linkdev.go)
+	rep := d.revokeRemote(ctx, appID, slot)
+	c, err := d.revokeRow(ctx, appID, slot)
+	return c, rep, err
+}
+
+func (d *Daemon) revokeRow(ctx context.Context, appID, slot string) (Connection, error) {
 	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur == nil {
 			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")

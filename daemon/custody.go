@@ -225,6 +225,15 @@ func (d *Daemon) SetCredentials(ctx context.Context, appID, slot string, values 
 			state.Status, state.ObtainedAt = ConnPending, nil
 			state.LastError = MissingFieldsPrefix + strings.Join(missing, ", ")
 		}
+		if len(missing) == 0 && state.Status == ConnConnected {
+			// An authorization-code row is connected by its sign-in
+			// (oauthflow.go), not by its client fields.
+			if pending, err := awaitsSignIn(tx, appID, slot, fromRow(row)); err != nil {
+				return err
+			} else if pending {
+				state.Status, state.ObtainedAt, state.LastError = ConnPending, nil, oauthNotConnectedText
+			}
+		}
 		return writeConnState(tx, appID, slot, state)
 	})
 	if err != nil {

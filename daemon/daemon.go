@@ -10,6 +10,7 @@ import (
 
 	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/oauth"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/starter"
@@ -66,7 +67,8 @@ type Config struct {
 	// helper runs: device links and sidecar requests refuse.
 	Helpers Helpers
 	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
-	// means none: every OAuth-kind request ends NET_AUTH_FAILED.
+	// means the daemon's own (oauthconn.go): stored tokens, refreshed
+	// through the guarded public transport. Tests may replace it.
 	Tokens TokenSource
 	// ConfirmTimeout bounds how long a parked confirm waits for the user
 	// before it is denied. Zero means DefaultConfirmTimeout (2 minutes).
@@ -121,6 +123,8 @@ type Daemon struct {
 	// live device-link flows by helper session (linkdev.go).
 	helpers Helpers
 	links   linkBook
+	// refresher shares one OAuth refresh per slot (oauthconn.go).
+	refresher oauth.Refresher
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -170,6 +174,10 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
 	cfg.Registry = reg
 	cfg.LocalTransports = helperTransports(reg, cfg.Helpers, cfg.LocalTransports, log.With("component", "helpers"))
+	d.refresher.Now = now
+	if cfg.Tokens == nil {
+		cfg.Tokens = oauthTokens{d} // gate 8's OAuth source (oauthconn.go)
+	}
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
 		readSecrets: d.cachedSlotSecrets, answered: d.noteAnswer, log: log, now: now,
@@ -186,6 +194,10 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.services.start("journal", d.journal.batch)
 	if cfg.Helpers != nil {
 		d.services.start("helpers", cfg.Helpers) // stops before the journal
+	}
+	if err := d.sweepFlows(ctx); err != nil { // a restart ended every OAuth flow
+		d.Close()
+		return nil, err
 	}
 	if err := d.reconsentPins(ctx); err != nil {
 		d.Close()

@@ -73,8 +73,11 @@ func TestOneSeat(t *testing.T) {
 	// fetch.go only wires the executor's fields (newExecutor);
 	// custody.go defines slotSecrets and calls no transport; the
 	// transports (fetch_transport.go) and the credential sources
-	// (fetch_inject.go) read no credential themselves.
-	if want := []string{"fetch.go", "fetch_gates.go"}; !slices.Equal(both, want) {
+	// (fetch_inject.go) read no credential themselves. oauthconn.go is
+	// gate 8's OAuth token seat (§13): it reads the slot's client fields
+	// and tokens and posts them to the token endpoint through the public
+	// transport, behind the row's ceiling check (guardedTransport).
+	if want := []string{"fetch.go", "fetch_gates.go", "oauthconn.go"}; !slices.Equal(both, want) {
 		t.Errorf("files that both read credentials and reach a transport = %v, want %v", both, want)
 	}
 }

@@ -148,6 +148,14 @@ func TestSecretWritersClearTheCache(t *testing.T) {
 		// The exchange family (lan.go).
 		"writeLANPair":  "a helper of commitLANPair, which calls connectionChanged after its Update commits",
 		"noteLANAnswer": "calls connectionChanged after its Update commits a change",
+		// The OAuth kinds (oauthconn.go, oauthflow.go).
+		"revokeRow":       "Revoke's writer: runs through write, which calls connectionChanged after the commit",
+		"writeOAuthToken": "a helper of storeToken, which calls connectionChanged after a sign-in and clears the cache (secretCache.forget) after a refresh: a refresh changes no grant, so it must not disarm standing approvals",
+		"setConnStatus":   "calls connectionChanged after its Update commits",
+		"stateKey":        "writes auth:_state_hmac, outside every slot slice: the cache holds slot slices only",
+		"sealFlow":        "writes auth:_flow:<id>, outside every slot slice",
+		"sweepFlows":      "deletes auth:_flow:<id>, outside every slot slice",
+		"oauthCallback":   "marks auth:_flow:<id> used, outside every slot slice; its tokens go through storeToken",
 	}
 	fset := token.NewFileSet()
 	found := 0

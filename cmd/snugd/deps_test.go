@@ -24,7 +24,7 @@ var (
 	leafVocabulary = []string{module + "/daemon/errcode", module + "/daemon/wire"}
 	core           = []string{module + "/api", module + "/cmd"}
 	// testOnly are packages that only _test.go files may import.
-	testOnly = []string{module + "/internal/testutil"}
+	testOnly = []string{module + "/internal/testutil", module + "/daemon/oauth/oauthtest"}
 )
 
 // rules are DESIGN.md's layout table: arrows point cmd/snugd → api → daemon →
@@ -60,6 +60,8 @@ var rules = []rule{
 		neverDeps: core},
 	{pkg: "daemon/registry", why: "the pinned provider registry builds on the requirement schema only",
 		allow: []string{module + "/daemon/requirement", module + "/daemon/template"}, neverDeps: core},
+	{pkg: "daemon/oauth/oauthtest", why: "the tests' authorization server (zitadel's OP): test code only, knowing nothing of snugd",
+		allow: []string{"github.com/zitadel/oidc/v3", "golang.org/x/net/html"}, neverDeps: []string{module + "/"}},
 	{pkg: "daemon/oauth", why: "the OAuth protocol core takes plain values and an *http.Client from the daemon: it never reaches storage or the executor",
 		neverDeps: []string{module + "/"}},
 	{pkg: "daemon/starter", why: "the bundled starters build on the requirement schema only",

@@ -222,7 +222,9 @@ func Verify(key []byte, f Flow, state string, at Callback, now time.Time) error 
 		return ErrStateKey
 	}
 	id, mac, ok := strings.Cut(state, ".")
-	got, err := base64.RawURLEncoding.DecodeString(mac)
+	// Strict: a state whose last character carries other padding bits is
+	// not the one State wrote, even if it decodes to the same MAC.
+	got, err := base64.RawURLEncoding.Strict().DecodeString(mac)
 	if !ok || err != nil || id != f.ID {
 		return ErrBadState
 	}

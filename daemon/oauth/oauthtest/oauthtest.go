@@ -1,0 +1,321 @@
+// Package oauthtest runs a real authorization server for tests of the
+// daemon and the API: zitadel/oidc's OpenID Provider (OpenID Certified)
+// with its example in-memory storage and login UI, over TLS, with a
+// certificate for the shipped registry entries' hosts (ruling R24: tests
+// reach it through the pinned hosts mapped onto it by an injected
+// resolver and dialer, never a registry switch).
+//
+// A wrapping handler maps each provider's documented token and revoke
+// paths onto the OP's, counts token-endpoint POSTs by grant type, records
+// revocations in order and injects faults. The scripted user drives the
+// example's real login form. Test code only: nothing outside _test files
+// imports it.
+package oauthtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
+	"golang.org/x/net/html"
+)
+
+// The clients the OP knows.
+const (
+	// NativeClient is a public client (PKCE, loopback redirect on any port),
+	// the shape of Spotify's PKCE app.
+	NativeClient = "snug-native"
+	// WebClient is a confidential client for the web surface.
+	WebClient = "snug-web"
+	WebSecret = "web-client-secret-7f3a9c"
+	WebOrigin = "https://host.example"
+	// ServiceID and ServiceKey are the example storage's client-credentials
+	// client.
+	ServiceID    = "sid1"
+	ServiceKey   = "verysecret"
+	userName     = "test-user2"
+	userPassword = "verysecure"
+)
+
+// paths maps the providers' documented endpoint paths onto the OP's.
+var paths = map[string]string{
+	"/api/token":                "/oauth/token", // Spotify
+	"/oauth2/token":             "/oauth/token", // Twitch
+	"/oauth2/revoke":            "/revoke",      // Twitch
+	"/login/oauth/access_token": "/oauth/token", // GitHub
+	"/login/oauth/authorize":    "/auth",        // GitHub
+	"/authorize":                "/auth",        // Spotify
+}
+
+// Server is a running OP.
+type Server struct {
+	srv   *httptest.Server
+	roots *x509.CertPool
+
+	grants  map[string]*atomic.Int64
+	mu      sync.Mutex
+	revoked []string
+	fault   atomic.Pointer[http.HandlerFunc]
+	bearers []string // Authorization of each API request
+}
+
+// New starts an OP on 127.0.0.1 over TLS whose certificate names hosts;
+// its issuer is https://hosts[0].
+func New(t testing.TB, hosts ...string) *Server {
+	t.Helper()
+	s := &Server{grants: map[string]*atomic.Int64{
+		"authorization_code": {}, "refresh_token": {}, "client_credentials": {},
+	}}
+	cert, roots := certFor(t, hosts)
+	s.roots = roots
+	srv := httptest.NewUnstartedServer(nil)
+	issuer := "https://" + hosts[0]
+	clients := map[string]*storage.Client{
+		NativeClient: storage.NativeClient(NativeClient, "http://127.0.0.1/oauth/callback"),
+		WebClient:    storage.WebClient(WebClient, WebSecret, WebOrigin+"/oauth/callback"),
+	}
+	st := storage.NewStorageWithClients(storage.NewUserStore(issuer), clients)
+	srv.Config.Handler = s.wrap(exampleop.SetupServer(issuer, st, nil, false))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	s.srv = srv
+	return s
+}
+
+// Addr is the OP's listener address, for an injected dialer.
+func (s *Server) Addr() string { return s.srv.Listener.Addr().String() }
+
+// Roots trusts the OP's certificate.
+func (s *Server) Roots() *x509.CertPool { return s.roots }
+
+// Count is how many token POSTs of grant type the OP received.
+func (s *Server) Count(grant string) int64 { return s.grants[grant].Load() }
+
+// Revocations are the token_type_hint of each revocation POST, in order.
+func (s *Server) Revocations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.revoked...)
+}
+
+// Bearers are the Authorization headers the API hosts (api.*) received.
+func (s *Server) Bearers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bearers...)
+}
+
+// SetFault makes every token and revocation POST answer f (nil: none).
+func (s *Server) SetFault(f http.HandlerFunc) {
+	if f == nil {
+		s.fault.Store(nil)
+		return
+	}
+	s.fault.Store(&f)
+}
+
+func (s *Server) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Host, "api.") {
+			// The provider's API: it records the bearer it was sent.
+			s.mu.Lock()
+			s.bearers = append(s.bearers, r.Header.Get("Authorization"))
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"ok":true}`)
+			return
+		}
+		if p, ok := paths[r.URL.Path]; ok {
+			r.URL.Path = p
+		}
+		if r.URL.Path == "/auth" {
+			// Spotify and GitHub issue a refresh token without asking;
+			// the OP only with offline_access, so the scripted provider
+			// asks for it on the user's behalf.
+			q := r.URL.Query()
+			q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid offline_access"))
+			r.URL.RawQuery = q.Encode()
+		}
+		if r.Method == http.MethodPost && (r.URL.Path == "/oauth/token" || r.URL.Path == "/revoke") {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			form, _ := url.ParseQuery(string(b))
+			if r.URL.Path == "/revoke" {
+				s.mu.Lock()
+				s.revoked = append(s.revoked, form.Get("token_type_hint"))
+				s.mu.Unlock()
+			} else if c, ok := s.grants[form.Get("grant_type")]; ok {
+				c.Add(1)
+			}
+			if f := s.fault.Load(); f != nil {
+				(*f)(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Dial connects every address to the OP, for a browser the test scripts.
+func (s *Server) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", s.Addr())
+}
+
+// SignIn is the scripted user: it opens authorizeURL (every host dialed to
+// the OP), submits the login form and follows redirects until one leaves
+// for a loopback or web-origin callback, which it returns unvisited.
+func (s *Server) SignIn(ctx context.Context, t testing.TB, authorizeURL string) *url.URL {
+	t.Helper()
+	var callback *url.URL
+	hc := &http.Client{
+		Transport: &http.Transport{DialContext: s.Dial, TLSClientConfig: &tls.Config{RootCAs: s.roots}},
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if len(via) > 10 {
+				return errors.New("too many redirects")
+			}
+			if r.URL.Path == "/oauth/callback" {
+				callback = r.URL
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+	defer hc.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, authorizeURL, nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("open authorize URL: %v", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if callback != nil {
+		return callback
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("authorize page: status %d: %s", resp.StatusCode, page)
+	}
+	action, fields := loginForm(t, page)
+	fields.Set("username", userName)
+	fields.Set("password", userPassword)
+	target := resp.Request.URL.ResolveReference(&url.URL{Path: action})
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, target.String(), strings.NewReader(fields.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatalf("submit login form: %v", err)
+	}
+	resp.Body.Close()
+	if callback == nil {
+		t.Fatalf("the sign-in ended at %d without a redirect to the callback", resp.StatusCode)
+	}
+	return callback
+}
+
+func loginForm(t testing.TB, page []byte) (string, url.Values) {
+	t.Helper()
+	z := html.NewTokenizer(bytes.NewReader(page))
+	var action string
+	fields := url.Values{}
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			if action == "" {
+				t.Fatalf("no login form in the page: %s", page)
+			}
+			return action, fields
+		case html.StartTagToken, html.SelfClosingTagToken:
+			tok := z.Token()
+			attr := func(k string) string {
+				for _, a := range tok.Attr {
+					if a.Key == k {
+						return a.Val
+					}
+				}
+				return ""
+			}
+			switch tok.Data {
+			case "form":
+				action = attr("action")
+			case "input":
+				if attr("type") == "hidden" {
+					fields.Set(attr("name"), attr("value"))
+				}
+			}
+		}
+	}
+}
+
+// certFor makes a CA and a leaf for hosts.
+func certFor(t testing.TB, hosts []string) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	now := time.Now()
+	ca := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "oauthtest CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: hosts[0]},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		DNSNames: hosts, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(caCert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, roots
+}
+
+// ErrorPage is an HTML 500 page echoing the submitted form, the way some
+// token endpoints' error pages do: a fault for SetFault.
+func ErrorPage(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	auth := r.Header.Get("Authorization")
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(http.StatusInternalServerError)
+	io.WriteString(w, "<html><body><h1>Internal error</h1><pre>"+string(b)+" "+auth+"</pre></body></html>")
+}
+
+// Unavailable answers 503: a fault for SetFault.
+func Unavailable(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusServiceUnavailable)
+}
+
+// InvalidGrant answers RFC 6749 §5.2's invalid_grant: a fault for SetFault.
+func InvalidGrant(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant", "error_description": "grant revoked"})
+}

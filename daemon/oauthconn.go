@@ -1,0 +1,406 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/oauth"
+	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
+	"github.com/snug/snugd/transports"
+)
+
+// The OAuth kinds' custody and gate 8 (spec §12.5, §13, §14 gate 8,
+// rulings R14, R24): the token source the executor asks, the guarded
+// client every token, refresh and revoke POST goes through, and the
+// revocation that runs before a revoked slot is wiped. The protocol is
+// daemon/oauth's; this file decides where things are stored and what a
+// failure means for the connection.
+//
+// A slot's tokens live in its credential slice beside the fields, under
+// reserved names (a leading underscore: never a requirement field, never a
+// template value): auth:<app>:<slot>:_access_token and _refresh_token.
+// _connection carries obtainedAt, expiresIn, scopesGranted, status and a
+// fixed-sentence lastError.
+
+// Reserved slice names of the OAuth tokens.
+const (
+	accessTokenField  = "_access_token"
+	refreshTokenField = "_refresh_token"
+)
+
+// Fixed lastError sentences of OAuth connections: never provider text.
+const (
+	oauthExpiredMessage   = "the provider no longer accepts this connection's sign-in: reconnect it"
+	oauthFailedMessage    = "the provider refused the token request: check the client ID and secret, then reconnect"
+	oauthNotConnectedText = "the connection has not signed in yet: run snugd ctl connect"
+)
+
+// errOutsideCeiling is the guarded client's refusal of a host outside the
+// row's frozen ceiling: nothing is resolved or dialed.
+var errOutsideCeiling = errors.New("the OAuth endpoint's host is outside the connection's approved hosts")
+
+// guardedTransport is the RoundTripper of every OAuth POST (§13: token,
+// refresh and revoke POSTs are ceiling-checked like any other credentialed
+// call): the request host must be in the row's frozen ceiling, then the
+// public transport resolves it, checks every answer (SSRF guard), dials
+// exactly the checked addresses, never follows a redirect and reads the
+// answer under the cap.
+//
+// conformance: P3-C13-20, P3-C13-21, P3-C13-22
+type guardedTransport struct {
+	public  *transports.Public
+	ceiling []string
+	timeout time.Duration
+}
+
+func (g guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	host, ok := requestHost(req.URL)
+	if !ok || !slices.Contains(g.ceiling, host) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errOutsideCeiling
+	}
+	ctx := req.Context()
+	rctx, cancel := context.WithTimeout(ctx, g.timeout)
+	resolved, err := g.public.Resolve(rctx, req.URL.Hostname())
+	cancel()
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	resp, err := g.public.Do(ctx, req, resolved, oauth.DefaultMaxBody+1)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Response{
+		Status: strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode), StatusCode: resp.StatusCode,
+		Proto: resp.Proto, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(resp.Body)),
+		ContentLength: int64(len(resp.Body)), Request: req,
+	}, nil
+}
+
+// oauthClient is the token-endpoint client for a row with ceiling.
+func (d *Daemon) oauthClient(ceiling []string) *oauth.Client {
+	hc := &http.Client{
+		Transport:     guardedTransport{public: d.exec.public, ceiling: slices.Clone(ceiling), timeout: d.exec.requestTimeout},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &oauth.Client{HTTP: hc, Timeout: d.exec.requestTimeout, Now: d.now}
+}
+
+// postStyle lists the token hosts that document client_secret_post only
+// (GitHub, Twitch); every other confidential client uses RFC 6749's
+// client_secret_basic.
+var postStyle = []string{"github.com", "id.twitch.tv"}
+
+// oauthEndpoint is r's token side with the slot's client fields.
+func oauthEndpoint(r *requirement.Requirement, fields map[string]store.Secret) oauth.Endpoint {
+	ep := oauth.Endpoint{
+		TokenURL: r.Endpoints.Token, RevokeURL: r.Endpoints.Revoke,
+		ClientID: string(fields["client_id"]), ClientSecret: string(fields["client_secret"]),
+	}
+	if u, err := parseHTTPS(ep.TokenURL); err == nil && slices.Contains(postStyle, u) {
+		ep.AuthStyle = oauth.AuthPost
+	}
+	return ep
+}
+
+// parseHTTPS returns the normalized host of an endpoint URL.
+func parseHTTPS(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	h, ok := requestHost(u)
+	if !ok {
+		return "", errors.New("no host")
+	}
+	return h, nil
+}
+
+// awaitsSignIn reports whether c is an authorization-code row whose slot
+// holds no access token yet.
+func awaitsSignIn(tx *store.Tx, appID, slot string, c Connection) (bool, error) {
+	if c.Requirement == nil || c.Requirement.Kind != requirement.KindOAuth2AuthCode {
+		return false, nil
+	}
+	_, err := tx.Secret(store.FieldKey(appID, slot, accessTokenField))
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+// oauthTokens is the executor's TokenSource for the two OAuth kinds,
+// backed by the daemon's one Refresher: one refresh per slot at a time.
+type oauthTokens struct{ d *Daemon }
+
+// oauthRow is what a token request needs of a slot, read in one view.
+type oauthRow struct {
+	req     *requirement.Requirement
+	ceiling []string
+	slice   map[string]store.Secret
+	state   ConnState
+}
+
+func (d *Daemon) readOAuthRow(ctx context.Context, appID, slot string) (oauthRow, error) {
+	var o oauthRow
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		row, err := tx.Connection(appID, slot)
+		if err != nil {
+			return err
+		}
+		c := fromRow(row)
+		if c.Status != StatusApproved || c.Requirement == nil {
+			return errcode.New(errcode.ConnectionNotApproved, "the connection is not approved")
+		}
+		if k := c.Requirement.Kind; k != requirement.KindOAuth2AuthCode && k != requirement.KindOAuth2ClientCreds {
+			return errcode.New(errcode.BadRequest, "the connection is not an OAuth connection")
+		}
+		o.req, o.ceiling = c.Requirement, c.AllowedHosts
+		if o.slice, err = tx.SlotSecrets(appID, slot); err != nil {
+			return err
+		}
+		o.state, _, err = readConnState(tx, appID, slot)
+		return err
+	})
+	return o, err
+}
+
+// storedToken reads the token of a slice and its state.
+func storedToken(o oauthRow) oauth.Token {
+	t := oauth.Token{
+		AccessToken: string(o.slice[accessTokenField]), RefreshToken: string(o.slice[refreshTokenField]),
+		TokenType: "Bearer", Scopes: slices.Clone(o.state.ScopesGranted),
+	}
+	if o.state.ObtainedAt != nil {
+		t.ObtainedAt = time.UnixMilli(*o.state.ObtainedAt)
+	}
+	if o.state.ExpiresIn != nil {
+		t.ExpiresIn = time.Duration(*o.state.ExpiresIn) * time.Second
+	}
+	return t
+}
+
+// AccessToken returns a bearer for (appID, slot), refreshing it first when
+// it expires within the 60-second skew, or fetching it at first use for a
+// client-credentials row. Concurrent requests share one refresh.
+//
+// conformance: P3-C13-23
+func (s oauthTokens) AccessToken(ctx context.Context, appID, slot string) (string, error) {
+	d := s.d
+	load := func(ctx context.Context) (oauth.Token, error) {
+		o, err := d.readOAuthRow(ctx, appID, slot)
+		if err != nil {
+			return oauth.Token{}, err
+		}
+		if o.req.Kind == requirement.KindOAuth2AuthCode && o.state.Status == ConnExpired {
+			// The grant is gone: nothing is posted until a new sign-in.
+			return oauth.Token{}, errors.New(oauthExpiredMessage)
+		}
+		return storedToken(o), nil
+	}
+	refresh := func(ctx context.Context, cur oauth.Token) (oauth.Token, error) {
+		return d.refreshToken(ctx, appID, slot, cur)
+	}
+	t, err := d.refresher.Fresh(ctx, oauth.Key{AppID: appID, Slot: slot}, load, refresh)
+	if err != nil {
+		return "", err
+	}
+	return t.AccessToken, nil
+}
+
+// refreshToken obtains a new token for the slot and stores it.
+func (d *Daemon) refreshToken(ctx context.Context, appID, slot string, cur oauth.Token) (oauth.Token, error) {
+	o, err := d.readOAuthRow(ctx, appID, slot)
+	if err != nil {
+		return oauth.Token{}, err
+	}
+	ep := oauthEndpoint(o.req, o.slice)
+	client := d.oauthClient(o.ceiling)
+	var t oauth.Token
+	switch o.req.Kind {
+	case requirement.KindOAuth2ClientCreds:
+		t, err = client.ClientCredentials(ctx, ep, o.req.Scopes)
+	default:
+		if cur.RefreshToken == "" {
+			if cur.AccessToken != "" {
+				// Expiring, and the provider gave nothing to renew it.
+				d.setConnStatus(ctx, appID, slot, ConnExpired, oauthExpiredMessage)
+			}
+			return oauth.Token{}, errors.New(oauthNotConnectedText)
+		}
+		if o.req.Endpoints.Refresh != "" {
+			ep.TokenURL = o.req.Endpoints.Refresh
+		}
+		t, err = client.Refresh(ctx, ep, cur.RefreshToken, o.req.Scopes)
+	}
+	if err != nil {
+		d.noteTokenFailure(ctx, appID, slot, o, err)
+		return oauth.Token{}, err
+	}
+	if err := d.storeToken(ctx, appID, slot, o.req, t, false); err != nil {
+		return oauth.Token{}, err
+	}
+	return t, nil
+}
+
+// storeToken writes the access token, the (rotated) refresh token and the
+// state in ONE transaction, after re-reading the row: a row revoked or
+// re-approved meanwhile takes nothing. connected is true for a new
+// sign-in, which announces connection-changed; a refresh changes no grant
+// and only clears the credential cache.
+func (d *Daemon) storeToken(ctx context.Context, appID, slot string, before *requirement.Requirement, t oauth.Token, connected bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	err := d.store.Update(ctx, func(tx *store.Tx) error {
+		row, err := tx.Connection(appID, slot)
+		if err != nil {
+			return err
+		}
+		c := fromRow(row)
+		if c.Status != StatusApproved || c.Requirement == nil || c.Requirement.Canonical() != before.Canonical() {
+			return errcode.New(errcode.ConnectionNotApproved, "the connection changed while its token was obtained")
+		}
+		return writeOAuthToken(tx, appID, slot, t)
+	})
+	if err != nil {
+		return err
+	}
+	if len(t.Wider) > 0 {
+		// §13: a granted scope set wider than the pinned or requested one
+		// is disclosed (scope names, never a token).
+		d.log.Warn("the provider granted scopes beyond those requested", "app", appID, "slot", slot, "wider", t.Wider)
+	}
+	if connected {
+		d.connectionChanged(appID, slot)
+	} else {
+		d.secretCache.forget()
+	}
+	return nil
+}
+
+// writeOAuthToken is the one write inside tx: both tokens and the state.
+func writeOAuthToken(tx *store.Tx, appID, slot string, t oauth.Token) error {
+	if err := tx.PutSecret(store.FieldKey(appID, slot, accessTokenField), store.Secret(t.AccessToken)); err != nil {
+		return err
+	}
+	if t.RefreshToken != "" {
+		if err := tx.PutSecret(store.FieldKey(appID, slot, refreshTokenField), store.Secret(t.RefreshToken)); err != nil {
+			return err
+		}
+	}
+	state, _, err := readConnState(tx, appID, slot)
+	if err != nil {
+		return err
+	}
+	at := t.ObtainedAt.UnixMilli()
+	state.Status, state.ObtainedAt, state.LastError = ConnConnected, &at, ""
+	state.ExpiresIn = nil
+	if t.ExpiresIn > 0 {
+		secs := int64(t.ExpiresIn / time.Second)
+		state.ExpiresIn = &secs
+	}
+	state.ScopesGranted = slices.Clone(t.Scopes)
+	return writeConnState(tx, appID, slot, state)
+}
+
+// noteTokenFailure says what a failed token request means for the
+// connection: invalid_grant marks it expired (reconnect offered), a
+// transient failure changes nothing (the refresh token is kept), any
+// other failure marks it error. The provider's answer is logged only
+// through §14.3's extractor, scrubbed of every secret the request sent.
+//
+// conformance: P3-C13-24
+func (d *Daemon) noteTokenFailure(ctx context.Context, appID, slot string, o oauthRow, err error) {
+	var oe *oauth.Error
+	if !errors.As(err, &oe) {
+		d.log.Warn("oauth token request", "app", appID, "slot", slot, "err", err)
+		return
+	}
+	var set scrub.Set
+	set.Add(oe.Secrets...)
+	for _, v := range o.slice {
+		set.Add(string(v))
+	}
+	provider := scrub.ProviderErrorText(string(oe.Body()), set.Candidates(), nil)
+	d.log.Warn("oauth token request failed", "app", appID, "slot", slot, "err", oe, "provider", provider)
+	var status ConnStatus
+	var msg string
+	switch oe.Class {
+	case oauth.Expired:
+		status, msg = ConnExpired, oauthExpiredMessage
+	case oauth.Failed:
+		status, msg = ConnError, oauthFailedMessage
+	default:
+		return
+	}
+	d.setConnStatus(ctx, appID, slot, status, msg)
+}
+
+// setConnStatus marks an approved slot's state, announcing the change.
+func (d *Daemon) setConnStatus(ctx context.Context, appID, slot string, status ConnStatus, msg string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	err := d.store.Update(ctx, func(tx *store.Tx) error {
+		row, err := tx.Connection(appID, slot)
+		if err != nil || Status(row.Status) != StatusApproved {
+			return err
+		}
+		state, _, err := readConnState(tx, appID, slot)
+		if err != nil {
+			return err
+		}
+		state.Status, state.LastError = status, msg
+		return writeConnState(tx, appID, slot, state)
+	})
+	if err != nil {
+		d.log.Error("mark oauth connection", "app", appID, "slot", slot, "err", err)
+		return
+	}
+	d.connectionChanged(appID, slot)
+}
+
+// RevokeReport is what a revocation's remote side did.
+type RevokeReport struct {
+	// RemoteFailed is a fixed sentence when the provider's revocation
+	// endpoint refused or could not be reached; the local wipe happened
+	// anyway. "" when it succeeded or there was nothing to revoke.
+	RemoteFailed string
+}
+
+// revokeRemote POSTs RFC 7009 revocations (refresh token, then access
+// token) for an OAuth slot whose requirement has a revoke endpoint, best
+// effort through the guarded client. It never blocks the wipe: the caller
+// wipes whatever it returns.
+//
+// conformance: P3-C13-22
+func (d *Daemon) revokeRemote(ctx context.Context, appID, slot string) RevokeReport {
+	o, err := d.readOAuthRow(ctx, appID, slot)
+	if err != nil || o.req.Endpoints.Revoke == "" {
+		return RevokeReport{}
+	}
+	ep := oauthEndpoint(o.req, o.slice)
+	errs := d.oauthClient(o.ceiling).Revoke(ctx, ep, string(o.slice[accessTokenField]), string(o.slice[refreshTokenField]))
+	if len(errs) == 0 {
+		return RevokeReport{}
+	}
+	for _, e := range errs {
+		d.log.Warn("oauth revocation failed; the local copy is wiped anyway", "app", appID, "slot", slot, "err", e)
+	}
+	return RevokeReport{RemoteFailed: fmt.Sprintf("the provider did not confirm the revocation (%d of its tokens): revoke snugd's access at the provider too", len(errs))}
+}
