@@ -626,4 +626,3 @@ func (c *Client) OAuthCallback(ctx context.Context, req OAuthCallbackRequest) (F
 	var out FlowJSON
 	return out, c.do(ctx, http.MethodPost, "/v1/oauth/callback", req, &out)
 }
-
