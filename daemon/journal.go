@@ -40,6 +40,16 @@ type JournalEntry struct {
 	// ResolvedHost is where a connection-URL request (Host is the symbolic
 	// snug-connection://<slot>) went: for the administrator, never the app.
 	ResolvedHost string
+
+	// Act names a person's act (Outcome "act"): approve, reapprove,
+	// revoke, reconnect, credentials-set, confirm-allow, confirm-deny,
+	// host-pair, host-unpair, import. Note says who and what (field names
+	// only, never a value).
+	Act string
+	// Count is how many repeated refusals the entry stands for (1 for
+	// one); LastAt is the latest (zero while Count is 1).
+	Count  int
+	LastAt time.Time
 }
 
 // JournalQuery selects a page of the journal, newest first.
