@@ -133,14 +133,14 @@ const (
 	journalSizeDown  = `UPDATE snugd_journal_size SET n = n - ? WHERE id = 1`
 	journalDropOld   = `DELETE FROM snugd_journal WHERE id IN (SELECT id FROM snugd_journal INDEXED BY snugd_journal_retain WHERE app_id = ? AND user_act = ? ORDER BY id LIMIT ?)`
 	journalFattest   = `SELECT app_id, user_act, n FROM snugd_journal_counts INDEXED BY snugd_journal_counts_n ORDER BY n DESC LIMIT 1`
-	journalBumpEntry = `UPDATE snugd_journal SET count = count + 1, last_at = ? WHERE id = ?`
+	journalBumpEntry = `UPDATE snugd_journal SET count = count + ?, last_at = ? WHERE id = ?`
 )
 
 // retentionStatements are the statements retention runs, with sample
 // arguments, for the plan test.
 var retentionStatements = map[string][]any{
 	journalCountUp: {"a", 0, 1}, journalCountSet: {1, "a", 0}, journalSizeUp: {1}, journalSizeDown: {1},
-	journalDropOld: {"a", 0, 1}, journalFattest: nil, journalBumpEntry: {"t", 1},
+	journalDropOld: {"a", 0, 1}, journalFattest: nil, journalBumpEntry: {1, "t", 1},
 }
 
 // retainJournal counts the entries just inserted per class and drops
@@ -214,16 +214,16 @@ func (tx *Tx) dropOldest(appID string, act bool, n int) (int, error) {
 	return int(gone), err
 }
 
-// BumpJournal counts one more repeat of entry id at at (an aggregated
-// refusal) and reports whether the entry still exists (retention may have
-// dropped it; the caller then inserts a new one).
-func (tx *Tx) BumpJournal(id int64, at time.Time) (bool, error) {
-	res, err := tx.exec(journalBumpEntry, FormatTime(at.UTC().Truncate(time.Millisecond)), id)
+// BumpJournal counts n more repeats of entry id, the latest at at (an
+// aggregated refusal), and reports whether the entry still exists
+// (retention may have dropped it; the caller then inserts a new one).
+func (tx *Tx) BumpJournal(id int64, n int, at time.Time) (bool, error) {
+	res, err := tx.exec(journalBumpEntry, n, FormatTime(at.UTC().Truncate(time.Millisecond)), id)
 	if err != nil {
 		return false, fmt.Errorf("count journal repeat: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	rows, err := res.RowsAffected()
+	return rows == 1, err
 }
 
 // JournalQuery selects a page of the journal, newest first.
@@ -232,6 +232,9 @@ type JournalQuery struct {
 	UnattendedOnly bool
 	Before         int64 // only entries with ID < Before; 0 starts at the newest
 	Limit          int   // 1..1000; 0 means 100
+	// Kind selects user acts only ("acts") or everything else
+	// ("requests": executor decisions, standing approvals); "" both.
+	Kind string
 }
 
 // Journal returns one page of entries, newest first. The next page is
@@ -256,6 +259,12 @@ func journalQuery(q JournalQuery) (string, []any) {
 	}
 	if q.UnattendedOnly {
 		where = append(where, "unattended = 1")
+	}
+	switch q.Kind {
+	case "acts":
+		where = append(where, "user_act = 1")
+	case "requests":
+		where = append(where, "user_act = 0")
 	}
 	if q.Before > 0 {
 		where, args = append(where, "id < ?"), append(args, q.Before)

@@ -160,11 +160,11 @@ func TestJournalBumpCountsRepeats(t *testing.T) {
 			return err
 		}
 		for i := range 4 {
-			if ok, err := tx.BumpJournal(id, at.Add(time.Duration(i+1)*time.Second)); !ok || err != nil {
+			if ok, err := tx.BumpJournal(id, 1, at.Add(time.Duration(i+1)*time.Second)); !ok || err != nil {
 				t.Errorf("BumpJournal = %v, %v", ok, err)
 			}
 		}
-		if ok, err := tx.BumpJournal(id+99, at); ok || err != nil {
+		if ok, err := tx.BumpJournal(id+99, 1, at); ok || err != nil {
 			t.Errorf("BumpJournal(missing) = %v, %v, want false", ok, err)
 		}
 		return nil
