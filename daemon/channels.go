@@ -278,19 +278,33 @@ func (d *Daemon) reconsentPins(ctx context.Context) error {
 	if err != nil {
 		return d.internal("read connections", err)
 	}
+	return d.reconsentPinsOf(ctx, rows, newParseCache())
+}
+
+// reconsentPinsOf is reconsentPins over rows, as read at start, parsing
+// and resolving each distinct requirement once through pc (shared with
+// the index build). Only a row the registry borrows for is read whole.
+func (d *Daemon) reconsentPinsOf(ctx context.Context, rows []store.Connection, pc *parseCache) error {
 	for _, row := range rows {
-		c := fromRow(row)
-		if c.Requirement == nil || (c.Status != StatusDeclared && c.Status != StatusApproved) {
+		status := Status(row.Status)
+		if status != StatusDeclared && status != StatusApproved {
 			continue
 		}
-		target := c.Requirement
-		if c.Status == StatusApproved && c.Pending != nil {
-			target = c.Pending
+		raw := row.RequirementJSON
+		target := pc.parse(raw)
+		if target == nil {
+			continue
 		}
-		res, err := d.registry.Resolve(target)
+		if status == StatusApproved && row.PendingRequirementJSON != nil {
+			if p := pc.parse(*row.PendingRequirementJSON); p != nil {
+				raw, target = *row.PendingRequirementJSON, p
+			}
+		}
+		res, err := pc.resolve(d.registry, raw, target)
 		if err != nil || !res.Borrowed {
 			continue
 		}
+		c := fromRow(row)
 		canonical := res.Requirement.Canonical()
 		a := admitted{req: res.Requirement, canonical: canonical, provenance: c.Provenance, confidence: c.Confidence}
 		switch {

@@ -158,12 +158,18 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.exec = exec
-	if err := d.rebuildIndex(ctx); err != nil {
+	// Every row is read once and each distinct requirement parsed once,
+	// for the index and the pin re-consent alike.
+	rows, err := st.AllConnections(ctx)
+	if err != nil {
 		st.Close()
-		return nil, err
+		return nil, d.internal("build grant index", err)
 	}
+	pc := newParseCache()
+	d.rebuildIndexFrom(rows, pc)
 	d.services.start("journal", d.journal.batch)
-	if err := d.reconsentPins(ctx); err != nil {
+	err = d.reconsentPinsOf(ctx, rows, pc)
+	if err != nil {
 		d.Close()
 		return nil, err
 	}
