@@ -273,18 +273,11 @@ func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
 //
 // A row the registry now refuses keeps what it has; re-approval and the
 // review re-check it.
-func (d *Daemon) reconsentPins(ctx context.Context) error {
-	rows, err := d.store.AllConnections(ctx)
-	if err != nil {
-		return d.internal("read connections", err)
-	}
-	return d.reconsentPinsOf(ctx, rows, newParseCache())
-}
-
-// reconsentPinsOf is reconsentPins over rows, as read at start, parsing
-// and resolving each distinct requirement once through pc (shared with
-// the index build). Only a row the registry borrows for is read whole.
-func (d *Daemon) reconsentPinsOf(ctx context.Context, rows []store.Connection, pc *parseCache) error {
+//
+// rows are every stored row as New read them; each distinct requirement
+// is parsed and resolved once through pc (shared with the index build),
+// and only a row the registry borrows for is read whole.
+func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection, pc *parseCache) error {
 	for _, row := range rows {
 		status := Status(row.Status)
 		if status != StatusDeclared && status != StatusApproved {

@@ -168,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	pc := newParseCache()
 	d.rebuildIndexFrom(rows, pc)
 	d.services.start("journal", d.journal.batch)
-	err = d.reconsentPinsOf(ctx, rows, pc)
+	err = d.reconsentPins(ctx, rows, pc)
 	if err != nil {
 		d.Close()
 		return nil, err
