@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
 )
@@ -68,5 +69,40 @@ func TestJournalAggregatesRepeatedRefusals(t *testing.T) {
 	}
 	if es[1].LastAt.Before(es[1].At) {
 		t.Errorf("lastAt %v before at %v", es[1].LastAt, es[1].At)
+	}
+}
+
+// TestJournalRecordsConfirmDecisions: a confirm the user decides is an
+// act naming the decision, who decided and what was asked (method and
+// host, never the URL's path or the body).
+func TestJournalRecordsConfirmDecisions(t *testing.T) {
+	r := newRig(t)
+	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if cs := r.d.Confirms(); len(cs) > 0 {
+				r.d.DecideConfirm(cs[0].ID, false, RememberOnce)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	if res, _ := r.net(t, "app1", post(`{"n":"body-canary"}`)); res.Code != errcode.NetConfirmDenied {
+		t.Fatalf("denied POST = %s, want NET_CONFIRM_DENIED", res.Code)
+	}
+	acts, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "acts"})
+	if err != nil || len(acts) == 0 {
+		t.Fatalf("acts = %v, %v", acts, err)
+	}
+	e := acts[0]
+	if e.Act != "confirm-deny" || e.Slot != "ex" || e.Note != "by the administrator; POST "+apiHost+", once" {
+		t.Errorf("confirm act = %+v", e)
 	}
 }
