@@ -188,10 +188,16 @@ func (c *parseCache) hosts(col string) []string {
 }
 
 // resolve is reg.Resolve of the requirement stored as raw (parsed as
-// r), once per distinct requirement.
+// r), once per distinct requirement, for the pin re-consent, which acts
+// only on a borrow: a requirement that triggers no entry answers not
+// Borrowed without Resolve's re-parse (raw already parsed, with the same
+// options, into r).
 func (c *parseCache) resolve(reg *registry.Registry, raw string, r *requirement.Requirement) (registry.Resolution, error) {
 	if v, ok := c.resolved[raw]; ok {
 		return v.res, v.err
+	}
+	if !reg.Triggers(r) {
+		return registry.Resolution{Requirement: r}, nil // nothing to borrow: not Borrowed
 	}
 	res, err := reg.Resolve(r)
 	c.resolved[raw] = resolved{res, err}

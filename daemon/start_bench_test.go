@@ -32,7 +32,7 @@ func startRows(n int) []store.Connection {
 // 100,000 connection rows, and the heap the daemon holds after it
 // (MiB-heap, after a GC).
 func BenchmarkStart(b *testing.B) {
-	for _, n := range []int{10, 100_000} {
+	for _, n := range []int{10, 20_000, 100_000} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			dir := b.TempDir() + "/data"
 			st, err := store.Open(b.Context(), store.Options{Dir: dir})
