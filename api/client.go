@@ -586,8 +586,9 @@ func (c *Client) KillStanding(ctx context.Context) (int, error) {
 type JournalOptions struct {
 	AppID          string
 	UnattendedOnly bool
-	Before         int64 // 0: from the newest
-	Limit          int   // 0: 100
+	Before         int64  // 0: from the newest
+	Limit          int    // 0: 100
+	Kind           string // "acts", "requests" or "" for both
 }
 
 // Journal calls GET /v1/journal.
@@ -604,6 +605,9 @@ func (c *Client) Journal(ctx context.Context, o JournalOptions) (JournalResponse
 	}
 	if o.Limit != 0 {
 		q.Set("limit", fmt.Sprint(o.Limit))
+	}
+	if o.Kind != "" {
+		q.Set("kind", o.Kind)
 	}
 	path := "/v1/journal"
 	if len(q) > 0 {

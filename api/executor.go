@@ -157,7 +157,7 @@ func (s *Server) decide(c echo.Context) error {
 			return errcode.New(errcode.NotFound, "no such confirm") // DecideConfirm's answer for an unknown id
 		}
 	}
-	if err := s.d.DecideConfirm(param(c, "id"), allow, remember); err != nil {
+	if err := s.d.DecideConfirmBy(c.Request().Context(), param(c, "id"), allow, remember); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -292,7 +292,7 @@ func (s *Server) standingsFor(c echo.Context) []daemon.Standing {
 // journal answers one page of the journal, newest first: ?appId=,
 // ?unattended=true, ?before=<id>, ?limit=1..1000 (default 100).
 func (s *Server) journal(c echo.Context) error {
-	q := daemon.JournalQuery{AppID: c.QueryParam("appId")}
+	q := daemon.JournalQuery{AppID: c.QueryParam("appId"), Kind: c.QueryParam("kind")}
 	switch c.QueryParam("unattended") {
 	case "", "false":
 	case "true":
@@ -324,10 +324,15 @@ func (s *Server) journal(c echo.Context) error {
 		if mine != nil && (e.AppID == "" || !mine(e.AppID)) {
 			continue // scopeFiltered: another host's app, or the daemon's own
 		}
-		out.Entries = append(out.Entries, JournalEntryJSON{
+		j := JournalEntryJSON{
 			ID: e.ID, At: Time{e.At}, AppID: e.AppID, Slot: e.Slot, Host: e.Host, ResolvedHost: e.ResolvedHost, Method: e.Method, Outcome: e.Outcome,
 			Gate: e.Gate, Code: e.Code, Status: e.Status, DurationMS: e.Duration.Milliseconds(), Unattended: e.Unattended, Note: e.Note,
-		})
+			Act: e.Act, Count: max(e.Count, 1),
+		}
+		if !e.LastAt.IsZero() {
+			j.LastAt = &Time{e.LastAt}
+		}
+		out.Entries = append(out.Entries, j)
 	}
 	limit := q.Limit
 	if limit == 0 {

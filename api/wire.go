@@ -622,6 +622,17 @@ type JournalEntryJSON struct {
 	// ResolvedHost is where a connection-URL request (host
 	// snug-connection://<slot>) went, for the administrator.
 	ResolvedHost string `json:"resolvedHost,omitempty"`
+
+	// Act names a person's act when outcome is "act" (approve, reapprove,
+	// revoke, reconnect, credentials-set, confirm-allow, confirm-deny,
+	// host-pair, host-unpair, import); note says who, and what (field
+	// names, never a value). A host act has no appId.
+	Act string `json:"act,omitempty"`
+	// Count is how many repeated refusals (same app, slot, host, gate and
+	// code within a minute) the entry stands for; LastAt the latest of
+	// them, absent while count is 1.
+	Count  int   `json:"count"`
+	LastAt *Time `json:"lastAt,omitempty"`
 }
 
 // JournalResponse is GET /v1/journal, newest first. Next is the before

@@ -273,24 +273,31 @@ func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
 //
 // A row the registry now refuses keeps what it has; re-approval and the
 // review re-check it.
-func (d *Daemon) reconsentPins(ctx context.Context) error {
-	rows, err := d.store.AllConnections(ctx)
-	if err != nil {
-		return d.internal("read connections", err)
-	}
+//
+// rows are every stored row as New read them; each distinct requirement
+// is parsed and resolved once through pc (shared with the index build),
+// and only a row the registry borrows for is read whole.
+func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection, pc *parseCache) error {
 	for _, row := range rows {
-		c := fromRow(row)
-		if c.Requirement == nil || (c.Status != StatusDeclared && c.Status != StatusApproved) {
+		status := Status(row.Status)
+		if status != StatusDeclared && status != StatusApproved {
 			continue
 		}
-		target := c.Requirement
-		if c.Status == StatusApproved && c.Pending != nil {
-			target = c.Pending
+		raw := row.RequirementJSON
+		target := pc.parse(raw)
+		if target == nil {
+			continue
 		}
-		res, err := d.registry.Resolve(target)
+		if status == StatusApproved && row.PendingRequirementJSON != nil {
+			if p := pc.parse(*row.PendingRequirementJSON); p != nil {
+				raw, target = *row.PendingRequirementJSON, p
+			}
+		}
+		res, err := pc.resolve(d.registry, raw, target)
 		if err != nil || !res.Borrowed {
 			continue
 		}
+		c := fromRow(row)
 		canonical := res.Requirement.Canonical()
 		a := admitted{req: res.Requirement, canonical: canonical, provenance: c.Provenance, confidence: c.Confidence}
 		switch {

@@ -441,6 +441,27 @@ func (d *Daemon) Confirms() []Confirm { return d.confirms.Pending() }
 func (d *Daemon) ConfirmByID(id string) (Confirm, bool) { return d.confirms.ConfirmByID(id) }
 
 // DecideConfirm records the user's decision on confirm id (the broker's).
+// The decision is journaled as an act by the administrator;
+// DecideConfirmBy names the deciding host.
 func (d *Daemon) DecideConfirm(id string, allow bool, remember Remember) error {
-	return d.confirms.DecideConfirm(id, allow, remember)
+	return d.DecideConfirmBy(context.Background(), id, allow, remember)
+}
+
+// DecideConfirmBy is DecideConfirm by ctx's caller (a paired host or the
+// ctl channel), whom the journal's act names.
+func (d *Daemon) DecideConfirmBy(ctx context.Context, id string, allow bool, remember Remember) error {
+	c, pending := d.confirms.ConfirmByID(id)
+	if err := d.confirms.DecideConfirm(id, allow, remember); err != nil || !pending {
+		return err
+	}
+	act := actConfirmDeny
+	if allow {
+		act = actConfirmAllow
+	}
+	note := c.Method + " " + c.Host + ", once"
+	if remember == RememberSession {
+		note = c.Method + " " + c.Host + ", for the session"
+	}
+	d.journalAct(ctx, act, c.AppID, c.Slot, note)
+	return nil
 }

@@ -335,7 +335,7 @@ func (d *Daemon) propose(ctx context.Context, appID string, a admitted) (Connect
 // Approve binds to nothing a person saw: it is for in-process callers. The
 // API approves only through ApproveReviewed.
 func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, error) {
-	return d.write(ctx, appID, slot, d.approveRow)
+	return d.write(ctx, appID, slot, journaled(ctx, actApprove, d.approveRow))
 }
 
 // ApproveReviewed is Approve bound to the review a person saw: token is
@@ -344,7 +344,7 @@ func (d *Daemon) Approve(ctx context.Context, appID, slot string) (Connection, e
 // REVIEW_STALE and nothing is written (§12.3: no path widens a host
 // ceiling without a human seeing the diff).
 func (d *Daemon) ApproveReviewed(ctx context.Context, appID, slot, token string) (Connection, error) {
-	return d.write(ctx, appID, slot, boundTo(token, d.approveRow))
+	return d.write(ctx, appID, slot, journaled(ctx, actApprove, boundTo(token, d.approveRow)))
 }
 
 func (d *Daemon) approveRow(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
@@ -383,14 +383,14 @@ func (d *Daemon) approveRow(tx *store.Tx, cur *store.Connection) (*store.Connect
 // Like Approve, Reapprove is for in-process callers; the API uses
 // ReapproveReviewed.
 func (d *Daemon) Reapprove(ctx context.Context, appID, slot string) (Connection, error) {
-	return d.write(ctx, appID, slot, d.reapproveRow)
+	return d.write(ctx, appID, slot, journaled(ctx, actReapprove, d.reapproveRow))
 }
 
 // ReapproveReviewed is Reapprove bound to the review a person saw, as
 // ApproveReviewed is: a change re-staged after its diff was shown is
 // REVIEW_STALE, and nothing is written.
 func (d *Daemon) ReapproveReviewed(ctx context.Context, appID, slot, token string) (Connection, error) {
-	return d.write(ctx, appID, slot, boundTo(token, d.reapproveRow))
+	return d.write(ctx, appID, slot, journaled(ctx, actReapprove, boundTo(token, d.reapproveRow)))
 }
 
 func (d *Daemon) reapproveRow(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
@@ -472,7 +472,7 @@ func (d *Daemon) RevokeReported(ctx context.Context, appID, slot string) (Connec
 }
 
 func (d *Daemon) revokeRow(ctx context.Context, appID, slot string) (Connection, error) {
-	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+	return d.write(ctx, appID, slot, journaled(ctx, actRevoke, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur == nil {
 			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
 		}
@@ -488,14 +488,14 @@ func (d *Daemon) revokeRow(ctx context.Context, appID, slot string) (Connection,
 		row.RevokedAt = &now
 		row.PendingRequirementJSON = nil
 		return &row, nil
-	})
+	}))
 }
 
 // Reconnect is the sixth, user-only act of ruling R11: a revoked row becomes
 // declared again, keeping its requirement and its revoked_at tombstone, which
 // review discloses. It grants nothing: the row needs approval again.
 func (d *Daemon) Reconnect(ctx context.Context, appID, slot string) (Connection, error) {
-	return d.write(ctx, appID, slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+	return d.write(ctx, appID, slot, journaled(ctx, actReconnect, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur == nil {
 			return nil, errcode.New(errcode.ConnectionNotFound, "no connection in that slot")
 		}
@@ -510,7 +510,7 @@ func (d *Daemon) Reconnect(ctx context.Context, appID, slot string) (Connection,
 			row.AllowedHosts = requirement.HostsJSON(requirement.DeriveAllowedHosts(r))
 		}
 		return &row, nil
-	})
+	}))
 }
 
 // write runs one writer: it reads the current row (nil when absent), lets

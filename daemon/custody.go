@@ -234,7 +234,12 @@ func (d *Daemon) SetCredentials(ctx context.Context, appID, slot string, values 
 				state.Status, state.ObtainedAt, state.LastError = ConnPending, nil, oauthNotConnectedText
 			}
 		}
-		return writeConnState(tx, appID, slot, state)
+		if err := writeConnState(tx, appID, slot, state); err != nil {
+			return err
+		}
+		// The act, with the field names (declared keys), never a value.
+		_, err = tx.InsertJournal(actEntry(ctx, actCredentialsSet, appID, slot, "fields "+strings.Join(keys, ", ")))
+		return err
 	})
 	if err != nil {
 		return d.rowError("store credentials", err)

@@ -187,10 +187,15 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.exec = exec
-	if err := d.rebuildIndex(ctx); err != nil {
+	// Every row is read once and each distinct requirement parsed once,
+	// for the index and the pin re-consent alike.
+	rows, err := st.AllConnections(ctx)
+	if err != nil {
 		st.Close()
-		return nil, err
+		return nil, d.internal("build grant index", err)
 	}
+	pc := newParseCache()
+	d.rebuildIndexFrom(rows, pc)
 	d.services.start("journal", d.journal.batch)
 	if cfg.Helpers != nil {
 		d.services.start("helpers", cfg.Helpers) // stops before the journal
@@ -199,7 +204,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	if err := d.reconsentPins(ctx); err != nil {
+	if err := d.reconsentPins(ctx, rows, pc); err != nil {
 		d.Close()
 		return nil, err
 	}

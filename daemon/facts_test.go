@@ -83,7 +83,7 @@ func TestJournal(t *testing.T) {
 	}
 	r.net(t, "app1", frame("GET", "https://evil.example.com/", nil))
 	r.net(t, "", frame("GET", "https://api.example.com/", nil)) // no identity: not journaled
-	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1"})
+	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "requests"})
 	if err != nil {
 		t.Fatal(err)
 	}

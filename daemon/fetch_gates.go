@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -576,7 +577,11 @@ func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 		}
 		return s
 	}
-	body := clean(strings.ToValidUTF8(string(r.body), "\uFFFD"))
+	body := string(r.body)
+	if !utf8.ValidString(body) { // validate once; convert only what is invalid
+		body = strings.ToValidUTF8(body, "\uFFFD")
+	}
+	body = clean(body)
 	header := make(map[string][]string, len(r.header))
 	for name, vs := range r.header {
 		if !wire.AllowedResponseHeader(name) {

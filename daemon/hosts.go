@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/snug/snugd/daemon/hostauth"
 )
@@ -44,7 +45,11 @@ func (d *Daemon) RedeemPairing(ctx context.Context, id, verifier, requestOrigin 
 
 // ApprovePairing is hostauth.Book.Approve (ctl socket only).
 func (d *Daemon) ApprovePairing(ctx context.Context, code string) (hostauth.Pairing, error) {
-	return d.hosts.Approve(ctx, code)
+	p, err := d.hosts.Approve(ctx, code)
+	if err == nil {
+		d.journalAct(ctx, actHostPair, "", "", fmt.Sprintf("pairing %s: %q (%s) from %q", p.ID, p.Name, p.Surface, p.Origin))
+	}
+	return p, err
 }
 
 // DenyPairing is hostauth.Book.Deny.
@@ -68,6 +73,9 @@ func (d *Daemon) Hosts(ctx context.Context) ([]hostauth.Host, error) {
 // requests in flight are cancelled, all before DeleteHost returns.
 // Errors: HOST_NOT_FOUND.
 func (d *Daemon) DeleteHost(ctx context.Context, id string) error {
-	_, err := d.hosts.Unpair(ctx, id, func() { d.confirms.WithdrawHost(id) })
+	h, err := d.hosts.Unpair(ctx, id, func() { d.confirms.WithdrawHost(id) })
+	if err == nil {
+		d.journalAct(ctx, actHostUnpair, "", "", fmt.Sprintf("host %s: %q (%s)", h.ID, h.Name, h.Surface))
+	}
 	return err
 }

@@ -137,6 +137,7 @@ func (d *Daemon) Import(ctx context.Context, path string) (ImportReport, error) 
 		d.connectionChanged(t[0], t[1])
 	}
 	d.log.Info("import", "restored", report.Restored, "demoted", report.Demoted, "dropped", len(report.Dropped))
+	d.journalImport(ctx, report)
 	return report, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/template"
 )
@@ -82,23 +83,125 @@ func (g *grantRow) inCeiling(host string) bool {
 }
 
 func buildAppGrants(rows []store.Connection) *appGrants {
+	return buildAppGrantsWith(rows, newParseCache())
+}
+
+// buildAppGrantsWith builds one app's entry, parsing each distinct
+// requirement and ceiling once through c. Rows that store the same
+// requirement share its parse, templates and claimed hosts, and rows with
+// the same ceiling share one slice: everything shared is immutable once
+// built (the index is a snapshot nobody writes).
+func buildAppGrantsWith(rows []store.Connection, c *parseCache) *appGrants {
 	a := &appGrants{rows: make([]grantRow, 0, len(rows))}
 	for _, row := range rows {
 		g := grantRow{slot: row.Slot, status: Status(row.Status), imported: row.Imported}
-		if r, vs := parseStored(row.RequirementJSON); len(vs) == 0 {
-			set, findings := template.Compile(r.FieldKeys(), r.Request.Templates())
-			if len(findings) == 0 {
-				g.req, g.templates = r, set
-				g.injects = len(set.HeaderNames())+len(set.QueryNames()) > 0
-				g.claims = requirement.DeriveAllowedHosts(r)
-			}
+		if p := c.grant(row.RequirementJSON); p != nil {
+			g.req, g.templates, g.injects, g.claims = p.req, p.templates, p.injects, p.claims
 		}
 		if g.status == StatusApproved {
-			g.ceiling = decodeHosts(row.AllowedHosts)
+			g.ceiling = c.hosts(row.AllowedHosts)
 		}
 		a.rows = append(a.rows, g)
 	}
 	return a
+}
+
+// parseCache parses each distinct stored requirement once, for a build of
+// the index and the start's pin re-consent: at start with many rows the
+// same requirement is stored over and over, and parsing it is most of
+// the start's work. Not safe for concurrent use; a start or one writer
+// owns one.
+type parseCache struct {
+	reqs     map[string]*parsedReq
+	ceilings map[string][]string
+	resolved map[string]resolved
+}
+
+// parsedReq is one stored requirement parsed: req nil when it no longer
+// validates; the rest what the index needs, built on first use.
+type parsedReq struct {
+	req       *requirement.Requirement
+	compiled  bool
+	usable    bool // its templates compile: the index may grant with it
+	templates *template.Set
+	injects   bool
+	claims    []string
+}
+
+// resolved is one registry.Resolve answer.
+type resolved struct {
+	res registry.Resolution
+	err error
+}
+
+func newParseCache() *parseCache {
+	return &parseCache{reqs: map[string]*parsedReq{}, ceilings: map[string][]string{}, resolved: map[string]resolved{}}
+}
+
+// parse returns raw parsed, or nil when it does not validate.
+func (c *parseCache) parse(raw string) *requirement.Requirement {
+	return c.entry(raw).req
+}
+
+func (c *parseCache) entry(raw string) *parsedReq {
+	p, ok := c.reqs[raw]
+	if !ok {
+		p = &parsedReq{}
+		if r, vs := parseStored(raw); len(vs) == 0 {
+			p.req = r
+		}
+		c.reqs[raw] = p
+	}
+	return p
+}
+
+// grant returns raw as the index holds it, or nil when it does not
+// validate or its templates do not compile (such a row grants nothing).
+func (c *parseCache) grant(raw string) *parsedReq {
+	p := c.entry(raw)
+	if p.req == nil {
+		return nil
+	}
+	if !p.compiled {
+		p.compiled = true
+		set, findings := template.Compile(p.req.FieldKeys(), p.req.Request.Templates())
+		if len(findings) == 0 {
+			p.usable, p.templates = true, set
+			p.injects = len(set.HeaderNames())+len(set.QueryNames()) > 0
+			p.claims = requirement.DeriveAllowedHosts(p.req)
+		}
+	}
+	if !p.usable {
+		return nil
+	}
+	return p
+}
+
+// hosts decodes an allowed_hosts column once per distinct value.
+func (c *parseCache) hosts(col string) []string {
+	h, ok := c.ceilings[col]
+	if !ok {
+		h = decodeHosts(col)
+		c.ceilings[col] = h
+	}
+	return h
+}
+
+// resolve is reg.Resolve of the requirement stored as raw (parsed as
+// r), once per distinct requirement, for the pin re-consent, which acts
+// only on a borrow: a requirement that triggers no entry answers not
+// Borrowed without Resolve's re-parse (raw already parsed, with the same
+// options, into r).
+func (c *parseCache) resolve(reg *registry.Registry, raw string, r *requirement.Requirement) (registry.Resolution, error) {
+	if v, ok := c.resolved[raw]; ok {
+		return v.res, v.err
+	}
+	if !reg.Triggers(r) {
+		return registry.Resolution{Requirement: r}, nil // nothing to borrow: not Borrowed
+	}
+	res, err := reg.Resolve(r)
+	c.resolved[raw] = resolved{res, err}
+	return res, err
 }
 
 // publishApp replaces one app's entry. Callers hold writeMu, so snapshots
@@ -117,26 +220,33 @@ func (d *Daemon) publishApp(appID string, a *appGrants) {
 	d.index.Store(next)
 }
 
-// rebuildIndex builds the whole index from storage, at start.
+// rebuildIndex builds the whole index from storage.
 func (d *Daemon) rebuildIndex(ctx context.Context) error {
-	d.writeMu.Lock()
-	defer d.writeMu.Unlock()
 	rows, err := d.store.AllConnections(ctx)
 	if err != nil {
 		return d.internal("build grant index", err)
 	}
-	d.index.Store(indexOf(rows))
+	d.rebuildIndexFrom(rows, newParseCache())
 	return nil
 }
 
-func indexOf(rows []store.Connection) *grantIndex {
+// rebuildIndexFrom builds the whole index from rows (every stored row),
+// parsing through c: at start, the rows and the cache are shared with the
+// pin re-consent that follows, so each row is read and parsed once.
+func (d *Daemon) rebuildIndexFrom(rows []store.Connection, c *parseCache) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	d.index.Store(indexOf(rows, c))
+}
+
+func indexOf(rows []store.Connection, c *parseCache) *grantIndex {
 	byApp := map[string][]store.Connection{}
 	for _, r := range rows {
 		byApp[r.AppID] = append(byApp[r.AppID], r)
 	}
 	idx := &grantIndex{apps: make(map[string]*appGrants, len(byApp))}
 	for app, rs := range byApp {
-		idx.apps[app] = buildAppGrants(rs)
+		idx.apps[app] = buildAppGrantsWith(rs, c)
 	}
 	return idx
 }

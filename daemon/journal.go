@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -40,6 +42,16 @@ type JournalEntry struct {
 	// ResolvedHost is where a connection-URL request (Host is the symbolic
 	// snug-connection://<slot>) went: for the administrator, never the app.
 	ResolvedHost string
+
+	// Act names a person's act (Outcome "act"): approve, reapprove,
+	// revoke, reconnect, credentials-set, confirm-allow, confirm-deny,
+	// host-pair, host-unpair, import. Note says who and what (field names
+	// only, never a value).
+	Act string
+	// Count is how many repeated refusals the entry stands for (1 for
+	// one); LastAt is the latest (zero while Count is 1).
+	Count  int
+	LastAt time.Time
 }
 
 // JournalQuery selects a page of the journal, newest first.
@@ -48,6 +60,9 @@ type JournalQuery struct {
 	UnattendedOnly bool
 	Before         int64 // only entries with ID < Before; 0 starts at the newest
 	Limit          int   // 1..1000; 0 means 100
+	// Kind selects user acts only ("acts") or everything else
+	// ("requests": executor decisions, standing approvals); "" both.
+	Kind string
 }
 
 // journal is the executor's journal: the store it writes to, its clock
@@ -73,6 +88,9 @@ func (d *Daemon) Journal(ctx context.Context, q JournalQuery) ([]JournalEntry, e
 func (j *journal) query(ctx context.Context, q JournalQuery) ([]JournalEntry, error) {
 	if q.Limit < 0 || q.Limit > 1000 || q.Before < 0 {
 		return nil, errcode.New(errcode.BadRequest, "limit must be 0-1000 and before not negative")
+	}
+	if q.Kind != "" && q.Kind != "acts" && q.Kind != "requests" {
+		return nil, errcode.New(errcode.BadRequest, `kind must be "acts" or "requests"`)
 	}
 	j.batch.flush()
 	var rows []store.JournalEntry
@@ -194,6 +212,10 @@ type journalBatcher struct {
 	log *slog.Logger
 	in  chan journalOp
 
+	// recent maps a refusal's repeatKey to the entry that counts its
+	// repeats: the loop's alone.
+	recent map[repeatKey]repeatEntry
+
 	mu     sync.RWMutex // held shared by add and flush, exclusively to close in
 	closed bool
 }
@@ -205,7 +227,7 @@ type journalOp struct {
 }
 
 func newJournalBatcher(st *store.Store, log *slog.Logger) *journalBatcher {
-	return &journalBatcher{st: st, log: log, in: make(chan journalOp, journalQueue)}
+	return &journalBatcher{st: st, log: log, in: make(chan journalOp, journalQueue), recent: map[repeatKey]repeatEntry{}}
 }
 
 func (b *journalBatcher) add(e store.JournalEntry) {
@@ -279,19 +301,205 @@ func (b *journalBatcher) take(op journalOp, batch []store.JournalEntry, waiting 
 	return append(batch, op.e), waiting
 }
 
+// Repeated executor refusals (same app, slot, host, gate, code and note within
+// journalRepeatWindow of the first) are one entry with a count: a loop
+// of refused requests costs one row, and cannot push out what it repeats.
+const (
+	journalRepeatWindow = time.Minute
+	journalRepeatKeys   = 4096 // refusals tracked at once; past it the oldest window restarts
+)
+
+// repeatKey is what makes two refusals the same: app, slot, host (and
+// where it resolved), gate, code, and the note (who or what denied).
+type repeatKey struct{ app, slot, host, resolved, gate, code, note string }
+
+// repeatEntry is the entry counting a refusal's repeats: its id once
+// written (0 while it waits in the batch at index idx), when it began,
+// and the repeats not yet written.
+type repeatEntry struct {
+	id     int64
+	idx    int
+	first  time.Time
+	extra  int
+	lastAt time.Time
+	e      store.JournalEntry // the first, to write anew if retention dropped it
+}
+
+// repeatable reports e's repeat key: an attended executor refusal.
+func repeatable(e store.JournalEntry) (repeatKey, bool) {
+	if e.Outcome != "refused" || e.Unattended || e.Code == "" {
+		return repeatKey{}, false
+	}
+	return repeatKey{e.AppID, e.Slot, e.Host, e.ResolvedHost, e.Gate, e.Code, e.Note}, true
+}
+
+// write writes batch in one transaction: new entries with one retention
+// pass, repeats of a recent refusal as counts on its entry.
 func (b *journalBatcher) write(batch []store.JournalEntry) {
 	if len(batch) == 0 {
 		return
 	}
+	if len(b.recent) > journalRepeatKeys {
+		clear(b.recent)
+	}
+	fresh := make([]store.JournalEntry, 0, len(batch))
+	touched := map[repeatKey]bool{}
+	for _, e := range batch {
+		k, ok := repeatable(e)
+		if !ok {
+			fresh = append(fresh, e)
+			continue
+		}
+		if r, seen := b.recent[k]; seen && e.At.Sub(r.first) < journalRepeatWindow && !e.At.Before(r.first) {
+			r.extra++
+			r.lastAt = e.At
+			b.recent[k], touched[k] = r, true
+			continue
+		}
+		b.recent[k], touched[k] = repeatEntry{idx: len(fresh), first: e.At, e: e}, true
+		fresh = append(fresh, e)
+	}
 	err := b.st.Update(context.Background(), func(tx *store.Tx) error {
-		for _, e := range batch {
-			if _, err := tx.InsertJournal(e); err != nil {
+		// Repeats of an entry already written count on it; one retention
+		// dropped is written anew.
+		for k := range touched {
+			r := b.recent[k]
+			if r.id == 0 || r.extra == 0 {
+				continue
+			}
+			ok, err := tx.BumpJournal(r.id, r.extra, r.lastAt)
+			if err != nil {
 				return err
 			}
+			if !ok {
+				e := r.e
+				e.At = r.lastAt
+				b.recent[k] = repeatEntry{idx: len(fresh), first: e.At, e: e, extra: r.extra - 1, lastAt: r.lastAt}
+				fresh = append(fresh, e)
+			}
+		}
+		ids, err := tx.InsertJournals(fresh)
+		if err != nil {
+			return err
+		}
+		for k := range touched {
+			r := b.recent[k]
+			if r.id == 0 {
+				r.id = ids[r.idx]
+				if r.extra > 0 {
+					if _, err := tx.BumpJournal(r.id, r.extra, r.lastAt); err != nil {
+						return err
+					}
+				}
+			}
+			r.extra = 0
+			b.recent[k] = r
 		}
 		return nil
 	})
 	if err != nil {
+		clear(b.recent) // nothing of the batch was written: count afresh
 		b.log.Error("write journal batch", "entries", len(batch), "err", err)
+	}
+}
+
+// A person's acts are journaled with outcome "act" (store.OutcomeAct),
+// kept apart from executor entries (no flood of requests pushes one
+// out): approve, reapprove, revoke, reconnect, credentials-set (field
+// names only), confirm-allow and confirm-deny (who decided), host-pair
+// and host-unpair, import. Metadata only, as every entry.
+const (
+	actApprove        = "approve"
+	actReapprove      = "reapprove"
+	actRevoke         = "revoke"
+	actReconnect      = "reconnect"
+	actCredentialsSet = "credentials-set"
+	actConfirmAllow   = "confirm-allow"
+	actConfirmDeny    = "confirm-deny"
+	actHostPair       = "host-pair"
+	actHostUnpair     = "host-unpair"
+	actImport         = "import"
+)
+
+// actor says who acted: the paired host the request came from, or the
+// administrator (the ctl channel, or an in-process caller).
+func actor(ctx context.Context) string {
+	if id, ok := CallerHost(ctx); ok && id != "" {
+		return "by host " + id
+	}
+	return "by the administrator"
+}
+
+// actEntry is the journal entry of act on (appID, slot) by ctx's caller,
+// note (never a value) after who.
+func actEntry(ctx context.Context, act, appID, slot, note string) store.JournalEntry {
+	n := actor(ctx)
+	if note != "" {
+		n += "; " + note
+	}
+	return store.JournalEntry{AppID: appID, Slot: slot, Outcome: store.OutcomeAct, Act: act, Note: truncateNote(n)}
+}
+
+// truncateNote keeps a note within the store's bound for a text field.
+func truncateNote(s string) string {
+	const max = 1000
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// journalAct writes an act that committed in its own transaction (a host
+// paired, a confirm decided, an import), synchronously: an administrator
+// reading the journal after the act sees it.
+func (d *Daemon) journalAct(ctx context.Context, act, appID, slot, note string) {
+	d.journal.writeNow(ctx, actEntry(ctx, act, appID, slot, note))
+}
+
+// journaled wraps a connection writer's decision so that the act is
+// journaled in the writer's own transaction: the row and its act commit
+// together or not at all.
+func journaled(ctx context.Context, act string, decide func(*store.Tx, *store.Connection) (*store.Connection, error)) func(*store.Tx, *store.Connection) (*store.Connection, error) {
+	return func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		next, err := decide(tx, cur)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.InsertJournal(actEntry(ctx, act, next.AppID, next.Slot, "")); err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+}
+
+// journalImport journals an import: one act in all (what it restored,
+// demoted and dropped) and one per row it landed, under that row's app,
+// in one transaction.
+func (d *Daemon) journalImport(ctx context.Context, r ImportReport) {
+	es := []store.JournalEntry{actEntry(ctx, actImport, "", "", fmt.Sprintf("restored %d, demoted %d, dropped %d", r.Restored, r.Demoted, len(r.Dropped)))}
+	for _, l := range r.Landed {
+		note := "landed declared"
+		if l.Replaced {
+			note += ", replaced the local row"
+		}
+		if l.CredentialsCleared {
+			note += ", credentials cleared"
+		}
+		es = append(es, actEntry(ctx, actImport, l.AppID, l.Slot, note))
+	}
+	now := d.journal.now()
+	for i := range es {
+		es[i].At = now
+	}
+	err := d.store.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
+		_, err := tx.InsertJournals(es)
+		return err
+	})
+	if err != nil {
+		d.log.Error("write journal entry", "outcome", store.OutcomeAct, "act", actImport, "err", err)
 	}
 }

@@ -54,7 +54,7 @@ func TestJournalSaysWhoDenied(t *testing.T) {
 		t.Fatalf("allowed POST = %s, want a response", res.Code)
 	}
 
-	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1"})
+	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "requests"})
 	if err != nil || len(es) != 4 {
 		t.Fatalf("Journal = %d entries, %v; want 4", len(es), err)
 	}

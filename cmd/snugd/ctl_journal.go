@@ -96,6 +96,9 @@ var journalWidths = []int{20, 24, 6, 28, 9}
 // and who decided (the user, a timeout, a standing approval).
 func journalRow(e api.JournalEntryJSON) []string {
 	who := shown(e.AppID)
+	if who == "" {
+		who = "-" // a host act (pair, unpair) or an import in all
+	}
 	if e.Slot != "" {
 		who += "/" + e.Slot
 	}
@@ -118,6 +121,16 @@ func journalRow(e api.JournalEntryJSON) []string {
 			d += " at " + e.Gate
 		}
 		detail = append([]string{d}, detail...)
+	}
+	if e.Act != "" {
+		detail = append([]string{shown(e.Act)}, detail...)
+	}
+	if e.Count > 1 {
+		d := fmt.Sprintf("×%d", e.Count)
+		if e.LastAt != nil {
+			d += " until " + e.LastAt.UTC().Format(time.RFC3339)
+		}
+		detail = append(detail, d)
 	}
 	if e.Status != 0 {
 		detail = append(detail, fmt.Sprintf("HTTP %d", e.Status))

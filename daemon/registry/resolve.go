@@ -149,6 +149,15 @@ func (g *Registry) ResolveOption(r *requirement.Requirement, optionID string) (R
 	return Resolution{}, ErrNoEntry
 }
 
+// Triggers reports whether r names or reaches an entry (or two: Resolve's
+// ErrConflict), without resolving it: a requirement that triggers nothing
+// is never borrowed, so a caller that acts only on a borrow (the start's
+// pin re-consent) may skip Resolve, and its re-parse, for it.
+func (g *Registry) Triggers(r *requirement.Requirement) bool {
+	e, _, err := g.match(r)
+	return e != nil || err != nil
+}
+
 // match finds the entry r triggers, if any, and which triggers hit.
 func (g *Registry) match(r *requirement.Requirement) (*entry, Trigger, error) {
 	var found *entry

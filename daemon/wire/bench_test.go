@@ -28,18 +28,27 @@ func BenchmarkParseNetRequest(b *testing.B) {
 	}
 }
 
-// BenchmarkEncodeNetResponse measures building and encoding an answer.
+// BenchmarkEncodeNetResponse measures building and encoding an answer:
+// a 2 KiB JSON body and a 1 MiB one (the net body cap).
 func BenchmarkEncodeNetResponse(b *testing.B) {
 	h := http.Header{"Content-Type": {"application/json"}, "Content-Length": {"2048"}, "Set-Cookie": {"s=1"}, "X-Ratelimit-Remaining": {"99"}, "Server": {"nginx"}}
-	body := strings.Repeat(`{"id":1,"name":"item"},`, 90)
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := NewNetResponse("req-01HZX3K9", "https://api.example.com/v1/items", 200, h, body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := Encode(r); err != nil {
-			b.Fatal(err)
-		}
+	item := `{"id":1,"name":"item"},`
+	for _, bc := range []struct {
+		name string
+		body string
+	}{{"2KiB", strings.Repeat(item, 90)}, {"1MiB", strings.Repeat(item, MaxNetResponseBody/len(item))}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := NewNetResponse("req-01HZX3K9", "https://api.example.com/v1/items", 200, h, bc.body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := Encode(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -267,11 +267,17 @@ func Encode(f Frame) ([]byte, error) {
 // size class, b is instead the NET_SIZE_EXCEEDED answer to the same
 // request (R6) and replaced is true, so the caller records the refusal
 // without reading the bytes.
+//
+// It writes the frame with appendNetResponse (byte for byte what
+// MarshalJSON writes, without encoding/json's reflection and second
+// buffer) into one buffer sized for the body: the frame outlives the call
+// (the API writes it after the executor has journaled the request), so
+// the buffer is the answer's own rather than a pooled one.
 func EncodeNetResponse(r NetResponse) (b []byte, replaced bool, err error) {
-	_, b, err = encode(r)
-	if err != nil {
+	if err := r.Validate(); err != nil {
 		return nil, false, err
 	}
+	b = appendNetResponse(nil, r)
 	if len(b) <= FrameLimit(TypeNetResponse) {
 		return b, false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/snug/snugd/daemon/errcode"
 )
@@ -168,7 +169,9 @@ func NewNetResponse(requestID, url string, status int, header map[string][]strin
 	if len(body) > MaxNetResponseBody {
 		return NetResponse{}, errcode.New(errcode.NetSizeExceeded, fmt.Sprintf("the response body exceeds %d bytes", MaxNetResponseBody))
 	}
-	body = strings.ToValidUTF8(body, "\uFFFD")
+	if !utf8.ValidString(body) { // the executor hands over valid text: check, do not copy
+		body = strings.ToValidUTF8(body, "\uFFFD")
+	}
 	h := FilterResponseHeaders(header)
 	if _, ok := h["content-length"]; ok {
 		h["content-length"] = strconv.Itoa(len(body))

@@ -15,8 +15,7 @@ import (
 // writes (netresponse_encode_test.go checks it over a corpus), so either
 // may be used anywhere.
 //
-// It is not wired in yet: appendNetResponse is the function the encode
-// path calls once its result type settles.
+// EncodeNetResponse (frames.go), and so Encode, write net-responses with it.
 
 // appendNetResponse appends r's JSON, exactly as r.MarshalJSON writes it,
 // to dst and returns the extended slice.

@@ -375,7 +375,7 @@ func (s *snugd) setUp() (string, error) {
 	}, &p); err != nil {
 		return "", err
 	}
-	if _, err := s.ctl("", "hosts", "approve", p.Code); err != nil {
+	if _, err := s.ctl("", "hosts", "approve", "--yes", p.Code); err != nil {
 		return "", err
 	}
 	var r struct {
@@ -390,7 +390,7 @@ func (s *snugd) setUp() (string, error) {
 	if err := s.call("PUT", "/v1/apps/"+benchApp+"/connections/api", r.Token, map[string]json.RawMessage{"requirement": json.RawMessage(benchRequirement)}, nil); err != nil {
 		return "", err
 	}
-	if _, err := s.ctl("", "approve", benchApp, "api"); err != nil {
+	if _, err := s.ctl("", "approve", benchApp, "api", "--yes"); err != nil {
 		return "", err
 	}
 	if _, err := s.ctl(fmt.Sprintf(`{"api_key":%q}`, benchKey), "credentials", "set", benchApp, "api"); err != nil {

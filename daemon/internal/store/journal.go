@@ -28,22 +28,78 @@ type JournalEntry struct {
 	// ResolvedHost is the host a connection-URL request (Host
 	// snug-connection://<slot>) went to, for the administrator; "" else.
 	ResolvedHost string
+
+	// Act names a person's act (Outcome OutcomeAct): approve, revoke,
+	// credentials-set, … An act may have no app (a host paired).
+	Act string
+	// Count is how many repeated refusals the entry stands for (1 for
+	// one), LastAt the latest of them (zero while Count is 1).
+	Count  int
+	LastAt time.Time
 }
+
+// OutcomeAct is the outcome of a person's act. Acts are retained apart
+// from executor entries: no flood of requests pushes one out.
+const OutcomeAct = "act"
 
 // maxJournalText bounds each text field of an entry.
 const maxJournalText = 1024
 
-const journalColumns = "id, at, app_id, slot, host, resolved_host, method, outcome, gate, code, status, duration_ms, unattended, note"
+const journalColumns = "id, at, app_id, slot, host, resolved_host, method, outcome, gate, code, status, duration_ms, unattended, note, act, count, last_at"
 
-// InsertJournal appends e (At defaults to the transaction's time) and, in
-// the same statement batch, drops the entries that fall out of the
-// retention bound (Options.JournalKeep): a delete by primary-key range that
-// removes about one row per insert. It returns the entry as stored.
+// InsertJournal appends e (At defaults to the transaction's time) and drops
+// the entries that fall out of the retention bounds: e's class (its app's
+// executor entries, or its app's acts) keeps its newest
+// Options.JournalKeepPerApp, and past Options.JournalKeep in all the
+// fattest class loses its oldest. Each bound costs a few index seeks per
+// entry, whatever the table holds: the counts are kept in
+// snugd_journal_counts, never counted, and every delete names its index
+// (retentionStatements; TestJournalRetentionPlans asserts the plans). It
+// returns the entry as stored.
 func (tx *Tx) InsertJournal(e JournalEntry) (JournalEntry, error) {
-	if e.AppID == "" || e.Outcome == "" {
+	e, err := tx.insertJournal(e)
+	if err != nil {
+		return JournalEntry{}, err
+	}
+	if err := tx.retainJournal(map[journalClass]int{{e.AppID, e.Outcome == OutcomeAct}: 1}); err != nil {
+		return JournalEntry{}, fmt.Errorf("prune journal: %w", err)
+	}
+	return e, nil
+}
+
+// InsertJournals appends es as InsertJournal does, in order, with one
+// retention pass for the batch (the batcher's write), and returns their
+// ids.
+func (tx *Tx) InsertJournals(es []JournalEntry) ([]int64, error) {
+	ids := make([]int64, len(es))
+	added := map[journalClass]int{}
+	for i, e := range es {
+		e, err := tx.insertJournal(e)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = e.ID
+		added[journalClass{e.AppID, e.Outcome == OutcomeAct}]++
+	}
+	if err := tx.retainJournal(added); err != nil {
+		return nil, fmt.Errorf("prune journal: %w", err)
+	}
+	return ids, nil
+}
+
+// journalClass is what retention bounds apart: one app's executor
+// entries, or its user acts.
+type journalClass struct {
+	appID string
+	act   bool
+}
+
+func (tx *Tx) insertJournal(e JournalEntry) (JournalEntry, error) {
+	act := e.Outcome == OutcomeAct
+	if (e.AppID == "" && !act) || e.Outcome == "" {
 		return JournalEntry{}, fmt.Errorf("%w: a journal entry needs an app id and an outcome", ErrInvalid)
 	}
-	for _, f := range []string{e.AppID, e.Slot, e.Host, e.ResolvedHost, e.Method, e.Outcome, e.Gate, e.Code, e.Note} {
+	for _, f := range []string{e.AppID, e.Slot, e.Host, e.ResolvedHost, e.Method, e.Outcome, e.Gate, e.Code, e.Note, e.Act} {
 		if len(f) > maxJournalText {
 			return JournalEntry{}, fmt.Errorf("%w: journal field longer than %d bytes", ErrInvalid, maxJournalText)
 		}
@@ -53,22 +109,121 @@ func (tx *Tx) InsertJournal(e JournalEntry) (JournalEntry, error) {
 	}
 	e.At = e.At.UTC().Truncate(time.Millisecond)
 	e.Duration = e.Duration.Truncate(time.Millisecond)
-	res, err := tx.exec(`INSERT INTO snugd_journal (at, app_id, slot, host, resolved_host, method, outcome, gate, code, status, duration_ms, unattended, note)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	e.Count, e.LastAt = 1, time.Time{}
+	res, err := tx.exec(`INSERT INTO snugd_journal (at, app_id, slot, host, resolved_host, method, outcome, gate, code, status, duration_ms, unattended, note, user_act, act)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		FormatTime(e.At), e.AppID, e.Slot, e.Host, e.ResolvedHost, e.Method, e.Outcome, e.Gate, e.Code, e.Status,
-		e.Duration.Milliseconds(), e.Unattended, e.Note)
+		e.Duration.Milliseconds(), e.Unattended, e.Note, act, e.Act)
 	if err != nil {
 		return JournalEntry{}, fmt.Errorf("insert journal entry: %w", err)
 	}
 	if e.ID, err = res.LastInsertId(); err != nil {
 		return JournalEntry{}, err
 	}
-	// The newest id is never deleted, so ids only grow (no AUTOINCREMENT
-	// needed), and everything at or below id-keep is outside the bound.
-	if _, err := tx.exec("DELETE FROM snugd_journal WHERE id <= ?", e.ID-int64(tx.s.journalKeep)); err != nil {
-		return JournalEntry{}, fmt.Errorf("prune journal: %w", err)
-	}
 	return e, nil
+}
+
+// The retention statements. Each names the index it walks, so a plan
+// cannot degrade into a scan whatever statistics PRAGMA optimize left
+// (SQLite fails an INDEXED BY statement rather than plan around it).
+const (
+	journalCountUp   = `INSERT INTO snugd_journal_counts (app_id, user_act, n) VALUES (?, ?, ?) ON CONFLICT (app_id, user_act) DO UPDATE SET n = n + excluded.n RETURNING n`
+	journalCountSet  = `UPDATE snugd_journal_counts SET n = n - ? WHERE app_id = ? AND user_act = ?`
+	journalSizeUp    = `INSERT INTO snugd_journal_size (id, n) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET n = n + excluded.n RETURNING n`
+	journalSizeDown  = `UPDATE snugd_journal_size SET n = n - ? WHERE id = 1`
+	journalDropOld   = `DELETE FROM snugd_journal WHERE id IN (SELECT id FROM snugd_journal INDEXED BY snugd_journal_retain WHERE app_id = ? AND user_act = ? ORDER BY id LIMIT ?)`
+	journalFattest   = `SELECT app_id, user_act, n FROM snugd_journal_counts INDEXED BY snugd_journal_counts_n ORDER BY n DESC LIMIT 1`
+	journalBumpEntry = `UPDATE snugd_journal SET count = count + ?, last_at = ? WHERE id = ?`
+)
+
+// retentionStatements are the statements retention runs, with sample
+// arguments, for the plan test.
+var retentionStatements = map[string][]any{
+	journalCountUp: {"a", 0, 1}, journalCountSet: {1, "a", 0}, journalSizeUp: {1}, journalSizeDown: {1},
+	journalDropOld: {"a", 0, 1}, journalFattest: nil, journalBumpEntry: {1, "t", 1},
+}
+
+// retainJournal counts the entries just inserted per class and drops
+// what falls out of the bounds.
+func (tx *Tx) retainJournal(added map[journalClass]int) error {
+	net := 0
+	for c, k := range added {
+		net += k
+		var n int
+		if err := tx.queryRow(journalCountUp, c.appID, c.act, k).Scan(&n); err != nil {
+			return err
+		}
+		if over := n - tx.s.journalKeepPerApp; over > 0 {
+			gone, err := tx.dropOldest(c.appID, c.act, over)
+			if err != nil {
+				return err
+			}
+			net -= gone
+		}
+	}
+	var size int
+	if err := tx.queryRow(journalSizeUp, net).Scan(&size); err != nil {
+		return err
+	}
+	// Past the global cap the fattest class pays, an eighth of it a round
+	// (so floods of equal size share the cost), in a bounded number of
+	// rounds: what is left over goes with the next write.
+	dropped := 0
+	for range 64 {
+		over := size - dropped - tx.s.journalKeep
+		if over <= 0 {
+			break
+		}
+		var (
+			fatApp string
+			fatAct bool
+			fatN   int
+		)
+		if err := tx.queryRow(journalFattest).Scan(&fatApp, &fatAct, &fatN); err != nil {
+			return err
+		}
+		gone, err := tx.dropOldest(fatApp, fatAct, min(over, max(1, fatN/8)))
+		if err != nil {
+			return err
+		}
+		if gone == 0 {
+			break
+		}
+		dropped += gone
+	}
+	if dropped > 0 {
+		if _, err := tx.exec(journalSizeDown, dropped); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropOldest deletes the n oldest entries of (appID, act), keeps its count
+// in step and returns how many went (the caller keeps the size).
+func (tx *Tx) dropOldest(appID string, act bool, n int) (int, error) {
+	res, err := tx.exec(journalDropOld, appID, act, n)
+	if err != nil {
+		return 0, err
+	}
+	gone, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.exec(journalCountSet, gone, appID, act)
+	return int(gone), err
+}
+
+// BumpJournal counts n more repeats of entry id, the latest at at (an
+// aggregated refusal), and reports whether the entry still exists
+// (retention may have dropped it; the caller then inserts a new one).
+func (tx *Tx) BumpJournal(id int64, n int, at time.Time) (bool, error) {
+	res, err := tx.exec(journalBumpEntry, n, FormatTime(at.UTC().Truncate(time.Millisecond)), id)
+	if err != nil {
+		return false, fmt.Errorf("count journal repeat: %w", err)
+	}
+	rows, err := res.RowsAffected()
+	return rows == 1, err
 }
 
 // JournalQuery selects a page of the journal, newest first.
@@ -77,6 +232,9 @@ type JournalQuery struct {
 	UnattendedOnly bool
 	Before         int64 // only entries with ID < Before; 0 starts at the newest
 	Limit          int   // 1..1000; 0 means 100
+	// Kind selects user acts only ("acts") or everything else
+	// ("requests": executor decisions, standing approvals); "" both.
+	Kind string
 }
 
 // Journal returns one page of entries, newest first. The next page is
@@ -101,6 +259,12 @@ func journalQuery(q JournalQuery) (string, []any) {
 	}
 	if q.UnattendedOnly {
 		where = append(where, "unattended = 1")
+	}
+	switch q.Kind {
+	case "acts":
+		where = append(where, "user_act = 1")
+	case "requests":
+		where = append(where, "user_act = 0")
 	}
 	if q.Before > 0 {
 		where, args = append(where, "id < ?"), append(args, q.Before)
@@ -131,17 +295,22 @@ func (tx *Tx) scanJournal(query string, args ...any) ([]JournalEntry, error) {
 func scanJournalEntry(rows *sql.Rows) (JournalEntry, error) {
 	var (
 		e          JournalEntry
-		at         string
+		at, lastAt string
 		durationMS int64
 	)
 	if err := rows.Scan(&e.ID, &at, &e.AppID, &e.Slot, &e.Host, &e.ResolvedHost, &e.Method, &e.Outcome, &e.Gate, &e.Code,
-		&e.Status, &durationMS, &e.Unattended, &e.Note); err != nil {
+		&e.Status, &durationMS, &e.Unattended, &e.Note, &e.Act, &e.Count, &lastAt); err != nil {
 		return JournalEntry{}, fmt.Errorf("read journal: %w", err)
 	}
 	e.Duration = time.Duration(durationMS) * time.Millisecond
 	var err error
 	if e.At, err = ParseTime(at); err != nil {
 		return JournalEntry{}, fmt.Errorf("read journal entry %d: %w", e.ID, err)
+	}
+	if lastAt != "" {
+		if e.LastAt, err = ParseTime(lastAt); err != nil {
+			return JournalEntry{}, fmt.Errorf("read journal entry %d: %w", e.ID, err)
+		}
 	}
 	return e, nil
 }

@@ -29,9 +29,14 @@ const UserVersion = 6
 // such strings byte by byte orders them in time.
 const TimeFormat = "2006-01-02T15:04:05.000Z"
 
-// DefaultJournalKeep is how many journal entries the store keeps when
-// Options.JournalKeep is zero.
-const DefaultJournalKeep = 10000
+// DefaultJournalKeep is how many journal entries the store keeps in all
+// when Options.JournalKeep is zero; DefaultJournalKeepPerApp how many of
+// one app's executor entries, and again of its user acts, when
+// Options.JournalKeepPerApp is zero.
+const (
+	DefaultJournalKeep       = 200000
+	DefaultJournalKeepPerApp = 10000
+)
 
 // Errors callers branch on.
 var (
@@ -63,23 +68,29 @@ type Options struct {
 	// Keys holds the master key that seals snug_secrets. Nil means the file
 	// Dir/secrets.key (KeyFile).
 	Keys KeySource
-	// JournalKeep bounds snugd_journal to its newest JournalKeep entries.
-	// Zero means DefaultJournalKeep.
+	// JournalKeep bounds snugd_journal to JournalKeep entries in all:
+	// past it, the class (app, acts or not) holding the most entries loses
+	// its oldest. Zero means DefaultJournalKeep.
 	JournalKeep int
+	// JournalKeepPerApp bounds each app's executor entries, and its user
+	// acts apart, to their newest JournalKeepPerApp (at most JournalKeep).
+	// Zero means DefaultJournalKeepPerApp.
+	JournalKeepPerApp int
 }
 
 // Store is snugd's database. It is safe for concurrent use: write
 // transactions run one at a time, read transactions run beside them on a
 // consistent snapshot.
 type Store struct {
-	dir         string
-	now         func() time.Time
-	log         *slog.Logger
-	lock        *dirLock
-	w           *sql.DB // exactly one connection; every Update runs BEGIN IMMEDIATE on it
-	r           *sql.DB // query_only connections for View
-	sealer      *sealer
-	journalKeep int
+	dir               string
+	now               func() time.Time
+	log               *slog.Logger
+	lock              *dirLock
+	w                 *sql.DB // exactly one connection; every Update runs BEGIN IMMEDIATE on it
+	r                 *sql.DB // query_only connections for View
+	sealer            *sealer
+	journalKeep       int
+	journalKeepPerApp int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -98,7 +109,7 @@ func Open(ctx context.Context, o Options) (_ *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: data directory %s: %w", o.Dir, err)
 	}
-	s := &Store{dir: dir, now: o.Now, log: o.Logger, journalKeep: o.JournalKeep}
+	s := &Store{dir: dir, now: o.Now, log: o.Logger, journalKeep: o.JournalKeep, journalKeepPerApp: o.JournalKeepPerApp}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -109,6 +120,10 @@ func Open(ctx context.Context, o Options) (_ *Store, err error) {
 	if s.journalKeep <= 0 {
 		s.journalKeep = DefaultJournalKeep
 	}
+	if s.journalKeepPerApp <= 0 {
+		s.journalKeepPerApp = DefaultJournalKeepPerApp
+	}
+	s.journalKeepPerApp = min(s.journalKeepPerApp, s.journalKeep)
 	keys := o.Keys
 	if keys == nil {
 		keys = KeyFile{Path: filepath.Join(dir, KeyFileName)}

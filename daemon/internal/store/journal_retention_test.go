@@ -1,0 +1,210 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestJournalRetentionPlans proves retention cannot degrade into a scan:
+// after PRAGMA optimize has recorded statistics on a near-empty journal
+// (what once turned the per-insert DELETE into a full scan), every
+// retention statement still walks the rowid or a named index.
+func TestJournalRetentionPlans(t *testing.T) {
+	s := openStore(t)
+	update(t, s, func(tx *Tx) error {
+		if _, err := tx.InsertJournal(JournalEntry{AppID: "a", Outcome: "sent"}); err != nil {
+			return err
+		}
+		_, err := tx.exec("ANALYZE; PRAGMA optimize")
+		return err
+	})
+	view(t, s, func(tx *Tx) error {
+		for query, args := range retentionStatements {
+			got := queryPlan(t, tx, query, args...)
+			for _, line := range got {
+				if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "INDEX") {
+					t.Errorf("plan of %q = %q: a scan", query, got)
+				}
+			}
+			joined := strings.Join(got, "; ")
+			if len(got) > 0 && !strings.Contains(joined, "PRIMARY KEY") && !strings.Contains(joined, "INDEX") {
+				t.Errorf("plan of %q = %q: neither the rowid nor an index", query, got)
+			}
+		}
+		return nil
+	})
+}
+
+func queryPlan(t *testing.T, tx *Tx, query string, args ...any) []string {
+	t.Helper()
+	rows, err := tx.query("EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain %q: %v", query, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return plan
+}
+
+// TestJournalFloodLeavesAnotherAppsEntries: one app writing far past its
+// bound loses only its own oldest entries; another app's entries and the
+// flooding app's own user acts stay.
+func TestJournalFloodLeavesAnotherAppsEntries(t *testing.T) {
+	s := openStore(t, func(o *Options) { o.JournalKeep = 40; o.JournalKeepPerApp = 10 })
+	update(t, s, func(tx *Tx) error {
+		for i := range 3 {
+			if _, err := tx.InsertJournal(JournalEntry{AppID: "quiet", Outcome: "sent", Note: fmt.Sprint("q", i)}); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.InsertJournal(JournalEntry{AppID: "loud", Outcome: OutcomeAct, Act: "approve", Note: "by ctl"}); err != nil {
+			return err
+		}
+		if _, err := tx.InsertJournal(JournalEntry{Outcome: OutcomeAct, Act: "host-pair", Note: "h_1"}); err != nil {
+			return err
+		}
+		return nil
+	})
+	for range 50 { // many transactions, as the batcher writes them
+		update(t, s, func(tx *Tx) error {
+			for range 20 {
+				if _, err := tx.InsertJournal(JournalEntry{AppID: "loud", Outcome: "refused", Gate: "host", Code: "NET_HOST_NOT_ALLOWED"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	view(t, s, func(tx *Tx) error {
+		quiet, _ := tx.Journal(JournalQuery{AppID: "quiet"})
+		if len(quiet) != 3 {
+			t.Errorf("quiet app keeps %d entries after the flood, want its 3", len(quiet))
+		}
+		loud, _ := tx.Journal(JournalQuery{AppID: "loud", Limit: 1000})
+		var acts, refusals int
+		for _, e := range loud {
+			if e.Outcome == OutcomeAct {
+				acts++
+			} else {
+				refusals++
+			}
+		}
+		if acts != 1 || refusals != 10 {
+			t.Errorf("loud app keeps %d acts and %d refusals, want 1 and its newest 10", acts, refusals)
+		}
+		all, _ := tx.Journal(JournalQuery{Limit: 1000})
+		hostActs := 0
+		for _, e := range all {
+			if e.Act == "host-pair" && e.AppID == "" {
+				hostActs++
+			}
+		}
+		if len(all) != 15 || hostActs != 1 {
+			t.Errorf("journal holds %d entries, %d host-pair acts, want 15 and 1", len(all), hostActs)
+		}
+		var counted, size int
+		tx.queryRow("SELECT sum(n) FROM snugd_journal_counts").Scan(&counted)
+		tx.queryRow("SELECT n FROM snugd_journal_size").Scan(&size)
+		if counted != 15 || size != 15 {
+			t.Errorf("counts say %d, size %d, want 15 (the rows)", counted, size)
+		}
+		return nil
+	})
+}
+
+// TestJournalGlobalCapTakesFromTheFattest: past the global cap, many apps'
+// floods cost the biggest classes, not a small app's entries.
+func TestJournalGlobalCapTakesFromTheFattest(t *testing.T) {
+	s := openStore(t, func(o *Options) { o.JournalKeep = 30; o.JournalKeepPerApp = 20 })
+	update(t, s, func(tx *Tx) error {
+		for range 2 {
+			if _, err := tx.InsertJournal(JournalEntry{AppID: "small", Outcome: "sent"}); err != nil {
+				return err
+			}
+		}
+		for i := range 200 {
+			if _, err := tx.InsertJournal(JournalEntry{AppID: fmt.Sprint("flood", i%4), Outcome: "refused"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx *Tx) error {
+		small, _ := tx.Journal(JournalQuery{AppID: "small"})
+		all, _ := tx.Journal(JournalQuery{Limit: 1000})
+		if len(small) != 2 || len(all) != 30 {
+			t.Errorf("small keeps %d (want 2), journal holds %d (want the cap, 30)", len(small), len(all))
+		}
+		return nil
+	})
+}
+
+func TestJournalBumpCountsRepeats(t *testing.T) {
+	s := openStore(t)
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	var id int64
+	update(t, s, func(tx *Tx) error {
+		e, err := tx.InsertJournal(JournalEntry{At: at, AppID: "a", Outcome: "refused", Code: "X"})
+		id = e.ID
+		if err != nil {
+			return err
+		}
+		for i := range 4 {
+			if ok, err := tx.BumpJournal(id, 1, at.Add(time.Duration(i+1)*time.Second)); !ok || err != nil {
+				t.Errorf("BumpJournal = %v, %v", ok, err)
+			}
+		}
+		if ok, err := tx.BumpJournal(id+99, 1, at); ok || err != nil {
+			t.Errorf("BumpJournal(missing) = %v, %v, want false", ok, err)
+		}
+		return nil
+	})
+	view(t, s, func(tx *Tx) error {
+		e, err := tx.JournalEntry(id)
+		if err != nil || e.Count != 5 || !e.LastAt.Equal(at.Add(4*time.Second)) || !e.At.Equal(at) {
+			t.Errorf("entry = %+v, %v, want count 5, last 4 s after the first", e, err)
+		}
+		return nil
+	})
+}
+
+// BenchmarkInsertJournal measures one entry appended to a journal at its
+// per-app bound, in batches of 256 as the batcher writes them: the
+// retention cost is the same whatever the journal holds.
+func BenchmarkInsertJournal(b *testing.B) {
+	s, err := Open(b.Context(), Options{Dir: b.TempDir() + "/data", JournalKeepPerApp: 2000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e := JournalEntry{AppID: "app", Slot: "mail", Host: "api.example.com", Method: "GET", Outcome: "sent", Status: 200}
+	fill := func(n int) {
+		batch := make([]JournalEntry, n)
+		for i := range batch {
+			batch[i] = e
+		}
+		err := s.Update(b.Context(), func(tx *Tx) error {
+			_, err := tx.InsertJournals(batch)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	fill(2000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 256 {
+		fill(min(256, b.N-i))
+	}
+}
