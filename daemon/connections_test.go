@@ -498,3 +498,11 @@ func TestApproveHoldsTheBorrowBan(t *testing.T) {
 		t.Fatalf("a forged borrow was approved: %+v", c)
 	}
 }
+
+// putDeclared writes a declared row through the one writer that may
+// (declaredRow), with no staging: the tests' way to set up a slot.
+func (d *Daemon) putDeclared(ctx context.Context, appID string, a admitted) (Connection, error) {
+	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		return declaredRow(tx, appID, cur, a)
+	})
+}
