@@ -12,8 +12,8 @@ import (
 // The confirm broker of gate 6 (§14, §16, ruling R10, DESIGN.md Executor).
 // A mutating request parks a Confirm here and waits for the user; a host
 // lists the queue (FIFO), shows a confirm to the user and posts the
-// decision. The broker is the only approval seat: an inline card in a chat
-// surface is presentation, and only DecideConfirm with the confirm's
+// decision. The broker is the only place a confirm is approved: an inline
+// card in a chat surface is presentation, and only DecideConfirm with the confirm's
 // unguessable id resolves it.
 //
 // Each parked confirm has its own resolver, so a second confirm never
