@@ -41,7 +41,7 @@ import (
 //  3. any protocol upgrade (WebSocket, h2c) and Sec-Fetch-Mode: no-cors
 //     are refused;
 //  4. Origin: "null", a malformed or repeated Origin, and on the ctl
-//     channel any Origin at all, are refused;
+//     socket any Origin at all, are refused;
 //  5. the route is matched from the route table (404, 405; on TCP the ctl
 //     routes do not exist); an OPTIONS preflight is answered here, and
 //     only for an origin the route admits;
@@ -80,8 +80,9 @@ const (
 	paramsKey ctxKey = iota
 )
 
-// channel is one listener's chain.
-type channel struct {
+// listenerChain is one listener's security chain: the TCP listener's or
+// the ctl socket's, each over its own route table.
+type listenerChain struct {
 	s    *Server
 	ctl  bool
 	tab  *table
@@ -91,7 +92,7 @@ type channel struct {
 	hosts []string
 }
 
-func (ch *channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (ch *listenerChain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ch.s.securityHeaders(w.Header(), ch.ctl)
 	defer func() {
 		if v := recover(); v != nil {
@@ -110,7 +111,7 @@ func (ch *channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // check runs the chain. It either serves the request (true) or returns
 // the refusal to write (false). A preflight is answered inside it.
-func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool) {
+func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError, bool) {
 	// 2. Host.
 	if !ch.ctl && !slices.Contains(ch.hosts, r.Host) {
 		return refuse(errcode.Forbidden, "the Host header is not allowed"), false
@@ -157,7 +158,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 		}
 		corsHeaders(w.Header(), origin)
 	}
-	// 7. Authentication (TCP; the ctl channel's peer was checked at accept).
+	// 7. Authentication (TCP; the ctl socket's peer was checked at accept).
 	if !ch.ctl {
 		switch {
 		case rt.access == authed:
@@ -204,7 +205,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 	// 10. The app a route names in its path, for a host: another host's
 	// app answers as one that does not exist, before any handler runs
 	// (scopeBody and scopeFiltered routes check in their handlers; the
-	// ctl channel's context names no host and sees everything).
+	// ctl socket's context names no host and sees everything).
 	if rt.app == scopePath {
 		if err := ch.s.d.CheckApp(ctx, params["appId"]); err != nil {
 			return errorOf(ch.s.log, err), false
@@ -220,7 +221,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 }
 
 // admits reports whether route rt admits a request from origin.
-func (ch *channel) admits(ctx context.Context, rt *route, params map[string]string, origin string) bool {
+func (ch *listenerChain) admits(ctx context.Context, rt *route, params map[string]string, origin string) bool {
 	d := ch.s.d
 	if rt.access != open {
 		return d.PairedOrigin(ctx, origin)
@@ -244,7 +245,7 @@ func (ch *channel) admits(ctx context.Context, rt *route, params map[string]stri
 // origin the route admits, with the exact origin, Vary: Origin, never *,
 // never Access-Control-Allow-Credentials. Anything else gets a 403
 // without a CORS header, which the browser reads as a refusal.
-func (ch *channel) preflight(w http.ResponseWriter, r *http.Request, origin, escaped string, methods []string) (apiError, bool) {
+func (ch *listenerChain) preflight(w http.ResponseWriter, r *http.Request, origin, escaped string, methods []string) (apiError, bool) {
 	want := r.Header.Get("Access-Control-Request-Method")
 	rt, params, _ := ch.tab.match(want, escaped)
 	if rt == nil || !ch.admits(r.Context(), rt, params, origin) {
@@ -343,7 +344,7 @@ func sameMediaType(v, want string) bool {
 // is read here, within the server's read timeout, so that its read
 // deadline can then be lifted: net/http cancels a request's context when
 // the connection's read deadline passes while the handler still runs.
-func (ch *channel) deadlines(w http.ResponseWriter, r *http.Request, rt *route) (apiError, bool) {
+func (ch *listenerChain) deadlines(w http.ResponseWriter, r *http.Request, rt *route) (apiError, bool) {
 	rc := http.NewResponseController(w)
 	now := time.Now() // deadlines are the network's: never the injected clock
 	var err error
@@ -445,7 +446,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 	return false
 }
 
-// allowedHosts are the Host values the TCP channel admits on port.
+// allowedHosts are the Host values the TCP listener admits on port.
 func allowedHosts(port int) []string {
 	p := strconv.Itoa(port)
 	return []string{net.JoinHostPort("127.0.0.1", p), net.JoinHostPort("::1", p), net.JoinHostPort("localhost", p)}
