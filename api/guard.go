@@ -100,7 +100,7 @@ func (ch *listenerChain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			ch.s.log.Error("handler panicked", "panic", fmt.Sprint(v))
-			refuse(errcode.Internal, "internal error; the daemon's log says why").write(w)
+			apiRefusal(errcode.Internal, "internal error; the daemon's log says why").write(w)
 		}
 	}()
 	if a, ok := ch.check(w, r); !ok {
@@ -114,27 +114,27 @@ func (ch *listenerChain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError, bool) {
 	// 2. Host.
 	if !ch.ctl && !slices.Contains(ch.hosts, r.Host) {
-		return refuse(errcode.Forbidden, "the Host header is not allowed"), false
+		return apiRefusal(errcode.Forbidden, "the Host header is not allowed"), false
 	}
 	// 3. Upgrades and no-cors.
 	if _, ok := r.Header["Upgrade"]; ok || headerHasToken(r.Header, "Connection", "upgrade") {
-		return refuse(errcode.Forbidden, "protocol upgrades (WebSocket) are refused"), false
+		return apiRefusal(errcode.Forbidden, "protocol upgrades (WebSocket) are refused"), false
 	}
 	if strings.EqualFold(r.Header.Get("Sec-Fetch-Mode"), "no-cors") {
-		return refuse(errcode.Forbidden, "no-cors requests are refused"), false
+		return apiRefusal(errcode.Forbidden, "no-cors requests are refused"), false
 	}
 	// 4. Origin.
 	origins := r.Header.Values("Origin")
 	origin := ""
 	switch {
 	case len(origins) > 1:
-		return refuse(errcode.Forbidden, "one Origin header at most"), false
+		return apiRefusal(errcode.Forbidden, "one Origin header at most"), false
 	case len(origins) == 1 && ch.ctl:
-		return refuse(errcode.Forbidden, "the ctl channel serves no web page"), false
+		return apiRefusal(errcode.Forbidden, "the ctl channel serves no web page"), false
 	case len(origins) == 1:
 		origin = origins[0]
 		if origin == "null" || !hostauth.ValidWebOrigin(origin) {
-			return refuse(errcode.Forbidden, "this Origin is refused"), false
+			return apiRefusal(errcode.Forbidden, "this Origin is refused"), false
 		}
 	}
 	// 5. Route.
@@ -145,16 +145,16 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 	}
 	if rt == nil && len(methods) > 0 {
 		w.Header().Set("Allow", strings.Join(methods, ", "))
-		return refuse(errcode.MethodNotAllowed, "the route does not take this method"), false
+		return apiRefusal(errcode.MethodNotAllowed, "the route does not take this method"), false
 	}
 	if rt == nil {
-		return refuse(errcode.NotFound, "no such route"), false
+		return apiRefusal(errcode.NotFound, "no such route"), false
 	}
 	ctx := r.Context()
 	// 6. Origin admission, and CORS headers for an admitted origin.
 	if origin != "" {
 		if !ch.admits(ctx, rt, params, origin) {
-			return refuse(errcode.Forbidden, "this origin is not paired"), false
+			return apiRefusal(errcode.Forbidden, "this origin is not paired"), false
 		}
 		corsHeaders(w.Header(), origin)
 	}
@@ -249,13 +249,13 @@ func (ch *listenerChain) preflight(w http.ResponseWriter, r *http.Request, origi
 	want := r.Header.Get("Access-Control-Request-Method")
 	rt, params, _ := ch.tab.match(want, escaped)
 	if rt == nil || !ch.admits(r.Context(), rt, params, origin) {
-		return refuse(errcode.Forbidden, "this origin is not paired"), false
+		return apiRefusal(errcode.Forbidden, "this origin is not paired"), false
 	}
 	for _, h := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
 		switch strings.ToLower(strings.TrimSpace(h)) {
 		case "", "authorization", "content-type":
 		default:
-			return refuse(errcode.Forbidden, "only the Authorization and Content-Type request headers are allowed"), false
+			return apiRefusal(errcode.Forbidden, "only the Authorization and Content-Type request headers are allowed"), false
 		}
 	}
 	h := w.Header()
@@ -295,7 +295,7 @@ func checkBody(w http.ResponseWriter, r *http.Request, rt *route) (apiError, boo
 	ct := r.Header.Values("Content-Type")
 	hasBody := r.ContentLength != 0
 	if len(ct) > 1 {
-		return refuse(errcode.UnsupportedMediaType, "one Content-Type header at most"), false
+		return apiRefusal(errcode.UnsupportedMediaType, "one Content-Type header at most"), false
 	}
 	if len(ct) == 1 || hasBody {
 		mt := ""
@@ -303,16 +303,16 @@ func checkBody(w http.ResponseWriter, r *http.Request, rt *route) (apiError, boo
 			mt = ct[0]
 		}
 		if !isJSON(mt) && (rt.rawType == "" || !sameMediaType(mt, rt.rawType)) {
-			return refuse(errcode.UnsupportedMediaType, "the body must be application/json"), false
+			return apiRefusal(errcode.UnsupportedMediaType, "the body must be application/json"), false
 		}
 	}
 	if r.ContentLength > rt.limit {
-		return refuse(errcode.PayloadTooLarge, fmt.Sprintf("this route takes a body of at most %d bytes", rt.limit)), false
+		return apiRefusal(errcode.PayloadTooLarge, fmt.Sprintf("this route takes a body of at most %d bytes", rt.limit)), false
 	}
 	if rt.limit == 0 {
 		r.Body = http.NoBody
 		if hasBody {
-			return refuse(errcode.PayloadTooLarge, "this route takes no body"), false
+			return apiRefusal(errcode.PayloadTooLarge, "this route takes no body"), false
 		}
 		return apiError{}, true
 	}
@@ -389,12 +389,12 @@ func readError(log *slog.Logger, err error) apiError {
 	)
 	switch {
 	case errors.As(err, &mbe):
-		return refuse(errcode.PayloadTooLarge, fmt.Sprintf("the request body is larger than the route's %d bytes", mbe.Limit))
+		return apiRefusal(errcode.PayloadTooLarge, fmt.Sprintf("the request body is larger than the route's %d bytes", mbe.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return refuse(errcode.RequestTimeout, "the request body did not arrive in time")
+		return apiRefusal(errcode.RequestTimeout, "the request body did not arrive in time")
 	default:
 		log.Debug("request body unreadable", "err", err)
-		return refuse(errcode.BadRequest, "the request body could not be read")
+		return apiRefusal(errcode.BadRequest, "the request body could not be read")
 	}
 }
 
@@ -431,7 +431,7 @@ func rateLimited(w http.ResponseWriter, wait time.Duration) apiError {
 
 func rateLimitedMsg(w http.ResponseWriter, wait time.Duration, msg string) apiError {
 	w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-	return refuse(errcode.RateLimited, msg)
+	return apiRefusal(errcode.RateLimited, msg)
 }
 
 // headerHasToken reports whether a comma-separated header holds token.
