@@ -160,6 +160,14 @@ func (r *Resolver) Asked() []string {
 	return slices.Clone(r.asked)
 }
 
+// Lookups reports how many lookups were made so far, without copying
+// the names (a fuzz target asks it once per input).
+func (r *Resolver) Lookups() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.asked)
+}
+
 // Dialer maps addresses to loopback listeners and records every dial. An
 // address it does not know goes to Default, or, without one, fails to dial
 // and nothing leaves the machine: that is how a test proves no packet went
@@ -171,6 +179,7 @@ type Dialer struct {
 
 	mu     sync.Mutex
 	routes map[string]string // "192.0.2.10:443" → "127.0.0.1:port"
+	ports  map[string]string // "80" → "127.0.0.1:port"
 	dials  []string
 }
 
@@ -184,11 +193,28 @@ func (d *Dialer) Route(from, to string) {
 	d.routes[from] = to
 }
 
-// Dial connects to address's route, or fails without a packet sent.
+// RoutePort sends dials of any address on port (one Route does not name)
+// to the loopback address to: a plain-HTTP listener beside a TLS one.
+func (d *Dialer) RoutePort(port, to string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ports == nil {
+		d.ports = map[string]string{}
+	}
+	d.ports[port] = to
+}
+
+// Dial connects to address's route, then its port's route, then Default,
+// or fails without a packet sent.
 func (d *Dialer) Dial(ctx context.Context, _, address string) (net.Conn, error) {
 	d.mu.Lock()
 	d.dials = append(d.dials, address)
 	to, ok := d.routes[address]
+	if !ok {
+		if _, port, err := net.SplitHostPort(address); err == nil {
+			to, ok = d.ports[port]
+		}
+	}
 	d.mu.Unlock()
 	if !ok && d.Default != "" {
 		to, ok = d.Default, true
