@@ -70,7 +70,7 @@ func TestFacts(t *testing.T) {
 func TestJournal(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.LocalTransports = map[string]LocalTransport{} })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	r.resolver.script("fail.example.com")
+	r.resolver.Script("fail.example.com")
 	r.connect(t, "app1", apiKeyReq("fail", "fail.example.com"), map[string]string{"api_key": secretKey})
 	r.up.handle(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(500)
