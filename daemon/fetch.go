@@ -1,6 +1,6 @@
 package daemon
 
-// The connected-fetch executor (spec §14). This is the one seat that both
+// The connected-fetch executor (spec §14). This is the one place that both
 // reads credential values and calls the network (P3-X14-01): nothing else
 // in snugd calls readSecrets and a transport for the same request.
 //
@@ -55,8 +55,9 @@ package daemon
 // the transports of gate 9 (public, LAN, local helper); connurl.go: §15;
 // confirm.go: the confirm broker, the session memory (R10) and the
 // withdrawal of a host's confirms; standing.go: standing approvals (§17,
-// R20); scrub.go and providererr.go: gate 10's scrub, §14.2 and §14.3;
-// journal.go: the journal; facts.go: the chat lane's facts (§16).
+// R20); index.go: the grant index gates 3–4 read; journal.go: the
+// journal; facts.go: the chat lane's facts (§16). Gate 10's scrub, §14.2
+// and §14.3's extract are pure functions in daemon/scrub.
 
 import (
 	"context"
