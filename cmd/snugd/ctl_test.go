@@ -25,6 +25,8 @@ import (
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/transports"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // testDaemon is a real daemon on a data directory in t.TempDir(), its API
@@ -594,10 +596,10 @@ func TestCtlVersionMismatch(t *testing.T) {
 
 // follow runs a following ctl command (confirms --watch, journal --follow)
 // until stop is called, which returns its exit status.
-func (td *testDaemon) follow(t *testing.T, out *syncBuffer, args ...string) (stop func() int) {
+func (td *testDaemon) follow(t *testing.T, out *testutil.LogBuffer, args ...string) (stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	var errb syncBuffer
+	var errb testutil.LogBuffer
 	e := env{stdin: strings.NewReader(""), stdout: out, stderr: &errb, getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() { done <- dispatch(ctx, e, append([]string{"ctl", "--data-dir", td.dir}, args...)) }()
@@ -617,7 +619,7 @@ func (td *testDaemon) follow(t *testing.T, out *syncBuffer, args ...string) (sto
 }
 
 // waitFor waits (at most 5 s) until out contains want.
-func waitFor(t *testing.T, out *syncBuffer, want string) {
+func waitFor(t *testing.T, out *testutil.LogBuffer, want string) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
 		if strings.Contains(out.String(), want) {
@@ -635,7 +637,7 @@ func TestCtlFollow(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
 	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
-	var watch, journal syncBuffer
+	var watch, journal testutil.LogBuffer
 	stopWatch := td.follow(t, &watch, "confirms", "--watch")
 	stopJournal := td.follow(t, &journal, "journal", "--follow")
 
