@@ -161,14 +161,14 @@ func (r *rig) connect(t testing.TB, app string, v map[string]any, values map[str
 	if err != nil {
 		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
 	}
-	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
+	if _, err := r.d.putDeclared(t.Context(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)
 	}
-	if _, err := r.d.Approve(context.Background(), app, a.req.Slot); err != nil {
+	if _, err := r.d.Approve(t.Context(), app, a.req.Slot); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	if values != nil {
-		if err := r.d.SetCredentials(context.Background(), app, a.req.Slot, values); err != nil {
+		if err := r.d.SetCredentials(t.Context(), app, a.req.Slot, values); err != nil {
 			t.Fatalf("SetCredentials: %v", err)
 		}
 	}
@@ -181,7 +181,7 @@ func (r *rig) declare(t testing.TB, app string, v map[string]any) {
 	if err != nil {
 		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
 	}
-	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
+	if _, err := r.d.putDeclared(t.Context(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)
 	}
 }
@@ -189,7 +189,7 @@ func (r *rig) declare(t testing.TB, app string, v map[string]any) {
 // setPin stores a LAN pin in the slot's connection state.
 func (r *rig) setPin(t testing.TB, app, slot, pin string) {
 	t.Helper()
-	err := r.d.store.Update(context.Background(), func(tx *store.Tx) error {
+	err := r.d.store.Update(t.Context(), func(tx *store.Tx) error {
 		st, _, err := readConnState(tx, app, slot)
 		if err != nil {
 			return err
@@ -232,7 +232,7 @@ func frame(method, rawURL string, extra map[string]any) []byte {
 // net runs one request for app.
 func (r *rig) net(t testing.TB, app string, f []byte) (NetResult, wire.NetResponse) {
 	t.Helper()
-	return r.netCtx(t, context.Background(), app, f, DeliveryApp)
+	return r.netCtx(t, t.Context(), app, f, DeliveryApp)
 }
 
 func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, del Delivery) (NetResult, wire.NetResponse) {
@@ -255,7 +255,7 @@ func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, de
 // It returns a channel of the confirms it saw.
 func (r *rig) autoDecide(t testing.TB, allow bool, remember Remember) <-chan Confirm {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	hints := r.d.Hints(ctx)
 	seen := make(chan Confirm, 64)
@@ -279,7 +279,7 @@ func (r *rig) autoDecide(t testing.TB, allow bool, remember Remember) <-chan Con
 // waitConfirms waits until n confirms are pending.
 func waitConfirms(t testing.TB, d *Daemon, n int) []Confirm {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	// Subscribed before the first look: a confirm parked after it rings.
 	hints := d.Hints(ctx)
