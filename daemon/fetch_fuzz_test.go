@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/daemon/wire/wiretest"
 )
 
 // FuzzNet drives whole frames through the executor. Whatever the frame:
@@ -37,7 +38,7 @@ func FuzzNet(f *testing.F) {
 		res := r.d.Net(ctx, NetCall{AppID: "app1", Frame: []byte(raw), Delivery: DeliveryApp})
 		_, perr := wire.ParseNetRequest([]byte(raw))
 		if res.Answer {
-			resp, err := wire.ParseNetResponse(res.Frame)
+			resp, err := wiretest.ParseNetResponse(res.Frame)
 			if err != nil || resp.Validate() != nil {
 				t.Fatalf("answer %s does not parse: %v", res.Frame, err)
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/daemon/wire/wiretest"
 	"github.com/snug/snugd/transports"
 
 	"github.com/snug/snugd/internal/testutil"
@@ -241,7 +242,7 @@ func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, de
 	if !res.Answer {
 		return res, wire.NetResponse{}
 	}
-	resp, err := wire.ParseNetResponse(res.Frame)
+	resp, err := wiretest.ParseNetResponse(res.Frame)
 	if err != nil {
 		t.Fatalf("ParseNetResponse(%s) = %v", res.Frame, err)
 	}

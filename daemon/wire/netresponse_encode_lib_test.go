@@ -8,15 +8,8 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// This file encodes snug:net-response without encoding/json: no
-// reflection, no intermediate struct, no second buffer, and no compaction
-// pass over a Marshaler's output. A 1 MiB body is copied once, escaped on
-// the way. The output is byte for byte what NetResponse.MarshalJSON
-// writes (netresponse_encode_test.go checks it over a corpus), so either
-// may be used anywhere.
-//
-// It is not wired in yet: appendNetResponse is the function the encode
-// path calls once its result type settles.
+// Moved from netresponse_encode.go: the parts of the frame library the
+// daemon never runs, kept as the tests' oracle.
 
 // appendNetResponse appends r's JSON, exactly as r.MarshalJSON writes it,
 // to dst and returns the extended slice.
@@ -87,18 +80,6 @@ func appendErrorBody(dst []byte, b ErrorBody) []byte {
 	return append(dst, '}')
 }
 
-// jsonSafe marks the ASCII bytes a JSON string holds as they are, the way
-// encoding/json does with HTML escaping off: everything from 0x20 up but
-// '"' and '\\' (0x7f included).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
 // appendJSONString appends s as a JSON string exactly as encoding/json
 // writes it with SetEscapeHTML(false): '"' and '\\' escaped; \b, \f, \n,
 // \r and \t by name; other control bytes as \u00xx; invalid UTF-8 as
@@ -155,3 +136,25 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// This file encodes snug:net-response without encoding/json: no
+// reflection, no intermediate struct, no second buffer, and no compaction
+// pass over a Marshaler's output. A 1 MiB body is copied once, escaped on
+// the way. The output is byte for byte what NetResponse.MarshalJSON
+// writes (netresponse_encode_test.go checks it over a corpus), so either
+// may be used anywhere.
+//
+// It is not wired in yet: appendNetResponse is the function the encode
+// path calls once its result type settles.
+
+// jsonSafe marks the ASCII bytes a JSON string holds as they are, the way
+// encoding/json does with HTML escaping off: everything from 0x20 up but
+// '"' and '\\' (0x7f included).
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
