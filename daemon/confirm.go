@@ -171,15 +171,9 @@ var testHookClaim atomic.Pointer[func(Confirm)]
 // ask parks c and waits for its decision: the user's, a timeout (deny),
 // the caller going away (deny), its host's unpairing or the daemon's
 // shutdown (withdrawn). A confirm beyond the queue's bounds is not parked
-// at all (askFull).
-func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
-	r, _ := b.askWhy(ctx, c)
-	return r
-}
-
-// askWhy is ask, with who or what denied a confirm that did not end
-// askAllowed (a Denied* note, for the journal).
-func (b *confirmBroker) askWhy(ctx context.Context, c Confirm) (askResult, string) {
+// at all (askFull). For a confirm that did not end askAllowed it also
+// says who or what denied it (a Denied* note, for the journal).
+func (b *confirmBroker) ask(ctx context.Context, c Confirm) (askResult, string) {
 	c.ID = randomID(16)
 	c.CreatedAt = b.now()
 	c.ExpiresAt = c.CreatedAt.Add(b.timeout)
