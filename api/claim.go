@@ -41,7 +41,7 @@ func (s *Server) claim(c echo.Context) error {
 	ctx := c.Request().Context()
 	row, err := s.d.ClaimSetupToken(ctx, param(c, "appId"), param(c, "slot"), req.SetupToken)
 	if ce, ok := errors.AsType[*daemon.ClaimRefusedError](err); ok {
-		a := refuse(errcode.ClaimRefused, ce.Error())
+		a := apiRefusal(errcode.ClaimRefused, ce.Error())
 		a.body.Error.Details = []Detail{{Path: "setupToken", Rule: string(ce.Reason)}}
 		return a
 	}

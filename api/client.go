@@ -18,10 +18,11 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// Client is the typed client of the API: what snugd ctl uses over the ctl
-// socket (DialCtl), and what a Go host or a test uses over TCP with a host
-// token (NewClient). Every method returns an *Error for an API refusal and
-// an error wrapping ErrUnreachable when snugd does not answer.
+// Client is the typed client of the API that snugd ctl uses over the ctl
+// socket (DialCtl). The api tests also drive it over TCP as a paired host
+// would (NewClient and the host's calls, in client_host_test.go). Every
+// method returns an *Error for an API refusal and an error wrapping
+// ErrUnreachable when snugd does not answer.
 //
 // Safe for concurrent use.
 type Client struct {
@@ -109,16 +110,6 @@ func DialCtl(dataDir string, opts ClientOptions) *Client {
 	return &Client{base: "http://snugd", hc: hc, opts: opts}
 }
 
-// NewClient returns a Client for the API at baseURL
-// ("http://127.0.0.1:4747"), authenticating with opts.Token.
-func NewClient(baseURL string, opts ClientOptions) *Client {
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}
-	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: opts.Token, origin: opts.Origin, hc: hc, opts: opts}
-}
-
 // do sends one request and decodes a JSON answer into out (nil: none
 // expected).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -202,28 +193,10 @@ func (c *Client) checkVersion(daemonVersion string) {
 // esc escapes one path segment.
 func esc(s string) string { return url.PathEscape(s) }
 
-// Health calls GET /v1/health.
-func (c *Client) Health(ctx context.Context) (Health, error) {
-	var out Health
-	return out, c.do(ctx, http.MethodGet, "/v1/health", nil, &out)
-}
-
 // Status calls GET /v1/status.
 func (c *Client) Status(ctx context.Context) (StatusResponse, error) {
 	var out StatusResponse
 	return out, c.do(ctx, http.MethodGet, "/v1/status", nil, &out)
-}
-
-// Pair calls POST /v1/hosts/pair.
-func (c *Client) Pair(ctx context.Context, req PairRequest) (PairResponse, error) {
-	var out PairResponse
-	return out, c.do(ctx, http.MethodPost, "/v1/hosts/pair", req, &out)
-}
-
-// Redeem calls POST /v1/hosts/pair/{pairingId}/redeem.
-func (c *Client) Redeem(ctx context.Context, pairingID, verifier string) (RedeemResponse, error) {
-	var out RedeemResponse
-	return out, c.do(ctx, http.MethodPost, "/v1/hosts/pair/"+esc(pairingID)+"/redeem", RedeemRequest{Verifier: verifier}, &out)
 }
 
 // Hosts calls GET /v1/hosts (ctl).
@@ -278,33 +251,6 @@ func (c *Client) ReapproveReview(ctx context.Context, appID, slot, reviewToken s
 	var out ConnectionResponse
 	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/reapprove", ApproveRequest{ReviewToken: reviewToken}, &out)
 	return out.Connection, err
-}
-
-// Approve reads the review of (appID, slot) and approves what it read
-// (ApproveReview with that review's token). It shows nobody anything: a
-// caller that puts the review in front of a person calls Review and
-// ApproveReview itself, as snugd ctl approve does.
-func (c *Client) Approve(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
-	rv, err := c.Review(ctx, appID, slot)
-	if err != nil {
-		return ConnectionJSON{}, err
-	}
-	return c.ApproveReview(ctx, appID, slot, rv.ReviewToken)
-}
-
-// Reapprove is Approve for a staged change (ReapproveReview).
-func (c *Client) Reapprove(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
-	rv, err := c.Review(ctx, appID, slot)
-	if err != nil {
-		return ConnectionJSON{}, err
-	}
-	return c.ReapproveReview(ctx, appID, slot, rv.ReviewToken)
-}
-
-// AppAccess calls GET /v1/apps/{appId}/access (ctl).
-func (c *Client) AppAccess(ctx context.Context, appID string) (AccessResponse, error) {
-	var out AccessResponse
-	return out, c.do(ctx, http.MethodGet, "/v1/apps/"+esc(appID)+"/access", nil, &out)
 }
 
 // ShareApp calls POST /v1/apps/{appId}/shares (ctl).
@@ -367,35 +313,6 @@ func (c *Client) CancelFlow(ctx context.Context, flowID string) (FlowJSON, error
 	return out, err
 }
 
-// Schemas calls GET /v1/schemas.
-func (c *Client) Schemas(ctx context.Context) ([]string, error) {
-	var out SchemasResponse
-	err := c.do(ctx, http.MethodGet, "/v1/schemas", nil, &out)
-	return out.Types, err
-}
-
-// Schema calls GET /v1/schemas/{type} and returns the schema's bytes as
-// served.
-func (c *Client) Schema(ctx context.Context, frameType string) ([]byte, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/schemas/"+esc(frameType), nil, "")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-}
-
-// Registry calls GET /v1/registry and returns the registry document as
-// served.
-func (c *Client) Registry(ctx context.Context) ([]byte, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/registry", nil, "")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-}
-
 // Events calls GET /v1/events and calls fn with each hint until ctx is
 // done, the stream ends, or fn returns an error (which Events returns). A
 // stream the daemon ends (at shutdown) returns nil.
@@ -439,40 +356,6 @@ func connPath(appID, slot string) string {
 	return "/v1/apps/" + esc(appID) + "/connections/" + esc(slot)
 }
 
-// PutConnection calls PUT /v1/apps/{appId}/connections/{slot}, the user
-// channel, with requirement as its JSON.
-func (c *Client) PutConnection(ctx context.Context, appID, slot string, requirement json.RawMessage) (ProposalJSON, error) {
-	var out ProposalResponse
-	err := c.do(ctx, http.MethodPut, connPath(appID, slot), PutConnectionRequest{Requirement: requirement}, &out)
-	return out.Proposal, err
-}
-
-// Directive calls POST /v1/apps/{appId}/directives, the assistant channel,
-// with the directive's JSON; userDocs says the user supplied the docs.
-func (c *Client) Directive(ctx context.Context, appID string, directive json.RawMessage, userDocs bool) (ProposalJSON, error) {
-	var out ProposalResponse
-	path := "/v1/apps/" + esc(appID) + "/directives"
-	if userDocs {
-		path += "?userDocs=true"
-	}
-	err := c.do(ctx, http.MethodPost, path, directive, &out)
-	return out.Proposal, err
-}
-
-// Install calls POST /v1/apps/{appId}/install, the install channel.
-func (c *Client) Install(ctx context.Context, appID string, req InstallRequest) ([]ProposalJSON, error) {
-	var out InstallResponse
-	err := c.do(ctx, http.MethodPost, "/v1/apps/"+esc(appID)+"/install", req, &out)
-	return out.Proposals, err
-}
-
-// PickOption calls POST …/{slot}/option.
-func (c *Client) PickOption(ctx context.Context, appID, slot, optionID string) (ProposalJSON, error) {
-	var out ProposalResponse
-	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/option", OptionRequest{OptionID: optionID}, &out)
-	return out.Proposal, err
-}
-
 // Review calls GET …/{slot}/review.
 func (c *Client) Review(ctx context.Context, appID, slot string) (ReviewResponse, error) {
 	var out ReviewResponse
@@ -506,36 +389,6 @@ func (c *Client) Import(ctx context.Context, r io.Reader) (ImportReportJSON, err
 	return out, nil
 }
 
-// Net calls POST /v1/net and returns the snug:net-response frame's bytes
-// exactly as snugd wrote them. A frame snugd does not answer is an *Error
-// (400 NET_INVALID_REQUEST). Cancelling ctx cancels the request in the
-// executor and denies a confirm it parked.
-func (c *Client) Net(ctx context.Context, req NetRequest) ([]byte, error) {
-	resp, err := c.send(ctx, http.MethodPost, "/v1/net", req, "application/json")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
-}
-
-// TestConnection calls POST …/{slot}/test and returns the frame's bytes.
-func (c *Client) TestConnection(ctx context.Context, appID, slot string) ([]byte, error) {
-	resp, err := c.send(ctx, http.MethodPost, connPath(appID, slot)+"/test", nil, "")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
-}
-
-// Facts calls GET /v1/apps/{appId}/facts.
-func (c *Client) Facts(ctx context.Context, appID string) ([]FactJSON, error) {
-	var out FactsResponse
-	err := c.do(ctx, http.MethodGet, "/v1/apps/"+esc(appID)+"/facts", nil, &out)
-	return out.Facts, err
-}
-
 // Confirms calls GET /v1/confirms.
 func (c *Client) Confirms(ctx context.Context) ([]ConfirmJSON, error) {
 	var out ConfirmsResponse
@@ -543,43 +396,9 @@ func (c *Client) Confirms(ctx context.Context) ([]ConfirmJSON, error) {
 	return out.Confirms, err
 }
 
-// Confirm calls GET /v1/confirms/{id}.
-func (c *Client) Confirm(ctx context.Context, id string) (ConfirmJSON, error) {
-	var out ConfirmResponse
-	err := c.do(ctx, http.MethodGet, "/v1/confirms/"+esc(id), nil, &out)
-	return out.Confirm, err
-}
-
 // DecideConfirm calls POST /v1/confirms/{id}.
 func (c *Client) DecideConfirm(ctx context.Context, id string, d DecisionRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/confirms/"+esc(id), d, nil)
-}
-
-// Standings calls GET /v1/standing.
-func (c *Client) Standings(ctx context.Context) ([]StandingJSON, error) {
-	var out StandingsResponse
-	err := c.do(ctx, http.MethodGet, "/v1/standing", nil, &out)
-	return out.Standing, err
-}
-
-// ArmStanding calls POST /v1/standing.
-func (c *Client) ArmStanding(ctx context.Context, req StandingRequest) (StandingJSON, error) {
-	var out StandingResponse
-	err := c.do(ctx, http.MethodPost, "/v1/standing", req, &out)
-	return out.Standing, err
-}
-
-// DisarmStanding calls DELETE /v1/standing/{id}.
-func (c *Client) DisarmStanding(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/standing/"+esc(id), nil, nil)
-}
-
-// KillStanding calls POST /v1/standing/kill and returns how many standing
-// approvals it disarmed.
-func (c *Client) KillStanding(ctx context.Context) (int, error) {
-	var out KillResponse
-	err := c.do(ctx, http.MethodPost, "/v1/standing/kill", nil, &out)
-	return out.Disarmed, err
 }
 
 // JournalOptions selects a journal page (GET /v1/journal).

@@ -1,16 +1,33 @@
-// Package api is snugd's loopback JSON API over daemon: one route table
-// (routes.go), one security chain (guard.go: Host, upgrades and no-cors,
-// Origin, the route match, CORS and private-network preflights,
-// authentication with failed-attempt rate limits and the binding of each
-// call to its host's pairing, JSON-only bodies with per-route limits,
-// per-route deadlines) whose route match dispatches the handler, thin
-// handlers (executor.go: net, confirms, standing, journal; events.go: the
-// SSE hint stream), the code → HTTP status table (errors.go), the wire
-// structs (wire.go), the two listeners and the shutdown (server.go:
-// ListenTCP on loopback only, ListenCtl on the data directory's unix
-// socket with peer credentials checked; Serve drains and has the daemon
-// deny parked confirms, Daemon.BeginShutdown) and the typed Client that
-// snugd ctl uses. API.md beside this file documents every route.
+// Package api is snugd's loopback JSON API over daemon.
+//
+// Where each concern lives:
+//
+//   - routes.go: the one route table; every route declares its access,
+//     app scope, Origin policy, body limit and handler.
+//   - guard.go: the security chain of each listener (listenerChain: the
+//     TCP listener's and the ctl socket's) — Host, upgrades and no-cors,
+//     Origin, the route match, CORS and private-network preflights,
+//     authentication with failed-attempt rate limits (ratelimit.go) and
+//     the binding of each call to its host's pairing, the app scope check,
+//     JSON-only bodies with per-route limits (bind.go), per-route
+//     deadlines. The chain's route match dispatches the handler.
+//   - Thin handlers over daemon: pairing.go (health and host pairing),
+//     connections.go and claim.go (rows, writers, credentials, the
+//     SimpleFIN claim), flows.go (GET /v1/flows/{flowId}), owners.go
+//     (app shares, ctl only), apps.go and status.go (what ctl reports),
+//     executor.go (net, confirms, standing, journal), events.go (the SSE
+//     hint stream), schemas.go (the frame schemas and the registry),
+//     transfer.go (export and import).
+//   - errors.go: the code → HTTP status table (an uncoded error is logged
+//     there; an INTERNAL one was logged where it happened); wire.go: the
+//     JSON shapes.
+//   - server.go: the two listeners and the shutdown (ListenTCP on loopback
+//     only, ListenCtl on the data directory's unix socket with peer
+//     credentials checked, ctl.go; Serve drains and has the daemon deny
+//     parked confirms, Daemon.BeginShutdown).
+//   - client.go: the typed Client that snugd ctl uses over the ctl socket.
+//
+// API.md beside this file documents every route.
 //
 // Echo stays inside this folder behind an http.Handler and never appears
 // in an exported name; it makes each handler's Context and routes nothing.

@@ -90,8 +90,9 @@ type apiError struct {
 	body   errorJSON
 }
 
-// refuse builds an apiError for code with a safe message.
-func refuse(code errcode.Code, msg string) apiError {
+// apiRefusal builds the apiError for code with a safe message: its status
+// from the table, its retryable flag from the registry.
+func apiRefusal(code errcode.Code, msg string) apiError {
 	e, _ := errcode.Lookup(code)
 	status, ok := statusTable()[code]
 	if !ok {
@@ -107,7 +108,7 @@ func refuse(code errcode.Code, msg string) apiError {
 func errorOf(log *slog.Logger, err error) apiError {
 	var ve *daemon.ValidationError
 	if errors.As(err, &ve) {
-		a := refuse(errcode.RequirementInvalid, "the requirement fails validation")
+		a := apiRefusal(errcode.RequirementInvalid, "the requirement fails validation")
 		for _, v := range ve.Violations {
 			a.body.Error.Details = append(a.body.Error.Details, Detail{Path: v.Path, Rule: v.Rule})
 		}
@@ -117,32 +118,32 @@ func errorOf(log *slog.Logger, err error) apiError {
 	if errors.As(err, &he) {
 		switch he.Code {
 		case http.StatusNotFound:
-			return refuse(errcode.NotFound, "no such route")
+			return apiRefusal(errcode.NotFound, "no such route")
 		case http.StatusMethodNotAllowed:
-			return refuse(errcode.MethodNotAllowed, "the route does not take this method")
+			return apiRefusal(errcode.MethodNotAllowed, "the route does not take this method")
 		case http.StatusRequestEntityTooLarge:
-			return refuse(errcode.PayloadTooLarge, "the request body is too large")
+			return apiRefusal(errcode.PayloadTooLarge, "the request body is too large")
 		}
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return refuse(errcode.PayloadTooLarge, "the request body is too large for this route")
+		return apiRefusal(errcode.PayloadTooLarge, "the request body is too large for this route")
 	}
 	code, ok := errcode.CodeOf(err)
 	if !ok {
 		// No layer below classified it, so none logged it: this is the
 		// layer that handles it.
 		log.Error("request failed", "err", err)
-		return refuse(errcode.Internal, "internal error; the daemon's log says why")
+		return apiRefusal(errcode.Internal, "internal error; the daemon's log says why")
 	}
 	if code == errcode.Internal {
 		// The daemon made it INTERNAL and logged it there, with what it
 		// was doing (STYLE.md: log at the layer that handles the error).
-		return refuse(errcode.Internal, "internal error; the daemon's log says why")
+		return apiRefusal(errcode.Internal, "internal error; the daemon's log says why")
 	}
 	if _, listed := statusTable()[code]; !listed {
 		log.Error("request failed with a code the API does not map", "code", string(code), "err", err)
-		return refuse(errcode.Internal, "internal error; the daemon's log says why")
+		return apiRefusal(errcode.Internal, "internal error; the daemon's log says why")
 	}
 	msg := string(code)
 	var ce *errcode.Error
@@ -151,7 +152,7 @@ func errorOf(log *slog.Logger, err error) apiError {
 	} else if e, ok := errcode.Lookup(code); ok {
 		msg = e.Meaning
 	}
-	return refuse(code, msg)
+	return apiRefusal(code, msg)
 }
 
 // write sends the refusal. The body never echoes a request value.

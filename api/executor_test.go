@@ -19,6 +19,7 @@ import (
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/daemon/wire/wiretest"
 	"github.com/snug/snugd/transports"
 )
 
@@ -90,7 +91,7 @@ func netFrame(method, url string) json.RawMessage {
 
 func parseFrame(t *testing.T, b []byte) wire.NetResponse {
 	t.Helper()
-	r, err := wire.ParseNetResponse(b)
+	r, err := wiretest.ParseNetResponse(b)
 	if err != nil {
 		t.Fatalf("not a net-response frame (%v): %s", err, b)
 	}

@@ -41,7 +41,7 @@ import (
 //  3. any protocol upgrade (WebSocket, h2c) and Sec-Fetch-Mode: no-cors
 //     are refused;
 //  4. Origin: "null", a malformed or repeated Origin, and on the ctl
-//     channel any Origin at all, are refused;
+//     socket any Origin at all, are refused;
 //  5. the route is matched from the route table (404, 405; on TCP the ctl
 //     routes do not exist); an OPTIONS preflight is answered here, and
 //     only for an origin the route admits;
@@ -83,8 +83,9 @@ const (
 	paramsKey ctxKey = iota
 )
 
-// channel is one listener's chain.
-type channel struct {
+// listenerChain is one listener's security chain: the TCP listener's or
+// the ctl socket's, each over its own route table.
+type listenerChain struct {
 	s    *Server
 	ctl  bool
 	tab  *table
@@ -94,7 +95,7 @@ type channel struct {
 	hosts []string
 }
 
-func (ch *channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (ch *listenerChain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ch.s.securityHeaders(w.Header(), ch.ctl)
 	defer func() {
 		if v := recover(); v != nil {
@@ -102,7 +103,7 @@ func (ch *channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			ch.s.log.Error("handler panicked", "panic", fmt.Sprint(v))
-			refuse(errcode.Internal, "internal error; the daemon's log says why").write(w)
+			apiRefusal(errcode.Internal, "internal error; the daemon's log says why").write(w)
 		}
 	}()
 	if a, ok := ch.check(w, r); !ok {
@@ -113,30 +114,30 @@ func (ch *channel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // check runs the chain. It either serves the request (true) or returns
 // the refusal to write (false). A preflight is answered inside it.
-func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool) {
+func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError, bool) {
 	// 2. Host.
 	if !ch.ctl && !slices.Contains(ch.hosts, r.Host) {
-		return refuse(errcode.Forbidden, "the Host header is not allowed"), false
+		return apiRefusal(errcode.Forbidden, "the Host header is not allowed"), false
 	}
 	// 3. Upgrades and no-cors.
 	if _, ok := r.Header["Upgrade"]; ok || headerHasToken(r.Header, "Connection", "upgrade") {
-		return refuse(errcode.Forbidden, "protocol upgrades (WebSocket) are refused"), false
+		return apiRefusal(errcode.Forbidden, "protocol upgrades (WebSocket) are refused"), false
 	}
 	if strings.EqualFold(r.Header.Get("Sec-Fetch-Mode"), "no-cors") {
-		return refuse(errcode.Forbidden, "no-cors requests are refused"), false
+		return apiRefusal(errcode.Forbidden, "no-cors requests are refused"), false
 	}
 	// 4. Origin.
 	origins := r.Header.Values("Origin")
 	origin := ""
 	switch {
 	case len(origins) > 1:
-		return refuse(errcode.Forbidden, "one Origin header at most"), false
+		return apiRefusal(errcode.Forbidden, "one Origin header at most"), false
 	case len(origins) == 1 && ch.ctl:
-		return refuse(errcode.Forbidden, "the ctl channel serves no web page"), false
+		return apiRefusal(errcode.Forbidden, "the ctl channel serves no web page"), false
 	case len(origins) == 1:
 		origin = origins[0]
 		if origin == "null" || !hostauth.ValidWebOrigin(origin) {
-			return refuse(errcode.Forbidden, "this Origin is refused"), false
+			return apiRefusal(errcode.Forbidden, "this Origin is refused"), false
 		}
 	}
 	// 5. Route.
@@ -147,20 +148,20 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 	}
 	if rt == nil && len(methods) > 0 {
 		w.Header().Set("Allow", strings.Join(methods, ", "))
-		return refuse(errcode.MethodNotAllowed, "the route does not take this method"), false
+		return apiRefusal(errcode.MethodNotAllowed, "the route does not take this method"), false
 	}
 	if rt == nil {
-		return refuse(errcode.NotFound, "no such route"), false
+		return apiRefusal(errcode.NotFound, "no such route"), false
 	}
 	ctx := r.Context()
 	// 6. Origin admission, and CORS headers for an admitted origin.
 	if origin != "" {
 		if !ch.admits(ctx, rt, params, origin) {
-			return refuse(errcode.Forbidden, "this origin is not paired"), false
+			return apiRefusal(errcode.Forbidden, "this origin is not paired"), false
 		}
 		corsHeaders(w.Header(), origin)
 	}
-	// 7. Authentication (TCP; the ctl channel's peer was checked at accept).
+	// 7. Authentication (TCP; the ctl socket's peer was checked at accept).
 	if !ch.ctl {
 		switch {
 		case rt.access == authed:
@@ -207,7 +208,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 	// 10. The app a route names in its path, for a host: another host's
 	// app answers as one that does not exist, before any handler runs
 	// (scopeBody and scopeFiltered routes check in their handlers; the
-	// ctl channel's context names no host and sees everything).
+	// ctl socket's context names no host and sees everything).
 	if rt.app == scopePath {
 		if err := ch.s.d.CheckApp(ctx, params["appId"]); err != nil {
 			return errorOf(ch.s.log, err), false
@@ -223,7 +224,7 @@ func (ch *channel) check(w http.ResponseWriter, r *http.Request) (apiError, bool
 }
 
 // admits reports whether route rt admits a request from origin.
-func (ch *channel) admits(ctx context.Context, rt *route, params map[string]string, origin string) bool {
+func (ch *listenerChain) admits(ctx context.Context, rt *route, params map[string]string, origin string) bool {
 	d := ch.s.d
 	if rt.access != open {
 		return d.PairedOrigin(ctx, origin)
@@ -251,17 +252,17 @@ func (ch *channel) admits(ctx context.Context, rt *route, params map[string]stri
 // origin the route admits, with the exact origin, Vary: Origin, never *,
 // never Access-Control-Allow-Credentials. Anything else gets a 403
 // without a CORS header, which the browser reads as a refusal.
-func (ch *channel) preflight(w http.ResponseWriter, r *http.Request, origin, escaped string, methods []string) (apiError, bool) {
+func (ch *listenerChain) preflight(w http.ResponseWriter, r *http.Request, origin, escaped string, methods []string) (apiError, bool) {
 	want := r.Header.Get("Access-Control-Request-Method")
 	rt, params, _ := ch.tab.match(want, escaped)
 	if rt == nil || !ch.admits(r.Context(), rt, params, origin) {
-		return refuse(errcode.Forbidden, "this origin is not paired"), false
+		return apiRefusal(errcode.Forbidden, "this origin is not paired"), false
 	}
 	for _, h := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
 		switch strings.ToLower(strings.TrimSpace(h)) {
 		case "", "authorization", "content-type":
 		default:
-			return refuse(errcode.Forbidden, "only the Authorization and Content-Type request headers are allowed"), false
+			return apiRefusal(errcode.Forbidden, "only the Authorization and Content-Type request headers are allowed"), false
 		}
 	}
 	h := w.Header()
@@ -301,7 +302,7 @@ func checkBody(w http.ResponseWriter, r *http.Request, rt *route) (apiError, boo
 	ct := r.Header.Values("Content-Type")
 	hasBody := r.ContentLength != 0
 	if len(ct) > 1 {
-		return refuse(errcode.UnsupportedMediaType, "one Content-Type header at most"), false
+		return apiRefusal(errcode.UnsupportedMediaType, "one Content-Type header at most"), false
 	}
 	if len(ct) == 1 || hasBody {
 		mt := ""
@@ -309,16 +310,16 @@ func checkBody(w http.ResponseWriter, r *http.Request, rt *route) (apiError, boo
 			mt = ct[0]
 		}
 		if !isJSON(mt) && (rt.rawType == "" || !sameMediaType(mt, rt.rawType)) {
-			return refuse(errcode.UnsupportedMediaType, "the body must be application/json"), false
+			return apiRefusal(errcode.UnsupportedMediaType, "the body must be application/json"), false
 		}
 	}
 	if r.ContentLength > rt.limit {
-		return refuse(errcode.PayloadTooLarge, fmt.Sprintf("this route takes a body of at most %d bytes", rt.limit)), false
+		return apiRefusal(errcode.PayloadTooLarge, fmt.Sprintf("this route takes a body of at most %d bytes", rt.limit)), false
 	}
 	if rt.limit == 0 {
 		r.Body = http.NoBody
 		if hasBody {
-			return refuse(errcode.PayloadTooLarge, "this route takes no body"), false
+			return apiRefusal(errcode.PayloadTooLarge, "this route takes no body"), false
 		}
 		return apiError{}, true
 	}
@@ -350,7 +351,7 @@ func sameMediaType(v, want string) bool {
 // is read here, within the server's read timeout, so that its read
 // deadline can then be lifted: net/http cancels a request's context when
 // the connection's read deadline passes while the handler still runs.
-func (ch *channel) deadlines(w http.ResponseWriter, r *http.Request, rt *route) (apiError, bool) {
+func (ch *listenerChain) deadlines(w http.ResponseWriter, r *http.Request, rt *route) (apiError, bool) {
 	rc := http.NewResponseController(w)
 	now := time.Now() // deadlines are the network's: never the injected clock
 	var err error
@@ -395,12 +396,12 @@ func readError(log *slog.Logger, err error) apiError {
 	)
 	switch {
 	case errors.As(err, &mbe):
-		return refuse(errcode.PayloadTooLarge, fmt.Sprintf("the request body is larger than the route's %d bytes", mbe.Limit))
+		return apiRefusal(errcode.PayloadTooLarge, fmt.Sprintf("the request body is larger than the route's %d bytes", mbe.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return refuse(errcode.RequestTimeout, "the request body did not arrive in time")
+		return apiRefusal(errcode.RequestTimeout, "the request body did not arrive in time")
 	default:
 		log.Debug("request body unreadable", "err", err)
-		return refuse(errcode.BadRequest, "the request body could not be read")
+		return apiRefusal(errcode.BadRequest, "the request body could not be read")
 	}
 }
 
@@ -437,7 +438,7 @@ func rateLimited(w http.ResponseWriter, wait time.Duration) apiError {
 
 func rateLimitedMsg(w http.ResponseWriter, wait time.Duration, msg string) apiError {
 	w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-	return refuse(errcode.RateLimited, msg)
+	return apiRefusal(errcode.RateLimited, msg)
 }
 
 // headerHasToken reports whether a comma-separated header holds token.
@@ -452,7 +453,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 	return false
 }
 
-// allowedHosts are the Host values the TCP channel admits on port.
+// allowedHosts are the Host values the TCP listener admits on port.
 func allowedHosts(port int) []string {
 	p := strconv.Itoa(port)
 	return []string{net.JoinHostPort("127.0.0.1", p), net.JoinHostPort("::1", p), net.JoinHostPort("localhost", p)}

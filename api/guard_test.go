@@ -430,7 +430,7 @@ func TestNoAppSurface(t *testing.T) {
 func TestRouteOnce(t *testing.T) {
 	s := New(newEnv(t).d, Options{Version: testVersion})
 	for _, ctl := range []bool{false, true} {
-		ch := s.channel(ctl)
+		ch := s.chain(ctl)
 		ch.hosts = allowedHosts(1)
 		var ran *route
 		for _, rt := range ch.tab.routes {

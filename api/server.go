@@ -100,23 +100,23 @@ func New(d *daemon.Daemon, opts Options) *Server {
 // TCPHandler returns the host API's handler for a loopback listener on
 // port: the Host header must name that port.
 func (s *Server) TCPHandler(port int) http.Handler {
-	ch := s.channel(false)
+	ch := s.chain(false)
 	ch.hosts = allowedHosts(port)
 	return ch
 }
 
 // CtlHandler returns the ctl API's handler, for the unix socket only:
 // it serves every route without a token, ctl-only routes included.
-func (s *Server) CtlHandler() http.Handler { return s.channel(true) }
+func (s *Server) CtlHandler() http.Handler { return s.chain(true) }
 
-// channel builds one channel: the security chain over the channel's
+// chain builds one listener's chain: the security chain over the listener's
 // route table. The chain's match dispatches the handler; echo supplies
 // the handlers' Context (binding, JSON answers) and routes nothing.
-func (s *Server) channel(ctl bool) *channel {
+func (s *Server) chain(ctl bool) *listenerChain {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpErrorHandler
-	return &channel{s: s, ctl: ctl, tab: newTable(ctl), echo: e}
+	return &listenerChain{s: s, ctl: ctl, tab: newTable(ctl), echo: e}
 }
 
 // ListenTCP listens on addr, which must be 127.0.0.1:<port> or

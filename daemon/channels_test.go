@@ -11,6 +11,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/starter"
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // spotifyish names Spotify but points everything at hosts of its own.
@@ -44,7 +45,7 @@ func TestProposeUser(t *testing.T) {
 		t.Fatalf("ProposeUser = %+v, %v", pr, err)
 	}
 	_, err = d.ProposeUser(ctx, "app", "other", mustJSON(t, req("wx", "api.example.com")))
-	wantCode(t, err, errcode.SlotMismatch)
+	testutil.WantCode(t, err, errcode.SlotMismatch)
 
 	d.Approve(ctx, "app", "wx")
 	pr, err = d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com", "b.example.com")))
@@ -53,12 +54,12 @@ func TestProposeUser(t *testing.T) {
 	}
 	d.Revoke(ctx, "app", "wx")
 	_, err = d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com")))
-	wantCode(t, err, errcode.ConnectionRevoked)
+	testutil.WantCode(t, err, errcode.ConnectionRevoked)
 
 	withLayer := req("wy", "api.example.com")
 	withLayer["userLayer"] = map[string]any{"kind": "api_key", "declaredApiHosts": []any{"api.example.com"}}
 	_, err = d.ProposeUser(ctx, "app", "wy", mustJSON(t, withLayer))
-	wantCode(t, err, errcode.RequirementInvalid)
+	testutil.WantCode(t, err, errcode.RequirementInvalid)
 }
 
 // conformance: P3-C12.13-01, P3-C12.13-02, P3-C12.13-03, P3-C12.13-04, P3-C12.10-02, P3-C12.10-04, P3-C12.10-06, P3-C12.2-10
@@ -107,7 +108,7 @@ func TestProposeDirective(t *testing.T) {
 	layered["userLayer"] = map[string]any{"kind": "api_key", "declaredApiHosts": []any{"api.spotify.com"}}
 	for _, docs := range []bool{false, true} {
 		_, err := d.ProposeDirective(ctx, "app", directiveJSON(t, layered, nil), docs)
-		wantCode(t, err, errcode.RequirementInvalid)
+		testutil.WantCode(t, err, errcode.RequirementInvalid)
 	}
 }
 
@@ -162,7 +163,7 @@ func TestInstallStarter(t *testing.T) {
 		"current changed": {Source: "weather", FactorySHA256: good, CurrentSHA256: bad},
 	} {
 		_, err := d.InstallStarter(ctx, "app", in)
-		wantCode(t, err, errcode.StarterNotVouched)
+		testutil.WantCode(t, err, errcode.StarterNotVouched)
 		if cs, _ := d.Connections(ctx, "app"); len(cs) != 0 {
 			t.Fatalf("%s: an unvouched install wrote %d rows", name, len(cs))
 		}

@@ -23,6 +23,8 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/transports"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // The claim tests run a SimpleFIN Bridge simulator (claimtest) on a
@@ -96,7 +98,7 @@ type claimRig struct {
 	bridge   *claimtest.Bridge
 	resolver *claimResolver
 	dialer   *claimDialer
-	logs     *syncBuffer
+	logs     *testutil.LogBuffer
 	dir      string
 }
 
@@ -106,7 +108,7 @@ func newClaimRig(t *testing.T, bridge *claimtest.Bridge, opts ...func(*Config)) 
 		bridge = &claimtest.Bridge{}
 	}
 	srv, roots := claimtest.NewTLSServer(t, bridge, "bridge.simplefin.org", "evil.example")
-	r := &claimRig{bridge: bridge, resolver: &claimResolver{}, dialer: &claimDialer{to: srv.Listener.Addr().String()}, logs: &syncBuffer{}, dir: t.TempDir() + "/data"}
+	r := &claimRig{bridge: bridge, resolver: &claimResolver{}, dialer: &claimDialer{to: srv.Listener.Addr().String()}, logs: &testutil.LogBuffer{}, dir: t.TempDir() + "/data"}
 	cfg := Config{
 		DataDir: r.dir,
 		Logger:  slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -12,8 +12,8 @@ import (
 // The confirm broker of gate 6 (§14, §16, ruling R10, DESIGN.md Executor).
 // A mutating request parks a Confirm here and waits for the user; a host
 // lists the queue (FIFO), shows a confirm to the user and posts the
-// decision. The broker is the only approval seat: an inline card in a chat
-// surface is presentation, and only DecideConfirm with the confirm's
+// decision. The broker is the only place a confirm is approved: an inline
+// card in a chat surface is presentation, and only DecideConfirm with the confirm's
 // unguessable id resolves it.
 //
 // Each parked confirm has its own resolver, so a second confirm never
@@ -171,15 +171,9 @@ var testHookClaim atomic.Pointer[func(Confirm)]
 // ask parks c and waits for its decision: the user's, a timeout (deny),
 // the caller going away (deny), its host's unpairing or the daemon's
 // shutdown (withdrawn). A confirm beyond the queue's bounds is not parked
-// at all (askFull).
-func (b *confirmBroker) ask(ctx context.Context, c Confirm) askResult {
-	r, _ := b.askWhy(ctx, c)
-	return r
-}
-
-// askWhy is ask, with who or what denied a confirm that did not end
-// askAllowed (a Denied* note, for the journal).
-func (b *confirmBroker) askWhy(ctx context.Context, c Confirm) (askResult, string) {
+// at all (askFull). For a confirm that did not end askAllowed it also
+// says who or what denied it (a Denied* note, for the journal).
+func (b *confirmBroker) ask(ctx context.Context, c Confirm) (askResult, string) {
 	c.ID = randomID(16)
 	c.CreatedAt = b.now()
 	c.ExpiresAt = c.CreatedAt.Add(b.timeout)

@@ -119,7 +119,8 @@ func TestDenyAfterDecide(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		got = b.ask(ctx, Confirm{AppID: "a", Host: "h", Method: "POST"}) == askAllowed
+		res, _ := b.ask(ctx, Confirm{AppID: "a", Host: "h", Method: "POST"})
+		got = res == askAllowed
 	}()
 	<-hints // parked
 	b.mu.Lock()
@@ -144,7 +145,8 @@ func TestConfirmTimeout(t *testing.T) {
 		start := time.Now()
 		done := make(chan bool)
 		go func() {
-			done <- b.ask(t.Context(), Confirm{AppID: "a", Host: "h", Method: "DELETE"}) == askAllowed
+			res, _ := b.ask(t.Context(), Confirm{AppID: "a", Host: "h", Method: "DELETE"})
+			done <- res == askAllowed
 		}()
 		synctest.Wait()
 		if len(b.Pending()) != 1 {
@@ -278,7 +280,7 @@ func TestConfirmQueueBounded(t *testing.T) {
 	for len(b.Pending()) < maxParked {
 		<-hints // each ask rings after it parked; a dropped ring means more are buffered
 	}
-	if got := b.ask(bctx, Confirm{AppID: "late", Host: "h", Method: "POST"}); got != askFull {
+	if got, _ := b.ask(bctx, Confirm{AppID: "late", Host: "h", Method: "POST"}); got != askFull {
 		t.Errorf("ask beyond maxParked = %d, want askFull", got)
 	}
 	bcancel()

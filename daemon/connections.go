@@ -223,16 +223,10 @@ func decodeHosts(col string) []string {
 // errWrongStatus builds a writer's refusal.
 func errWrongStatus(code errcode.Code, msg string) error { return errcode.New(code, msg) }
 
-// putDeclared is putDeclaredConnection: legal on an absent or declared row;
-// inserts or replaces a declared row. It refuses an approved row (a
-// proposal stages instead), a revoked row (explicit reconnect only) and a
-// new slot over the cap.
-func (d *Daemon) putDeclared(ctx context.Context, appID string, a admitted) (Connection, error) {
-	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
-		return declaredRow(tx, appID, cur, a)
-	})
-}
-
+// declaredRow is putDeclaredConnection: legal on an absent or declared
+// row; it inserts or replaces a declared row. It refuses an approved row
+// (a proposal stages instead), a revoked row (explicit reconnect only) and
+// a new slot over the cap. propose and the registry refresh call it.
 func declaredRow(tx *store.Tx, appID string, cur *store.Connection, a admitted) (*store.Connection, error) {
 	if cur != nil {
 		switch Status(cur.Status) {

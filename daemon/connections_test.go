@@ -13,17 +13,13 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/internal/testutil"
 )
-
-// testClock is a clock that moves only when told.
-type testClock struct{ t time.Time }
-
-func (c *testClock) now() time.Time { return c.t }
 
 func newTestDaemon(t *testing.T) *Daemon {
 	t.Helper()
-	clock := &testClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	d, err := New(t.Context(), Config{DataDir: t.TempDir() + "/data", Logger: slog.New(slog.DiscardHandler), Now: clock.now})
+	clock := testutil.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	d, err := New(t.Context(), Config{DataDir: t.TempDir() + "/data", Logger: slog.New(slog.DiscardHandler), Now: clock.Now})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -68,14 +64,6 @@ func mustAdmit(t *testing.T, v any) admitted {
 		t.Fatalf("admit: %v", err)
 	}
 	return a
-}
-
-func wantCode(t *testing.T, err error, want errcode.Code) {
-	t.Helper()
-	got, _ := errcode.CodeOf(err)
-	if got != want {
-		t.Fatalf("error = %v (code %q), want code %q", err, got, want)
-	}
 }
 
 // approved puts and approves a connection.
@@ -130,7 +118,7 @@ func TestPutDeclaredRefusesApprovedAndRevoked(t *testing.T) {
 	ctx := t.Context()
 	approved(t, d, "app", req("wx", "api.example.com"))
 	_, err := d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "evil.example.com")))
-	wantCode(t, err, errcode.ConnectionApproved)
+	testutil.WantCode(t, err, errcode.ConnectionApproved)
 	c, _ := d.Connection(ctx, "app", "wx")
 	if c.Status != StatusApproved || c.AllowedHosts[0] != "api.example.com" {
 		t.Fatalf("approved row changed by a refused put: %+v", c)
@@ -139,7 +127,7 @@ func TestPutDeclaredRefusesApprovedAndRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
-	wantCode(t, err, errcode.ConnectionRevoked)
+	testutil.WantCode(t, err, errcode.ConnectionRevoked)
 	if c, _ := d.Connection(ctx, "app", "wx"); c.Status != StatusRevoked {
 		t.Fatalf("revoked row changed by a refused put: %s", c.Status)
 	}
@@ -158,7 +146,7 @@ func TestSlotCap(t *testing.T) {
 	}
 	// Eight tombstones: a ninth slot is refused.
 	_, err := d.putDeclared(ctx, "app", mustAdmit(t, req("new", "api.example.com")))
-	wantCode(t, err, errcode.SlotCapReached)
+	testutil.WantCode(t, err, errcode.SlotCapReached)
 	// Another app is unaffected.
 	if _, err := d.putDeclared(ctx, "other", mustAdmit(t, req("new", "api.example.com"))); err != nil {
 		t.Fatalf("another app's put: %v", err)
@@ -175,7 +163,7 @@ func TestSlotCap(t *testing.T) {
 		t.Fatalf("replace at the cap: %v", err)
 	}
 	_, err = d2.putDeclared(ctx, "app", mustAdmit(t, req("s9", "api.example.com")))
-	wantCode(t, err, errcode.SlotCapReached)
+	testutil.WantCode(t, err, errcode.SlotCapReached)
 }
 
 // conformance: P3-C12.3-06, P3-C12.3-07, P3-C12.3-19, P3-C12.2-19, P3-C12.2-20, P3-C12.1-05
@@ -213,10 +201,10 @@ func TestStagePending(t *testing.T) {
 			}
 			_, err := d.stagePending(ctx, "app", mustAdmit(t, req("wx", "b.example.com")))
 			if status == "absent" {
-				wantCode(t, err, errcode.ConnectionNotFound)
+				testutil.WantCode(t, err, errcode.ConnectionNotFound)
 				return
 			}
-			wantCode(t, err, errcode.ConnectionNotApproved)
+			testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 		})
 	}
 }
@@ -226,7 +214,7 @@ func TestApprove(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	_, err := d.Approve(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotFound)
+	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 
 	d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "B.example.com", "a.example.com")))
 	// A pending column forged in storage on a declared row (the store
@@ -244,10 +232,10 @@ func TestApprove(t *testing.T) {
 		t.Fatalf("approved row = %+v", c)
 	}
 	_, err = d.Approve(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotDeclared)
+	testutil.WantCode(t, err, errcode.ConnectionNotDeclared)
 	d.Revoke(ctx, "app", "wx")
 	_, err = d.Approve(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotDeclared)
+	testutil.WantCode(t, err, errcode.ConnectionNotDeclared)
 }
 
 // forgePending writes pending_requirement_json behind the writers' back, as
@@ -274,7 +262,7 @@ func TestReapprove(t *testing.T) {
 	ctx := t.Context()
 	approved(t, d, "app", req("wx", "api.example.com"))
 	_, err := d.Reapprove(ctx, "app", "wx")
-	wantCode(t, err, errcode.NoPendingChange)
+	testutil.WantCode(t, err, errcode.NoPendingChange)
 
 	d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "new.example.com")))
 	c, err := d.Reapprove(ctx, "app", "wx")
@@ -293,7 +281,7 @@ func TestReapprove(t *testing.T) {
 	bad := req("wx", "127.0.0.1")
 	forgePending(t, d, "app", "wx", mustJSON(t, bad))
 	_, err = d.Reapprove(ctx, "app", "wx")
-	wantCode(t, err, errcode.RequirementInvalid)
+	testutil.WantCode(t, err, errcode.RequirementInvalid)
 	if c, _ := d.Connection(ctx, "app", "wx"); strings.Contains(strings.Join(c.AllowedHosts, ","), "127") {
 		t.Fatalf("forged pending reached the ceiling: %v", c.AllowedHosts)
 	}
@@ -301,7 +289,7 @@ func TestReapprove(t *testing.T) {
 	d2 := newTestDaemon(t)
 	d2.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
 	_, err = d2.Reapprove(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotApproved)
+	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 }
 
 // conformance: P3-C12.3-16, P3-C12.3-17, P3-C12.3-18, P3-C12.2-15, P3-C13-01
@@ -309,10 +297,10 @@ func TestRevokeWipesSlice(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	_, err := d.Revoke(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotFound)
+	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 	d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
 	_, err = d.Revoke(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotApproved)
+	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 
 	d.Approve(ctx, "app", "wx")
 	approved(t, d, "app", req("wy", "api.example.com"))
@@ -349,10 +337,10 @@ func TestReconnect(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	_, err := d.Reconnect(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotFound)
+	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 	approved(t, d, "app", req("wx", "api.example.com"))
 	_, err = d.Reconnect(ctx, "app", "wx")
-	wantCode(t, err, errcode.ConnectionNotRevoked)
+	testutil.WantCode(t, err, errcode.ConnectionNotRevoked)
 	d.Revoke(ctx, "app", "wx")
 	c, err := d.Reconnect(ctx, "app", "wx")
 	if err != nil || c.Status != StatusDeclared || c.ApprovedAt != nil || c.RevokedAt == nil {
@@ -369,22 +357,22 @@ func TestAppAndSlotChecked(t *testing.T) {
 	ctx := t.Context()
 	for _, app := range []string{"", strings.Repeat("a", 129), "\xff", "app\x00"} {
 		_, err := d.Approve(ctx, app, "wx")
-		wantCode(t, err, errcode.BadRequest)
+		testutil.WantCode(t, err, errcode.BadRequest)
 		_, err = d.ProposeUser(ctx, app, "wx", mustJSON(t, req("wx", "api.example.com")))
-		wantCode(t, err, errcode.BadRequest)
+		testutil.WantCode(t, err, errcode.BadRequest)
 	}
 	for _, slot := range []string{"Wx", "-a", "a_b", strings.Repeat("a", 41)} {
 		_, err := d.Approve(ctx, "app", slot)
-		wantCode(t, err, errcode.BadRequest)
+		testutil.WantCode(t, err, errcode.BadRequest)
 	}
 	// The app id is the host's call's, never the proposal's: a requirement
 	// or a directive that names one is refused, not obeyed.
 	claimed := req("wx", "api.example.com")
 	claimed["appId"] = "other"
 	_, err := d.ProposeUser(ctx, "app", "wx", mustJSON(t, claimed))
-	wantCode(t, err, errcode.RequirementInvalid)
+	testutil.WantCode(t, err, errcode.RequirementInvalid)
 	_, err = d.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com"), map[string]any{"appId": "other"}), false)
-	wantCode(t, err, errcode.DirectiveInvalid)
+	testutil.WantCode(t, err, errcode.DirectiveInvalid)
 	if cs, _ := d.Connections(ctx, "other"); len(cs) != 0 {
 		t.Fatalf("a claimed app id got %d rows", len(cs))
 	}
@@ -395,7 +383,7 @@ func TestEveryWritePathLints(t *testing.T) {
 	bad := req("wx", "api.example.com")
 	bad["request"] = map[string]any{"headerTemplate": map[string]any{"X-Sig": "{{hmac_sha256(api_secrt, request.body)}}"}}
 	_, err := admit(mustJSON(t, bad), ProvenanceUser, nil)
-	wantCode(t, err, errcode.RequirementInvalid)
+	testutil.WantCode(t, err, errcode.RequirementInvalid)
 	var ve *ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(fmt.Sprint(ve.Violations), "api_secrt") {
 		t.Fatalf("violations = %v, want the lint's finding on api_secrt", err)
@@ -416,7 +404,7 @@ func TestEveryWritePathLints(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.Approve(ctx, "app", "wx")
-	wantCode(t, err, errcode.RequirementInvalid)
+	testutil.WantCode(t, err, errcode.RequirementInvalid)
 }
 
 // Writers racing on the same slots: every interleaving leaves the in-memory
@@ -493,8 +481,16 @@ func TestApproveHoldsTheBorrowBan(t *testing.T) {
 	forged["provider"] = map[string]any{"name": "Spotify"}
 	forge(t, d, "app", "music", func(c *store.Connection) { c.RequirementJSON = string(mustJSON(t, forged)) })
 	_, err := d.Approve(ctx, "app", "music")
-	wantCode(t, err, errcode.RequirementInvalid)
+	testutil.WantCode(t, err, errcode.RequirementInvalid)
 	if c, _ := d.Connection(ctx, "app", "music"); c.Status != StatusDeclared {
 		t.Fatalf("a forged borrow was approved: %+v", c)
 	}
+}
+
+// putDeclared writes a declared row through the one writer that may
+// (declaredRow), with no staging: the tests' way to set up a slot.
+func (d *Daemon) putDeclared(ctx context.Context, appID string, a admitted) (Connection, error) {
+	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		return declaredRow(tx, appID, cur, a)
+	})
 }

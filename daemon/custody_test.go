@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // conformance: P3-C13-01, P3-C13-02, P3-C12-05, P3-C12-06, P3-C12-07, P3-C12-02
@@ -15,7 +16,7 @@ func TestSetCredentials(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	err := d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "k"})
-	wantCode(t, err, errcode.ConnectionNotFound)
+	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 
 	approved(t, d, "app", req("wx", "api.example.com"))
 	const secret = "sk-live-value-0123456789abcdef"
@@ -65,7 +66,7 @@ func TestSetCredentialsRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := d.SetCredentials(ctx, "app", "wx", tc.values)
-			wantCode(t, err, tc.code)
+			testutil.WantCode(t, err, tc.code)
 			for _, v := range tc.values {
 				if v != "" && strings.Contains(err.Error(), v) {
 					t.Fatalf("error %q echoes the value", err)
@@ -74,7 +75,7 @@ func TestSetCredentialsRefusals(t *testing.T) {
 		})
 	}
 	d.Revoke(ctx, "app", "wx")
-	wantCode(t, d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "v"}), errcode.ConnectionRevoked)
+	testutil.WantCode(t, d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "v"}), errcode.ConnectionRevoked)
 }
 
 // conformance: P3-C13-11, P3-C13-12, P3-C13-14

@@ -6,9 +6,14 @@
 //
 //   - *Daemon (daemon.go) holds the wiring and the parts that write: the
 //     writers (connections.go), custody (custody.go), the proposers
-//     (channels.go), import (importdb.go), review (review.go), host pairing
-//     (hosts.go, pairing.go). Its executor, confirm and standing methods
-//     are thin forwarders for the API.
+//     (channels.go), import (importdb.go), review (review.go). Its host,
+//     executor, confirm and standing methods are thin forwarders for the
+//     API; host pairing and authentication are daemon/hostauth's pairing
+//     book (hosts.go forwards to it).
+//   - A connection's pairing with a device (§13's families): pairing.go
+//     says which family a row still owes, flows.go runs the pairing flows
+//     (OAuth consent, LAN exchange, device link) with their lifetimes, and
+//     claim.go the token-claim family (its pure checks in daemon/claim).
 //   - The executor (fetch.go: type executor) owns the gate pipeline and its
 //     dependencies: the grant index (index.go), the confirm broker, the
 //     standing gate, the journal, the credential reader, the credential
@@ -29,6 +34,12 @@
 //   - Facts (facts.go) are the chat lane's connection facts (§16); hints
 //     (hints.go) the doorbell of /v1/events; status and diagnose
 //     (status.go, diagnose.go) what ctl reports.
+//   - Leaves that know nothing of *Daemon: daemon/scrub (gate 10's value
+//     scrub and the provider-error extractor), daemon/oauth (the OAuth
+//     protocol core), requirement, template, registry, starter, wire and
+//     errcode; under internal/, store (every SQL statement), strictjson
+//     (the one strict JSON reader of wire and requirement) and ident (the
+//     app-id and slot rules every layer checks).
 //
 // Hosts own their apps (owners.go): a context made with WithHost acts for
 // one paired host, and AppVisible, CheckApp and AppFilter are the one

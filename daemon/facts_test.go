@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -70,7 +69,7 @@ func TestFacts(t *testing.T) {
 func TestJournal(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.LocalTransports = map[string]LocalTransport{} })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	r.resolver.script("fail.example.com")
+	r.resolver.Script("fail.example.com")
 	r.connect(t, "app1", apiKeyReq("fail", "fail.example.com"), map[string]string{"api_key": secretKey})
 	r.up.handle(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(500)
@@ -83,7 +82,7 @@ func TestJournal(t *testing.T) {
 	}
 	r.net(t, "app1", frame("GET", "https://evil.example.com/", nil))
 	r.net(t, "", frame("GET", "https://api.example.com/", nil)) // no identity: not journaled
-	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "requests"})
+	es, err := r.d.Journal(t.Context(), JournalQuery{AppID: "app1", Kind: "requests"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +111,7 @@ func TestJournal(t *testing.T) {
 			t.Errorf("journal or log carries %q", leak)
 		}
 	}
-	if _, err := r.d.Journal(context.Background(), JournalQuery{Limit: 5000}); !errorsIsCode(err, errcode.BadRequest) {
+	if _, err := r.d.Journal(t.Context(), JournalQuery{Limit: 5000}); !errorsIsCode(err, errcode.BadRequest) {
 		t.Errorf("Journal(limit 5000) = %v", err)
 	}
 }
@@ -123,7 +122,7 @@ func TestTestConnection(t *testing.T) {
 	v := apiKeyReq("ex", apiHost)
 	v["testRequest"] = map[string]any{"method": "GET", "pathAndQuery": "/v1/me?verbose=1"}
 	r.connect(t, "app1", v, map[string]string{"api_key": secretKey})
-	res, err := r.d.TestConnection(context.Background(), "app1", "ex")
+	res, err := r.d.TestConnection(t.Context(), "app1", "ex")
 	if err != nil || res.Code != "" || res.Status != 200 {
 		t.Fatalf("TestConnection = %+v, %v", res, err)
 	}
@@ -135,10 +134,10 @@ func TestTestConnection(t *testing.T) {
 		t.Errorf("probe answer carries the credential: %s", res.Frame)
 	}
 	r.connect(t, "app1", apiKeyReq("bare", "bare.example.com"), nil)
-	if _, err := r.d.TestConnection(context.Background(), "app1", "bare"); !errorsIsCode(err, errcode.NotFound) {
+	if _, err := r.d.TestConnection(t.Context(), "app1", "bare"); !errorsIsCode(err, errcode.NotFound) {
 		t.Errorf("TestConnection without testRequest = %v", err)
 	}
-	if _, err := r.d.TestConnection(context.Background(), "app1", "nope"); !errorsIsCode(err, errcode.ConnectionNotFound) {
+	if _, err := r.d.TestConnection(t.Context(), "app1", "nope"); !errorsIsCode(err, errcode.ConnectionNotFound) {
 		t.Errorf("TestConnection(unknown) = %v", err)
 	}
 }
@@ -164,7 +163,7 @@ func TestNoStrictnessKnob(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Config fields = %v, want the reviewed %v", got, want)
 	}
-	if _, err := New(context.Background(), Config{DataDir: t.TempDir() + "/d", TransportPolicy: "permissive"}); err == nil {
+	if _, err := New(t.Context(), Config{DataDir: t.TempDir() + "/d", TransportPolicy: "permissive"}); err == nil {
 		t.Error("New accepted a transport policy that is neither desktop nor browser")
 	}
 }

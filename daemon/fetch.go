@@ -1,6 +1,6 @@
 package daemon
 
-// The connected-fetch executor (spec §14). This is the one seat that both
+// The connected-fetch executor (spec §14). This is the one place that both
 // reads credential values and calls the network (P3-X14-01): nothing else
 // in snugd calls readSecrets and a transport for the same request.
 //
@@ -55,8 +55,9 @@ package daemon
 // the transports of gate 9 (public, LAN, local helper); connurl.go: §15;
 // confirm.go: the confirm broker, the session memory (R10) and the
 // withdrawal of a host's confirms; standing.go: standing approvals (§17,
-// R20); scrub.go and providererr.go: gate 10's scrub, §14.2 and §14.3;
-// journal.go: the journal; facts.go: the chat lane's facts (§16).
+// R20); index.go: the grant index gates 3–4 read; journal.go: the
+// journal; facts.go: the chat lane's facts (§16). Gate 10's scrub, §14.2
+// and §14.3's extract are pure functions in daemon/scrub.
 
 import (
 	"context"
@@ -176,14 +177,14 @@ type LocalResponse struct {
 
 // TokenSource supplies the access token of an OAuth-kind connection at
 // gate 8; the OAuth issue implements it (refreshing inside its own
-// ceiling-checked seat). An error ends the request NET_AUTH_FAILED with a
+// ceiling-checked place). An error ends the request NET_AUTH_FAILED with a
 // fixed message; its text is only logged.
 type TokenSource interface {
 	AccessToken(ctx context.Context, appID, slot string) (string, error)
 }
 
 // executor is the connected-fetch executor (§14): the gate pipeline and
-// every dependency it has, fixed at New. It is the one seat that both
+// every dependency it has, fixed at New. It is the one place that both
 // reads credential values and calls the network (P3-X14-01). *Daemon
 // holds one and forwards Net and TestConnection to it; nothing else in
 // the package runs a gate.
@@ -335,7 +336,7 @@ func (e *executor) net(ctx context.Context, call NetCall) NetResult {
 
 // TestConnection runs the requirement's testRequest (always GET) of
 // (appID, slot) through the same pipeline, on the wizard's probe path: the
-// confirm seat gets no slot and no body, so no standing approval and no
+// confirm gets no slot and no body, so no standing approval and no
 // session memory ever answers it. The probe addresses the row's first
 // declared API host (for a LAN row its collected literal, over https with
 // the row's pin) with the testRequest's pathAndQuery, composed as a URL.

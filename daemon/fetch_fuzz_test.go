@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/daemon/wire/wiretest"
 )
 
 // FuzzNet drives whole frames through the executor. Whatever the frame:
@@ -31,13 +32,13 @@ func FuzzNet(f *testing.F) {
 	r.connect(f, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	r.connect(f, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
 	f.Fuzz(func(t *testing.T, raw string) {
-		reads, ups, looks := r.reads.Load(), len(r.up.requests()), len(r.resolver.lookups())
+		reads, ups, looks := r.reads.Load(), len(r.up.requests()), r.resolver.Lookups()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // a mutating request is denied at once instead of waiting
 		res := r.d.Net(ctx, NetCall{AppID: "app1", Frame: []byte(raw), Delivery: DeliveryApp})
 		_, perr := wire.ParseNetRequest([]byte(raw))
 		if res.Answer {
-			resp, err := wire.ParseNetResponse(res.Frame)
+			resp, err := wiretest.ParseNetResponse(res.Frame)
 			if err != nil || resp.Validate() != nil {
 				t.Fatalf("answer %s does not parse: %v", res.Frame, err)
 			}
@@ -48,7 +49,7 @@ func FuzzNet(f *testing.F) {
 			t.Fatalf("a parsed frame got no answer: %+v", res)
 		}
 		if perr != nil {
-			if res.Code == "" || r.reads.Load() != reads || len(r.up.requests()) != ups || len(r.resolver.lookups()) != looks {
+			if res.Code == "" || r.reads.Load() != reads || len(r.up.requests()) != ups || r.resolver.Lookups() != looks {
 				t.Fatalf("refused frame went on: code %q", res.Code)
 			}
 		}

@@ -291,7 +291,7 @@ func mutating(method string) bool {
 // Gate 6: confirm. A mutating request needs the user's answer before any
 // credential is read. The standing gate (§17) is consulted first and wraps
 // the session memory (ruling R10); neither is consulted on the probe path,
-// whose confirm seat carries no slot and no body.
+// whose confirm carries no slot and no body.
 //
 // Gates 3 and 4 decided on the index snapshot taken when the request
 // arrived, and gate 5's lookup and the user's answer can take minutes. So
@@ -311,7 +311,7 @@ func (e *executor) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 	if !mutating(f.req.Method) {
 		return nil
 	}
-	seat := Confirm{
+	asked := Confirm{
 		AppID:    f.call.AppID,
 		Host:     f.host,
 		Method:   f.req.Method,
@@ -322,22 +322,22 @@ func (e *executor) askConfirm(ctx context.Context, f *fetch) *errcode.Error {
 		HostID:   f.call.HostID,
 	}
 	if f.probe {
-		seat.Slot, seat.Body, seat.Probe = "", "", true
+		asked.Slot, asked.Body, asked.Probe = "", "", true
 	}
-	if !seat.Probe {
-		switch e.standing.decide(ctx, f, seat) {
+	if !asked.Probe {
+		switch e.standing.decide(ctx, f, asked) {
 		case standingApprove:
 			f.approval = "standing"
 			return nil
 		case standingRefuse:
 			return refuse(errcode.NetConfirmDenied, "the request's target sources disagree")
 		}
-		if e.confirms.sessionAllows(seat.AppID, seat.Host, seat.Method) {
+		if e.confirms.sessionAllows(asked.AppID, asked.Host, asked.Method) {
 			f.approval = "session"
 			return nil
 		}
 	}
-	res, why := e.confirms.askWhy(ctx, seat)
+	res, why := e.confirms.ask(ctx, asked)
 	if res != askAllowed {
 		f.denial = why
 	}

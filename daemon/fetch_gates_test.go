@@ -191,7 +191,7 @@ func TestGates(t *testing.T) {
 			if n := len(r.up.requests()) - before; n != 0 {
 				t.Errorf("refused request reached the upstream %d times", n)
 			}
-			if n := r.lanDial.count(); n != 0 {
+			if n := len(r.lanDial.Dials()); n != 0 {
 				t.Errorf("refused request dialed the LAN %d times", n)
 			}
 			if n := r.reads.Load(); n != 0 {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -19,7 +18,10 @@ import (
 
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/wire"
+	"github.com/snug/snugd/daemon/wire/wiretest"
 	"github.com/snug/snugd/transports"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // The executor's tests reach real TLS servers on loopback through an
@@ -34,96 +36,6 @@ const docAddr = "198.51.100.7"
 // apiHost is the upstream host; httptest's certificate is valid for
 // *.example.com.
 const apiHost = "api.example.com"
-
-// scriptResolver answers per host from a script: the i-th lookup of a host
-// gets answers[host][i] (the last one repeats); hosts not in the script get
-// docAddr. It records every name asked.
-type scriptResolver struct {
-	mu      sync.Mutex
-	answers map[string][][]netip.Addr
-	asked   []string
-	count   map[string]int
-}
-
-func (r *scriptResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := strings.TrimSuffix(host, ".")
-	if r.count == nil {
-		r.count = map[string]int{}
-	}
-	n := r.count[name]
-	r.count[name]++
-	if len(r.asked) < 1000 {
-		r.asked = append(r.asked, name)
-	}
-	script, ok := r.answers[name]
-	if !ok {
-		return []netip.Addr{netip.MustParseAddr(docAddr)}, nil
-	}
-	if len(script) == 0 {
-		return nil, nil
-	}
-	return slices.Clone(script[min(n, len(script)-1)]), nil
-}
-
-func (r *scriptResolver) script(host string, answers ...string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.answers == nil {
-		r.answers = map[string][][]netip.Addr{}
-	}
-	var set []netip.Addr
-	for _, a := range answers {
-		if a == "|" {
-			r.answers[host] = append(r.answers[host], set)
-			set = nil
-			continue
-		}
-		set = append(set, netip.MustParseAddr(a))
-	}
-	r.answers[host] = append(r.answers[host], set)
-}
-
-func (r *scriptResolver) lookups() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.asked)
-}
-
-// recordingDialer connects every address to a loopback listener (toHTTP
-// for port 80 when set, else to) and records the addresses it was asked
-// to dial.
-type recordingDialer struct {
-	to     string
-	toHTTP string
-	mu     sync.Mutex
-	dials  []string
-}
-
-func (d *recordingDialer) Dial(ctx context.Context, network, address string) (net.Conn, error) {
-	d.mu.Lock()
-	d.dials = append(d.dials, address)
-	d.mu.Unlock()
-	to := d.to
-	if strings.HasSuffix(address, ":80") && d.toHTTP != "" {
-		to = d.toHTTP
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", to)
-}
-
-func (d *recordingDialer) count() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.dials)
-}
-
-func (d *recordingDialer) log() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.dials)
-}
 
 // seenRequest is what an upstream received.
 type seenRequest struct {
@@ -184,44 +96,27 @@ func newTestUpstream(t testing.TB) *testUpstream {
 type rig struct {
 	d        *Daemon
 	up       *testUpstream
-	resolver *scriptResolver
-	dialer   *recordingDialer
-	lanDial  *recordingDialer
+	resolver *testutil.Resolver // unscripted hosts resolve to docAddr
+	dialer   *testutil.Dialer   // every dial reaches up
+	lanDial  *testutil.Dialer   // every dial reaches lanUp, port 80 lanHTTP
 	lanUp    *testUpstream
 	lanHTTP  *httptest.Server
 	reads    atomic.Int64
-	logs     *syncBuffer
-}
-
-// syncBuffer collects log output for "never in the logs" checks.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs     *testutil.LogBuffer
 }
 
 func newRig(t testing.TB, opts ...func(*Config)) *rig {
 	t.Helper()
-	r := &rig{up: newTestUpstream(t), resolver: &scriptResolver{}, logs: &syncBuffer{}}
-	r.dialer = &recordingDialer{to: r.up.srv.Listener.Addr().String()}
+	r := &rig{up: newTestUpstream(t), resolver: &testutil.Resolver{Default: []netip.Addr{netip.MustParseAddr(docAddr)}}, logs: &testutil.LogBuffer{}}
+	r.dialer = &testutil.Dialer{Default: r.up.srv.Listener.Addr().String()}
 	r.lanUp = newTestUpstream(t)
 	r.lanHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"lan":"http"}`)
 	}))
 	t.Cleanup(r.lanHTTP.Close)
-	r.lanDial = &recordingDialer{to: r.lanUp.srv.Listener.Addr().String(), toHTTP: r.lanHTTP.Listener.Addr().String()}
+	r.lanDial = &testutil.Dialer{Default: r.lanUp.srv.Listener.Addr().String()}
+	r.lanDial.RoutePort("80", r.lanHTTP.Listener.Addr().String())
 	roots := x509.NewCertPool()
 	roots.AddCert(r.up.srv.Certificate())
 	cfg := Config{
@@ -267,14 +162,14 @@ func (r *rig) connect(t testing.TB, app string, v map[string]any, values map[str
 	if err != nil {
 		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
 	}
-	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
+	if _, err := r.d.putDeclared(t.Context(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)
 	}
-	if _, err := r.d.Approve(context.Background(), app, a.req.Slot); err != nil {
+	if _, err := r.d.Approve(t.Context(), app, a.req.Slot); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	if values != nil {
-		if err := r.d.SetCredentials(context.Background(), app, a.req.Slot, values); err != nil {
+		if err := r.d.SetCredentials(t.Context(), app, a.req.Slot, values); err != nil {
 			t.Fatalf("SetCredentials: %v", err)
 		}
 	}
@@ -287,7 +182,7 @@ func (r *rig) declare(t testing.TB, app string, v map[string]any) {
 	if err != nil {
 		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
 	}
-	if _, err := r.d.putDeclared(context.Background(), app, a); err != nil {
+	if _, err := r.d.putDeclared(t.Context(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)
 	}
 }
@@ -295,7 +190,7 @@ func (r *rig) declare(t testing.TB, app string, v map[string]any) {
 // setPin stores a LAN pin in the slot's connection state.
 func (r *rig) setPin(t testing.TB, app, slot, pin string) {
 	t.Helper()
-	err := r.d.store.Update(context.Background(), func(tx *store.Tx) error {
+	err := r.d.store.Update(t.Context(), func(tx *store.Tx) error {
 		st, _, err := readConnState(tx, app, slot)
 		if err != nil {
 			return err
@@ -338,7 +233,7 @@ func frame(method, rawURL string, extra map[string]any) []byte {
 // net runs one request for app.
 func (r *rig) net(t testing.TB, app string, f []byte) (NetResult, wire.NetResponse) {
 	t.Helper()
-	return r.netCtx(t, context.Background(), app, f, DeliveryApp)
+	return r.netCtx(t, t.Context(), app, f, DeliveryApp)
 }
 
 func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, del Delivery) (NetResult, wire.NetResponse) {
@@ -347,7 +242,7 @@ func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, de
 	if !res.Answer {
 		return res, wire.NetResponse{}
 	}
-	resp, err := wire.ParseNetResponse(res.Frame)
+	resp, err := wiretest.ParseNetResponse(res.Frame)
 	if err != nil {
 		t.Fatalf("ParseNetResponse(%s) = %v", res.Frame, err)
 	}
@@ -361,7 +256,7 @@ func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, de
 // It returns a channel of the confirms it saw.
 func (r *rig) autoDecide(t testing.TB, allow bool, remember Remember) <-chan Confirm {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	hints := r.d.Hints(ctx)
 	seen := make(chan Confirm, 64)
@@ -385,7 +280,7 @@ func (r *rig) autoDecide(t testing.TB, allow bool, remember Remember) <-chan Con
 // waitConfirms waits until n confirms are pending.
 func waitConfirms(t testing.TB, d *Daemon, n int) []Confirm {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	// Subscribed before the first look: a confirm parked after it rings.
 	hints := d.Hints(ctx)

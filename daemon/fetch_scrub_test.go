@@ -476,8 +476,8 @@ func TestLANPinnedRefusesHTTP(t *testing.T) {
 			if res.Code != tc.want {
 				t.Fatalf("Net(%s) = %q, want %q", tc.url, res.Code, tc.want)
 			}
-			if tc.want != "" && r.lanDial.count() != 0 {
-				t.Errorf("refused request dialed the device %d times", r.lanDial.count())
+			if tc.want != "" && len(r.lanDial.Dials()) != 0 {
+				t.Errorf("refused request dialed the device %d times", len(r.lanDial.Dials()))
 			}
 		})
 	}

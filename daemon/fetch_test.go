@@ -56,15 +56,15 @@ func TestGateOrder(t *testing.T) {
 		}, frame("GET", "http://evil.example.com/", nil), errcode.NetHostBlocked},
 		{"ceiling before ssrf", func(t *testing.T, r *rig) {
 			r.connect(t, "app1", noneReq("p", "private.example.com"), nil)
-			r.resolver.script("private.example.com", "10.0.0.1")
+			r.resolver.Script("private.example.com", "10.0.0.1")
 		}, frame("GET", "http://private.example.com/", nil), errcode.NetSchemeBlocked},
 		{"ssrf before confirm", func(t *testing.T, r *rig) {
 			r.connect(t, "app1", noneReq("p", "private.example.com"), nil)
-			r.resolver.script("private.example.com", "10.0.0.1")
+			r.resolver.Script("private.example.com", "10.0.0.1")
 		}, frame("POST", "https://private.example.com/", map[string]any{"body": "{}"}), errcode.NetSSRFBlocked},
 		{"resolved connection url still meets the ceiling and ssrf", func(t *testing.T, r *rig) {
 			r.connect(t, "app1", noneReq("p", "private.example.com"), nil)
-			r.resolver.script("private.example.com", "127.0.0.1")
+			r.resolver.Script("private.example.com", "127.0.0.1")
 		}, frame("POST", "snug-connection://p/x", map[string]any{"body": "{}"}), errcode.NetSSRFBlocked},
 		{"LAN stand-down still needs the confirm", func(t *testing.T, r *rig) {
 			r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
@@ -90,14 +90,14 @@ func TestGateOrder(t *testing.T) {
 			if res.Code != tc.want {
 				t.Fatalf("Net = %q, want %q", res.Code, tc.want)
 			}
-			if n := r.dialer.count() + r.lanDial.count(); n != 0 {
+			if n := len(r.dialer.Dials()) + len(r.lanDial.Dials()); n != 0 {
 				t.Errorf("dials = %d, want 0", n)
 			}
 			if n := r.reads.Load(); n != 0 {
 				t.Errorf("credential reads = %d, want 0", n)
 			}
 			if tc.want != errcode.NetConfirmDenied && tc.want != errcode.NetSSRFBlocked {
-				if l := r.resolver.lookups(); len(l) != 0 {
+				if l := r.resolver.Asked(); len(l) != 0 {
 					t.Errorf("lookups = %v, want none", l)
 				}
 			}
@@ -157,13 +157,13 @@ func TestSSRFResolution(t *testing.T) {
 		t.Run(answer, func(t *testing.T) {
 			r := newRig(t)
 			r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-			r.resolver.script(apiHost, docAddr, answer)
+			r.resolver.Script(apiHost, docAddr, answer)
 			res, resp := r.net(t, "app1", frame("GET", "https://api.example.com/", nil))
 			if res.Code != errcode.NetSSRFBlocked {
 				t.Fatalf("Net = %q, want NET_SSRF_BLOCKED", res.Code)
 			}
-			if r.dialer.count() != 0 || r.reads.Load() != 0 {
-				t.Errorf("dials %d, reads %d; want 0, 0", r.dialer.count(), r.reads.Load())
+			if len(r.dialer.Dials()) != 0 || r.reads.Load() != 0 {
+				t.Errorf("dials %d, reads %d; want 0, 0", len(r.dialer.Dials()), r.reads.Load())
 			}
 			if strings.Contains(resp.Error.Message, answer) {
 				t.Errorf("message %q names the address", resp.Error.Message)
@@ -173,14 +173,15 @@ func TestSSRFResolution(t *testing.T) {
 	t.Run("rebinding", func(t *testing.T) {
 		r := newRig(t)
 		r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-		r.resolver.script(apiHost, docAddr, "|", "127.0.0.1")
+		r.resolver.Script(apiHost, docAddr)
+		r.resolver.Script(apiHost, "127.0.0.1")
 		if res, _ := r.net(t, "app1", frame("GET", "https://api.example.com/", nil)); res.Code != "" {
 			t.Fatalf("first request = %q, want ok", res.Code)
 		}
 		if res, _ := r.net(t, "app1", frame("GET", "https://api.example.com/", nil)); res.Code != errcode.NetSSRFBlocked {
 			t.Fatalf("rebound request = %q, want NET_SSRF_BLOCKED", res.Code)
 		}
-		for _, a := range r.dialer.log() {
+		for _, a := range r.dialer.Dials() {
 			if !strings.HasPrefix(a, docAddr+":") {
 				t.Errorf("dialed %s, want only the checked %s", a, docAddr)
 			}
@@ -189,7 +190,7 @@ func TestSSRFResolution(t *testing.T) {
 	t.Run("empty answer", func(t *testing.T) {
 		r := newRig(t)
 		r.connect(t, "app1", apiKeyReq("ex", apiHost), nil)
-		r.resolver.script(apiHost)
+		r.resolver.Script(apiHost)
 		if res, _ := r.net(t, "app1", frame("GET", "https://api.example.com/", nil)); res.Code != errcode.NetFetchFailed {
 			t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
 		}

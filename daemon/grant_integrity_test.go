@@ -6,6 +6,7 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // The holes of issue 10 that live in the daemon: approval bound to the
@@ -29,13 +30,13 @@ func TestApproveOfARowReplacedAfterItsReviewIsStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.ApproveReviewed(ctx, "app", "wx", rv.Token)
-	wantCode(t, err, errcode.ReviewStale)
+	testutil.WantCode(t, err, errcode.ReviewStale)
 	c, _ := d.Connection(ctx, "app", "wx")
 	if c.Status != StatusDeclared || c.ApprovedAt != nil {
 		t.Fatalf("after a stale approve: %+v, want the row still declared", c)
 	}
 	_, err = d.ApproveReviewed(ctx, "app", "wx", "")
-	wantCode(t, err, errcode.BadRequest)
+	testutil.WantCode(t, err, errcode.BadRequest)
 	// The review of the row as it is now approves it.
 	rv, _ = d.Review(ctx, "app", "wx")
 	if strings.Join(rv.Hosts, ",") != "evil.example.com" {
@@ -47,7 +48,7 @@ func TestApproveOfARowReplacedAfterItsReviewIsStale(t *testing.T) {
 	}
 	// A token is spent by the write it allowed: the row changed.
 	_, err = d.ApproveReviewed(ctx, "app", "wx", rv.Token)
-	wantCode(t, err, errcode.ConnectionNotDeclared)
+	testutil.WantCode(t, err, errcode.ConnectionNotDeclared)
 }
 
 // TestReapproveOfAChangeRestagedAfterItsReviewIsStale: the diff shown was
@@ -69,7 +70,7 @@ func TestReapproveOfAChangeRestagedAfterItsReviewIsStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.ReapproveReviewed(ctx, "app", "wx", rv.Token)
-	wantCode(t, err, errcode.ReviewStale)
+	testutil.WantCode(t, err, errcode.ReviewStale)
 	c, _ := d.Connection(ctx, "app", "wx")
 	if strings.Join(c.AllowedHosts, ",") != "api.example.com" || !c.NeedsReapproval() {
 		t.Fatalf("after a stale reapprove: hosts %v, pending %v; want the old ceiling and the change still staged", c.AllowedHosts, c.NeedsReapproval())

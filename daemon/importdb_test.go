@@ -11,6 +11,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // sql.Open("sqlite3") for hostile user DBs
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // exportOf writes d's user DB to a file and returns its path.
@@ -187,7 +188,7 @@ func TestImportRefusesNonUserDB(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	os.WriteFile(path, []byte("not sqlite"), 0o600)
 	_, err := d.Import(t.Context(), path)
-	wantCode(t, err, errcode.ImportInvalid)
+	testutil.WantCode(t, err, errcode.ImportInvalid)
 }
 
 // conformance: P3-C13-06, P3-C13-07, P1-SEC-03

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/snug/snugd/internal/testutil"
 	"net"
 	"strings"
 	"sync"
@@ -155,7 +156,7 @@ func TestLANPairOrder(t *testing.T) {
 
 	for _, bad := range []string{"8.8.8.8", "192.168.077.10", "192.168.77.10:443", "fe80::1", "bridge.local", ""} {
 		_, err := h.d.CollectLANAddress(ctx, "app1", "hue", bad)
-		wantCode(t, err, errcode.BadRequest)
+		testutil.WantCode(t, err, errcode.BadRequest)
 	}
 	if _, err := h.d.CollectLANAddress(ctx, "app1", "hue", hueAddr); err != nil {
 		t.Fatal(err)
@@ -166,9 +167,9 @@ func TestLANPairOrder(t *testing.T) {
 	}
 	// Declared: collected, not approved.
 	_, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
-	wantCode(t, err, errcode.ConnectionNotApproved)
+	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 	_, err = h.d.ProbeLAN(ctx, "app1", "hue")
-	wantCode(t, err, errcode.ConnectionNotApproved)
+	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 
 	// Approved before collection: the ceiling holds no address.
 	h2 := startHue(t, huesim.Config{})
@@ -177,14 +178,14 @@ func TestLANPairOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h2.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
-	wantCode(t, err, errcode.ConnectionNotApproved)
+	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 	// The address collected after approval is only staged: still refused.
 	r, err := h2.d.CollectLANAddress(ctx, "app1", "hue", hueAddr)
 	if err != nil || !r.Staged {
 		t.Fatalf("collect on an approved row = %+v, %v; want staged", r, err)
 	}
 	_, err = h2.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
-	wantCode(t, err, errcode.ConnectionNotApproved)
+	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 	if _, err := h2.d.Reapprove(ctx, "app1", "hue"); err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +200,11 @@ func TestLANPairOrder(t *testing.T) {
 	// Under the browser policy there is no LAN act at all.
 	hb := startHue(t, huesim.Config{}, func(c *Config) { c.TransportPolicy = PolicyBrowser })
 	_, err = hb.d.DiscoverLAN(ctx, 0)
-	wantCode(t, err, errcode.Forbidden)
+	testutil.WantCode(t, err, errcode.Forbidden)
 	hb.declareHue(t)
 	hb.collectApprove(t)
 	_, err = hb.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
-	wantCode(t, err, errcode.Forbidden)
+	testutil.WantCode(t, err, errcode.Forbidden)
 }
 
 // TestLANPairAndPin: the whole exchange. The bridge answers 101 until its
@@ -245,7 +246,7 @@ func TestLANPairAndPin(t *testing.T) {
 
 	// Paired: a second pairing without an explicit re-pin is refused.
 	_, err = h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
-	wantCode(t, err, errcode.BadRequest)
+	testutil.WantCode(t, err, errcode.BadRequest)
 
 	res, n := h.lights(t)
 	if res.Code != "" || res.Status != 200 || n != 1 {
@@ -292,7 +293,7 @@ func TestLANPairAndPin(t *testing.T) {
 		t.Fatalf("re-pin probe = %+v, %v", probe, err)
 	}
 	_, err = h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{Repin: true})
-	wantCode(t, err, errcode.BadRequest)
+	testutil.WantCode(t, err, errcode.BadRequest)
 	fl, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{Repin: true, Accept: old})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +337,7 @@ func TestLANVerifyBeforeClaim(t *testing.T) {
 		t.Errorf("a device that is not a bridge got %d pairing requests", n)
 	}
 	_, err = h.d.ProbeLAN(ctx, "app1", "hue")
-	wantCode(t, err, errcode.LANRefused)
+	testutil.WantCode(t, err, errcode.LANRefused)
 
 	v := startHue(t, huesim.Config{})
 	v.declareHue(t)

@@ -263,8 +263,8 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 		_ = s
 	})
 
-	if len(r.resolver.lookups()) != 0 || r.dialer.count() != 0 {
-		t.Fatalf("the sidecar host reached DNS or the network: %v", r.resolver.lookups())
+	if r.resolver.Lookups() != 0 || len(r.dialer.Dials()) != 0 {
+		t.Fatalf("the sidecar host reached DNS or the network: %v", r.resolver.Asked())
 	}
 
 	t.Run("revoke unlinks", func(t *testing.T) {
@@ -433,7 +433,7 @@ func TestHostileHelperAnswer(t *testing.T) {
 			t.Errorf("the app's frame carries %q: %s", bad, frame)
 		}
 	}
-	if len(r.resolver.lookups()) != 0 || r.dialer.count() != 0 {
+	if r.resolver.Lookups() != 0 || len(r.dialer.Dials()) != 0 {
 		t.Errorf("the sidecar host reached DNS or the network")
 	}
 }

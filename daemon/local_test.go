@@ -54,8 +54,8 @@ func TestLocalTransport(t *testing.T) {
 		if strings.Contains(string(res.Frame), token) || strings.Contains(string(res.Frame), "x-helper-debug") {
 			t.Errorf("answer not scrubbed or filtered: %s", res.Frame)
 		}
-		if len(r.resolver.lookups()) != 0 || r.dialer.count() != 0 {
-			t.Errorf("the sidecar host reached DNS or the network: %v", r.resolver.lookups())
+		if r.resolver.Lookups() != 0 || len(r.dialer.Dials()) != 0 {
+			t.Errorf("the sidecar host reached DNS or the network: %v", r.resolver.Asked())
 		}
 	})
 	t.Run("denied confirm never reaches the helper", func(t *testing.T) {
@@ -85,8 +85,8 @@ func TestLocalTransport(t *testing.T) {
 			if res.Code != errcode.NetFetchFailed {
 				t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
 			}
-			if len(r.resolver.lookups()) != 0 || r.dialer.count() != 0 || len(r.up.requests()) != 0 {
-				t.Errorf("fell back to the network: lookups %v, dials %d", r.resolver.lookups(), r.dialer.count())
+			if r.resolver.Lookups() != 0 || len(r.dialer.Dials()) != 0 || len(r.up.requests()) != 0 {
+				t.Errorf("fell back to the network: lookups %v, dials %d", r.resolver.Asked(), len(r.dialer.Dials()))
 			}
 			if strings.Contains(resp.Error.Message, "exited") {
 				t.Errorf("message carries the cause: %q", resp.Error.Message)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // conformance: P3-C12.3-20, P3-C12.1-03, P3-C12.6-05, P3-C12.12-09
@@ -140,7 +141,7 @@ func TestUnborrowedRegistryNameIsNeitherDisclosedNorReapproved(t *testing.T) {
 		c.PendingRequirementJSON = &p
 	})
 	_, err = d.Reapprove(ctx, "app", "other")
-	wantCode(t, err, errcode.RequirementInvalid)
+	testutil.WantCode(t, err, errcode.RequirementInvalid)
 	if c, _ := d.Connection(ctx, "app", "other"); slices.Contains(c.AllowedHosts, "collector.example.com") {
 		t.Fatalf("re-approval froze %v", c.AllowedHosts)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // orderService records when it starts and stops, in a shared log.
@@ -40,7 +42,7 @@ func (s *orderService) Run(ctx context.Context) error {
 func TestServices(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	g := newServices(slog.New(slog.NewTextHandler(logs, nil)))
 	mk := func(name string, err error) *orderService {
 		return &orderService{name: name, mu: &mu, log: &order, err: err, up: make(chan struct{})}

@@ -313,16 +313,16 @@ func (a *armedStanding) view(now time.Time) Standing {
 	return Standing{ID: a.id, Spec: a.spec, ArmedAt: a.armedAt, SendsInWindow: n}
 }
 
-// decide is the standing gate (see the top of this file). seat is the
-// confirm seat the ordinary confirm would show: the standing gate decides
+// decide is the standing gate (see the top of this file). asked is the
+// confirm the ordinary gate would park: the standing gate decides
 // on its slot and body, so a probe (no slot, no body) is never answered.
-func (g *standingGate) decide(ctx context.Context, f *fetch, seat Confirm) standingVerdict {
-	if seat.Probe || seat.Slot == "" {
+func (g *standingGate) decide(ctx context.Context, f *fetch, asked Confirm) standingVerdict {
+	if asked.Probe || asked.Slot == "" {
 		return standingNoOpinion
 	}
 	g.mu.Lock()
 	a := g.armed
-	if a == nil || a.spec.AppID != seat.AppID || a.spec.Slot != seat.Slot || a.rule.Method != seat.Method {
+	if a == nil || a.spec.AppID != asked.AppID || a.spec.Slot != asked.Slot || a.rule.Method != asked.Method {
 		g.mu.Unlock()
 		return standingNoOpinion
 	}
@@ -333,12 +333,12 @@ func (g *standingGate) decide(ctx context.Context, f *fetch, seat Confirm) stand
 	if !ok {
 		return standingNoOpinion // another endpoint: not this trigger class
 	}
-	bodyTarget, ambiguous, ok := bodyFieldTarget(rule.BodyField, seat.Body)
+	bodyTarget, ambiguous, ok := bodyFieldTarget(rule.BodyField, asked.Body)
 	if !ok && !ambiguous {
 		return standingNoOpinion // one source alone is never trusted
 	}
 	entry := store.JournalEntry{
-		AppID: seat.AppID, Slot: seat.Slot, Host: f.journalHost(), Method: seat.Method,
+		AppID: asked.AppID, Slot: asked.Slot, Host: f.journalHost(), Method: asked.Method,
 		Gate: "confirm", Unattended: true,
 	}
 	if ambiguous || pathTarget != bodyTarget {

@@ -262,7 +262,7 @@ func TestStandingQuietHoursAndKill(t *testing.T) {
 	}
 }
 
-// TestStandingNeverAnswersProbes: the probe path's confirm seat has no
+// TestStandingNeverAnswersProbes: the probe path's confirm has no
 // slot and no body, and the standing gate has no opinion on it.
 //
 // conformance: P3-X14-29
@@ -294,7 +294,7 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 	go func() { done <- r.d.exec.confirm(t.Context(), pf) }()
 	cs := waitConfirms(t, r.d, 1)
 	if c := cs[0]; !c.Probe || c.Slot != "" || c.Body != "" || c.Host != apiHost {
-		t.Errorf("probe confirm seat = %+v, want no slot, no body, Probe set", c)
+		t.Errorf("probe confirm = %+v, want no slot, no body, Probe set", c)
 	}
 	r.d.DecideConfirm(cs[0].ID, false, RememberOnce)
 	if err := <-done; err == nil || err.Code != errcode.NetConfirmDenied {

@@ -191,9 +191,10 @@ func longest(table []block, a netip.Addr) string {
 	return reason
 }
 
-// CheckHost reports whether host, the literal host of a request URL (as
+// parseHost reports whether host, the literal host of a request URL (as
 // url.URL.Hostname returns it, or with an IPv6 literal still in brackets),
-// may be handed to the public transport: nil, or a *BlockedError.
+// may be handed to the public transport: nil, or a *BlockedError; for an
+// IP literal it returns the address (the zero Addr for a host name).
 //
 //   - An IP literal (dotted-quad IPv4, IPv6 with or without brackets) is
 //     judged by CheckAddr; a zone is refused.
@@ -209,14 +210,7 @@ func longest(table []block, a netip.Addr) string {
 //     IDNs), at most 253 characters; otherwise it is "malformed".
 //
 // A host name that passes is not yet safe: Public.Resolve checks every
-// address it resolves to. CheckHost is safe for concurrent use.
-func CheckHost(host string) error {
-	_, err := parseHost(host)
-	return err
-}
-
-// parseHost applies CheckHost's rules and returns the address when host is
-// an IP literal (the zero Addr for a host name).
+// address it resolves to. parseHost is safe for concurrent use.
 func parseHost(host string) (netip.Addr, error) {
 	if host == "" || len(host) > 255 {
 		return netip.Addr{}, &BlockedError{Reason: reasonMalformed}

@@ -11,7 +11,7 @@
 // reserved, broadcast, everything in IPv6 outside 2000::/3, cloud metadata
 // endpoints), by longest match; IPv4-mapped and NAT64 well-known-prefix
 // addresses are judged by the IPv4 address they embed, zones are refused, and
-// the documentation blocks are the one deliberate exception. CheckHost judges
+// the documentation blocks are the one deliberate exception. Resolve first judges
 // the literal host of a URL: literals go to CheckAddr, numeric spellings and
 // trailing dots fail closed, localhost and single labels are refused.
 // CheckLANHost admits the §12.11 LAN class: a canonical RFC-1918 dotted quad.
@@ -22,7 +22,7 @@
 // The executor runs gate 5 before the user's confirm (gate 6) and fetches at
 // gate 9, so Public works in two steps with nothing looked up in between:
 //
-//	r, err := pub.Resolve(ctx, u.Hostname()) // gate 5: CheckHost, one lookup, every answer checked
+//	r, err := pub.Resolve(ctx, u.Hostname()) // gate 5: host rules, one lookup, every answer checked
 //	...                                      // gate 6 (confirm), 7 (strip), 8 (inject)
 //	resp, err := pub.Do(ctx, req, r, limit)  // gate 9 and 10: dial r's addresses only, read under limit
 //

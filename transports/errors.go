@@ -45,7 +45,7 @@ var (
 // host or an address. Reason is a fixed word naming the class, never the
 // address itself:
 //
-//	malformed, trailing-dot, localhost, single-label   (CheckHost)
+//	malformed, trailing-dot, localhost, single-label   (the host rules)
 //	invalid, zone                                       (an address the classifier cannot judge)
 //	this-network, unspecified, loopback, rfc1918, cgnat, link-local, metadata,
 //	ietf-protocol, benchmarking, 6to4, multicast, reserved, broadcast,

@@ -9,18 +9,16 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
-	"fmt"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/internal/testutil"
 	"github.com/snug/snugd/transports"
 	"github.com/snug/snugd/transports/transporttest"
 )
@@ -28,80 +26,6 @@ import (
 // upstreamHost is the host name the Public tests address; the httptest
 // certificate is valid for *.example.com.
 const upstreamHost = "api.example.com"
-
-// resolver answers from a script: the i-th lookup gets answers[i] (the last
-// one repeats). It records every name it is asked for.
-type resolver struct {
-	mu      sync.Mutex
-	answers [][]netip.Addr
-	err     error
-	asked   []string
-}
-
-func (r *resolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r.asked = append(r.asked, host)
-	if r.err != nil {
-		return nil, r.err
-	}
-	if len(r.answers) == 0 {
-		return nil, nil
-	}
-	i := min(len(r.asked)-1, len(r.answers)-1)
-	return slices.Clone(r.answers[i]), nil
-}
-
-func (r *resolver) calls() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.asked)
-}
-
-// dialer maps addresses to loopback listeners and records every dial. An
-// address it does not know fails to dial and nothing leaves the machine:
-// that is how a test proves no packet went to a refused address.
-type dialer struct {
-	mu     sync.Mutex
-	routes map[string]string // "192.0.2.10:443" → "127.0.0.1:port"
-	fail   map[string]bool   // addresses whose dial fails on purpose
-	dials  []string
-}
-
-func newDialer() *dialer {
-	return &dialer{routes: map[string]string{}, fail: map[string]bool{}}
-}
-
-func (d *dialer) route(from, to string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.routes[from] = to
-}
-
-func (d *dialer) Dial(ctx context.Context, network, address string) (net.Conn, error) {
-	d.mu.Lock()
-	d.dials = append(d.dials, address)
-	to, ok := d.routes[address]
-	fail := d.fail[address]
-	d.mu.Unlock()
-	if fail {
-		return nil, errors.New("test dialer: refused on purpose")
-	}
-	if !ok {
-		return nil, fmt.Errorf("test dialer: no route to %s", address)
-	}
-	var nd net.Dialer
-	return nd.DialContext(ctx, "tcp", to)
-}
-
-func (d *dialer) log() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.dials)
-}
 
 // tlsUpstream starts an httptest TLS server (HTTP/2 when h2) and returns it
 // with a pool trusting its certificate.
@@ -118,17 +42,17 @@ func tlsUpstream(t testing.TB, h http.Handler, h2 bool) (*httptest.Server, *x509
 
 // publicTo returns a Public whose resolver answers addrs for upstreamHost and
 // whose dialer routes every addr (port 443) to srv.
-func publicTo(t testing.TB, srv *httptest.Server, roots *x509.CertPool, addrs ...string) (*transports.Public, *resolver, *dialer) {
+func publicTo(t testing.TB, srv *httptest.Server, roots *x509.CertPool, addrs ...string) (*transports.Public, *testutil.Resolver, *testutil.Dialer) {
 	t.Helper()
-	res := &resolver{}
+	res := &testutil.Resolver{}
 	var answer []netip.Addr
-	d := newDialer()
+	d := &testutil.Dialer{}
 	for _, a := range addrs {
 		ip := netip.MustParseAddr(a)
 		answer = append(answer, ip)
-		d.route(netip.AddrPortFrom(ip.Unmap(), 443).String(), srv.Listener.Addr().String())
+		d.Route(netip.AddrPortFrom(ip.Unmap(), 443).String(), srv.Listener.Addr().String())
 	}
-	res.answers = [][]netip.Addr{answer}
+	res.Default = answer // every host; a test scripts a sequence per host
 	p := &transports.Public{Resolver: res, Dial: d.Dial, RootCAs: roots}
 	t.Cleanup(p.CloseIdleConnections)
 	return p, res, d
@@ -157,10 +81,10 @@ func publicHarness(h2 bool) transporttest.Harness {
 }
 
 // lanTo returns a LAN whose dialer routes addr to srv.
-func lanTo(t testing.TB, srv *httptest.Server, addr string) (*transports.LAN, *dialer) {
+func lanTo(t testing.TB, srv *httptest.Server, addr string) (*transports.LAN, *testutil.Dialer) {
 	t.Helper()
-	d := newDialer()
-	d.route(addr, srv.Listener.Addr().String())
+	d := &testutil.Dialer{}
+	d.Route(addr, srv.Listener.Addr().String())
 	l := &transports.LAN{Dial: d.Dial}
 	t.Cleanup(l.CloseIdleConnections)
 	return l, d
@@ -271,4 +195,11 @@ func httpUpstream(t testing.TB, h http.Handler) *httptest.Server {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// failingResolver fails every lookup with err.
+func failingResolver(err error) *testutil.Resolver {
+	r := &testutil.Resolver{}
+	r.Fail(err)
+	return r
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/snug/snugd/internal/testutil"
 	"github.com/snug/snugd/transports"
 )
 
@@ -53,7 +54,7 @@ func TestLANPin(t *testing.T) {
 			t.Errorf("request %d: Do(pinned device) = %q from %v, want %q from 192.168.1.20:443", i, resp.Body, resp.RemoteAddr, "device")
 		}
 	}
-	if n := len(d.log()); n != 1 {
+	if n := len(d.Dials()); n != 1 {
 		t.Errorf("three requests dialed %d time(s), want 1 (pooled)", n)
 	}
 }
@@ -84,8 +85,8 @@ func TestLANPinMismatch(t *testing.T) {
 			if hasAny(err.Error(), "QSECRET", "HSECRET", "192.168.1.20") {
 				t.Errorf("Do(impostor).Error() = %q leaks the request", err)
 			}
-			if len(d.log()) != 1 {
-				t.Errorf("dials = %q, want the one handshake attempt", d.log())
+			if len(d.Dials()) != 1 {
+				t.Errorf("dials = %q, want the one handshake attempt", d.Dials())
 			}
 			if a, h := act.active.Load(), act.handled.Load(); a != 0 || h != 0 {
 				t.Errorf("impostor saw %d active connection(s) and %d request(s), want 0 and 0", a, h)
@@ -134,8 +135,8 @@ func TestLANPinRequired(t *testing.T) {
 			t.Errorf("Do(pin %q) = %v, want ErrPinRequired", pin, err)
 		}
 	}
-	if len(d.log()) != 0 || act.handled.Load() != 0 {
-		t.Errorf("unpinned requests dialed %q, want nothing", d.log())
+	if len(d.Dials()) != 0 || act.handled.Load() != 0 {
+		t.Errorf("unpinned requests dialed %q, want nothing", d.Dials())
 	}
 }
 
@@ -145,7 +146,7 @@ func TestLANPinRequired(t *testing.T) {
 //
 // conformance: P3-X14-22, P3-X14-17
 func TestLANRefusesOtherHosts(t *testing.T) {
-	d := newDialer()
+	d := &testutil.Dialer{}
 	l := &transports.LAN{Dial: d.Dial}
 	t.Cleanup(l.CloseIdleConnections)
 	for _, url := range []string{
@@ -164,7 +165,7 @@ func TestLANRefusesOtherHosts(t *testing.T) {
 			t.Errorf("LAN.Do(%s) = %v, want ErrScheme", url, err)
 		}
 	}
-	if dials := d.log(); len(dials) != 0 {
+	if dials := d.Dials(); len(dials) != 0 {
 		t.Errorf("refused LAN requests dialed %q, want nothing", dials)
 	}
 	// The same device literal is refused by the public transport.
@@ -184,7 +185,7 @@ func TestProbe(t *testing.T) {
 	cert := deviceCert(t, "bridge-001788fffe123456")
 	srv := deviceUpstream(t, act.handler(), cert, act.connState)
 	l, d := lanTo(t, srv, "192.168.1.20:443")
-	d.route("192.168.1.20:8443", srv.Listener.Addr().String())
+	d.Route("192.168.1.20:8443", srv.Listener.Addr().String())
 
 	for _, addr := range []string{"192.168.1.20", "192.168.1.20:8443"} {
 		fp, cn, err := l.Probe(t.Context(), addr)
@@ -211,14 +212,14 @@ func TestProbe(t *testing.T) {
 // TestProbeRefuses: Probe reaches the LAN class only and reports failures
 // without addresses in the text.
 func TestProbeRefuses(t *testing.T) {
-	d := newDialer()
+	d := &testutil.Dialer{}
 	l := &transports.LAN{Dial: d.Dial}
 	for _, addr := range []string{"8.8.8.8", "127.0.0.1:443", "hue.local", "192.168.1.20:0", "192.168.1.20:", "[fd00::1]:443", "192.168.1.020"} {
 		if _, _, err := l.Probe(t.Context(), addr); reasonOf(err) == "" {
 			t.Errorf("Probe(%q) = %v, want a *BlockedError", addr, err)
 		}
 	}
-	if dials := d.log(); len(dials) != 0 {
+	if dials := d.Dials(); len(dials) != 0 {
 		t.Errorf("refused probes dialed %q, want nothing", dials)
 	}
 	_, _, err := l.Probe(t.Context(), "10.0.0.9")
@@ -253,7 +254,7 @@ func TestLANHTTPIgnoresPin(t *testing.T) {
 	if err != nil || string(resp.Body) != "device" {
 		t.Fatalf("Do(http://10.0.0.5/) = %v, %v; want %q", resp, err, "device")
 	}
-	if dials := d.log(); len(dials) != 1 || dials[0] != "10.0.0.5:80" {
+	if dials := d.Dials(); len(dials) != 1 || dials[0] != "10.0.0.5:80" {
 		t.Errorf("dials = %q, want [10.0.0.5:80]", dials)
 	}
 }

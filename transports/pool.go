@@ -66,10 +66,3 @@ func (p *pool) closeIdle() {
 		e.rt.CloseIdleConnections()
 	}
 }
-
-// len reports how many transports the pool holds (for tests).
-func (p *pool) len() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.entries)
-}

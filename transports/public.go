@@ -93,7 +93,7 @@ func (r Resolved) matches(hostname string) bool {
 }
 
 // Resolve runs the SSRF gate for host, the literal host of the request URL:
-// CheckHost, then (for a host name) ONE lookup whose every answer must pass
+// the host rules (parseHost), then (for a host name) ONE lookup whose every answer must pass
 // CheckAddr. Any refused answer refuses the whole request with a
 // *BlockedError (ruling R8), so a mixed public/private answer never dials
 // anything. An empty answer is ErrNoAddress; a resolver failure a

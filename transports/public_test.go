@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/internal/testutil"
 	"github.com/snug/snugd/transports"
 )
 
@@ -49,17 +50,17 @@ func TestResolveRefusesLiteralHosts(t *testing.T) {
 	}
 	for _, host := range hosts {
 		t.Run(host, func(t *testing.T) {
-			res := &resolver{answers: [][]netip.Addr{{netip.MustParseAddr("192.0.2.10")}}}
-			d := newDialer()
+			res := &testutil.Resolver{Default: []netip.Addr{netip.MustParseAddr("192.0.2.10")}}
+			d := &testutil.Dialer{}
 			p := &transports.Public{Resolver: res, Dial: d.Dial}
 			r, err := p.Resolve(t.Context(), host)
 			if reasonOf(err) == "" {
 				t.Fatalf("Resolve(%q) = %v, %v, want a *BlockedError", host, r.Addrs(), err)
 			}
-			if n := res.calls(); n != 0 {
+			if n := res.Lookups(); n != 0 {
 				t.Errorf("Resolve(%q) asked the resolver %d time(s), want 0", host, n)
 			}
-			if dials := d.log(); len(dials) != 0 {
+			if dials := d.Dials(); len(dials) != 0 {
 				t.Errorf("Resolve(%q) dialed %q, want nothing", host, dials)
 			}
 		})
@@ -102,13 +103,13 @@ func TestResolveRefusesAnswers(t *testing.T) {
 			if got := reasonOf(err); got != tc.reason {
 				t.Fatalf("fetch(answer %v) = %v, want reason %q", tc.answer, err, tc.reason)
 			}
-			if dials := d.log(); len(dials) != 0 {
+			if dials := d.Dials(); len(dials) != 0 {
 				t.Errorf("fetch(answer %v) dialed %q, want no dial at all", tc.answer, dials)
 			}
 			if n := hits.Load(); n != 0 {
 				t.Errorf("upstream saw %d request(s), want 0", n)
 			}
-			if n := res.calls(); n != 1 {
+			if n := res.Lookups(); n != 1 {
 				t.Errorf("resolver asked %d time(s), want 1", n)
 			}
 		})
@@ -123,8 +124,9 @@ func TestResolveRefusesAnswers(t *testing.T) {
 func TestDNSRebinding(t *testing.T) {
 	srv, roots := tlsUpstream(t, okHandler(nil), true)
 	p, res, d := publicTo(t, srv, roots, "192.0.2.10")
-	res.answers = append(res.answers, []netip.Addr{netip.MustParseAddr("127.0.0.1")})
-	d.route("127.0.0.1:443", srv.Listener.Addr().String()) // would succeed, if ever dialed
+	res.Script(upstreamHost, "192.0.2.10")
+	res.Script(upstreamHost, "127.0.0.1")
+	d.Route("127.0.0.1:443", srv.Listener.Addr().String()) // would succeed, if ever dialed
 
 	r, err := p.Resolve(t.Context(), upstreamHost)
 	if err != nil {
@@ -139,7 +141,7 @@ func TestDNSRebinding(t *testing.T) {
 	if want := netip.MustParseAddrPort("192.0.2.10:443"); resp.RemoteAddr != want {
 		t.Errorf("Do(first Resolved).RemoteAddr = %v, want %v", resp.RemoteAddr, want)
 	}
-	if n := res.calls(); n != 1 {
+	if n := res.Lookups(); n != 1 {
 		t.Errorf("resolver asked %d time(s) after Resolve and Do, want 1", n)
 	}
 	// The next request resolves again and meets the rebinding answer.
@@ -147,7 +149,7 @@ func TestDNSRebinding(t *testing.T) {
 	if got := reasonOf(err); got != "loopback" {
 		t.Fatalf("fetch after rebinding = %v, want reason loopback", err)
 	}
-	if dials := d.log(); !slices.Equal(dials, []string{"192.0.2.10:443"}) {
+	if dials := d.Dials(); !slices.Equal(dials, []string{"192.0.2.10:443"}) {
 		t.Errorf("dials = %q, want only the checked public address", dials)
 	}
 }
@@ -160,12 +162,12 @@ func TestResolveNoAddress(t *testing.T) {
 	timeout := &net.DNSError{Err: "i/o timeout", Name: "secret-host.example.com", IsTimeout: true}
 	cases := []struct {
 		name string
-		res  *resolver
+		res  *testutil.Resolver
 		want error
 	}{
-		{"empty", &resolver{answers: [][]netip.Addr{{}}}, transports.ErrNoAddress},
-		{"nil", &resolver{}, transports.ErrNoAddress},
-		{"not-found", &resolver{err: notFound}, transports.ErrNoAddress},
+		{"empty", &testutil.Resolver{Default: []netip.Addr{}}, transports.ErrNoAddress},
+		{"nil", &testutil.Resolver{}, transports.ErrNoAddress},
+		{"not-found", failingResolver(notFound), transports.ErrNoAddress},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +177,7 @@ func TestResolveNoAddress(t *testing.T) {
 			}
 		})
 	}
-	p := &transports.Public{Resolver: &resolver{err: timeout}}
+	p := &transports.Public{Resolver: failingResolver(timeout)}
 	_, err := p.Resolve(t.Context(), "secret-host.example.com")
 	var fe *transports.FetchError
 	if !errors.As(err, &fe) || fe.Op != "resolve" {
@@ -192,14 +194,14 @@ func TestResolveNoAddress(t *testing.T) {
 // TestResolveAsksRootedName: the resolver is asked once, for the lowercase
 // rooted name, so no search domain is ever appended.
 func TestResolveAsksRootedName(t *testing.T) {
-	res := &resolver{answers: [][]netip.Addr{{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("::ffff:192.0.2.11")}}}
+	res := &testutil.Resolver{Default: []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("::ffff:192.0.2.11")}}
 	p := &transports.Public{Resolver: res}
 	r, err := p.Resolve(t.Context(), "API.Example.COM")
 	if err != nil {
 		t.Fatalf("Resolve = %v", err)
 	}
-	if !slices.Equal(res.asked, []string{"api.example.com."}) {
-		t.Errorf("resolver asked %q, want [\"api.example.com.\"]", res.asked)
+	if !slices.Equal(res.Queries(), []string{"api.example.com."}) {
+		t.Errorf("resolver asked %q, want [\"api.example.com.\"]", res.Queries())
 	}
 	if r.Host() != "api.example.com" {
 		t.Errorf("Resolved.Host() = %q, want %q", r.Host(), "api.example.com")
@@ -251,7 +253,7 @@ func TestDoRefusesShape(t *testing.T) {
 			}
 		})
 	}
-	if dials := d.log(); len(dials) != 0 || hits.Load() != 0 {
+	if dials := d.Dials(); len(dials) != 0 || hits.Load() != 0 {
 		t.Errorf("refused requests dialed %q and reached the upstream %d time(s), want nothing", dials, hits.Load())
 	}
 }
@@ -268,8 +270,8 @@ func (c *closeRecorder) Close() error { c.closed.Store(true); return nil }
 func TestDialFallback(t *testing.T) {
 	srv, roots := tlsUpstream(t, okHandler(nil), true)
 	p, _, d := publicTo(t, srv, roots, "192.0.2.1", "2001:db8::2", "192.0.2.3")
-	d.fail["192.0.2.1:443"] = true
-	d.fail["[2001:db8::2]:443"] = true
+	d.Refuse("192.0.2.1:443")
+	d.Refuse("[2001:db8::2]:443")
 	resp, err := fetch(t.Context(), p, newRequest(t, "GET", "https://"+upstreamHost+"/"), 0)
 	if err != nil {
 		t.Fatalf("fetch = %v, want the third address to answer", err)
@@ -277,11 +279,11 @@ func TestDialFallback(t *testing.T) {
 	if want := netip.MustParseAddrPort("192.0.2.3:443"); resp.RemoteAddr != want {
 		t.Errorf("RemoteAddr = %v, want %v", resp.RemoteAddr, want)
 	}
-	if want := []string{"192.0.2.1:443", "[2001:db8::2]:443", "192.0.2.3:443"}; !slices.Equal(d.log(), want) {
-		t.Errorf("dials = %q, want %q", d.log(), want)
+	if want := []string{"192.0.2.1:443", "[2001:db8::2]:443", "192.0.2.3:443"}; !slices.Equal(d.Dials(), want) {
+		t.Errorf("dials = %q, want %q", d.Dials(), want)
 	}
 	// All fail: a *FetchError, text free of addresses.
-	d.fail["192.0.2.3:443"] = true
+	d.Refuse("192.0.2.3:443")
 	p.CloseIdleConnections()
 	_, err = fetch(t.Context(), p, newRequest(t, "GET", "https://"+upstreamHost+"/?q=secret"), 0)
 	var fe *transports.FetchError
@@ -297,12 +299,12 @@ func TestDialFallback(t *testing.T) {
 func TestDialUsesURLPort(t *testing.T) {
 	srv, roots := tlsUpstream(t, okHandler(nil), false)
 	p, _, d := publicTo(t, srv, roots, "192.0.2.10")
-	d.route("192.0.2.10:8443", srv.Listener.Addr().String())
+	d.Route("192.0.2.10:8443", srv.Listener.Addr().String())
 	if _, err := fetch(t.Context(), p, newRequest(t, "GET", "https://"+upstreamHost+":8443/"), 0); err != nil {
 		t.Fatalf("fetch(:8443) = %v", err)
 	}
-	if want := []string{"192.0.2.10:8443"}; !slices.Equal(d.log(), want) {
-		t.Errorf("dials = %q, want %q", d.log(), want)
+	if want := []string{"192.0.2.10:8443"}; !slices.Equal(d.Dials(), want) {
+		t.Errorf("dials = %q, want %q", d.Dials(), want)
 	}
 }
 
@@ -327,7 +329,13 @@ func TestPoolKeyedByResolvedSet(t *testing.T) {
 			roots.AddCert(srv.Certificate())
 			p, res, d := publicTo(t, srv, roots, "192.0.2.1", "192.0.2.2")
 			a1, a2 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
-			res.answers = [][]netip.Addr{{a1}, {a1}, {a2}, {a2, a1}, {a1, a2}}
+			for _, answer := range [][]netip.Addr{{a1}, {a1}, {a2}, {a2, a1}, {a1, a2}} {
+				var addrs []string
+				for _, a := range answer {
+					addrs = append(addrs, a.String())
+				}
+				res.Script(upstreamHost, addrs...)
+			}
 			steps := []struct {
 				remote string
 				dials  []string
@@ -347,8 +355,8 @@ func TestPoolKeyedByResolvedSet(t *testing.T) {
 				if resp.RemoteAddr.String() != st.remote {
 					t.Errorf("step %d: RemoteAddr = %v, want %v", i, resp.RemoteAddr, st.remote)
 				}
-				if !slices.Equal(d.log(), st.dials) {
-					t.Errorf("step %d: dials = %q, want %q", i, d.log(), st.dials)
+				if !slices.Equal(d.Dials(), st.dials) {
+					t.Errorf("step %d: dials = %q, want %q", i, d.Dials(), st.dials)
 				}
 				if n := conns.Load(); n != st.conns {
 					t.Errorf("step %d: upstream saw %d connection(s), want %d", i, n, st.conns)
@@ -372,10 +380,10 @@ func TestTLSVerifiesHost(t *testing.T) {
 	srv, roots := tlsUpstream(t, okHandler(&hits), true)
 	t.Run("wrong-name", func(t *testing.T) {
 		// The httptest certificate covers *.example.com, not example.org.
-		d := newDialer()
-		d.route("192.0.2.10:443", srv.Listener.Addr().String())
+		d := &testutil.Dialer{}
+		d.Route("192.0.2.10:443", srv.Listener.Addr().String())
 		p := &transports.Public{
-			Resolver: &resolver{answers: [][]netip.Addr{{netip.MustParseAddr("192.0.2.10")}}},
+			Resolver: &testutil.Resolver{Default: []netip.Addr{netip.MustParseAddr("192.0.2.10")}},
 			Dial:     d.Dial,
 			RootCAs:  roots,
 		}
@@ -411,10 +419,10 @@ func TestIPLiteralHost(t *testing.T) {
 			srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 			srv.StartTLS()
 			t.Cleanup(srv.Close)
-			res := &resolver{}
-			d := newDialer()
+			res := &testutil.Resolver{}
+			d := &testutil.Dialer{}
 			ap := netip.AddrPortFrom(ip, 443).String()
-			d.route(ap, srv.Listener.Addr().String())
+			d.Route(ap, srv.Listener.Addr().String())
 			p := &transports.Public{Resolver: res, Dial: d.Dial, RootCAs: roots}
 			t.Cleanup(p.CloseIdleConnections)
 			host := lit
@@ -425,8 +433,8 @@ func TestIPLiteralHost(t *testing.T) {
 			if err != nil {
 				t.Fatalf("fetch(https://%s/) = %v", host, err)
 			}
-			if string(resp.Body) != "ok" || res.calls() != 0 || !slices.Equal(d.log(), []string{ap}) {
-				t.Errorf("fetch(https://%s/) = %q, resolver calls %d, dials %q; want ok, 0, [%s]", host, resp.Body, res.calls(), d.log(), ap)
+			if string(resp.Body) != "ok" || res.Lookups() != 0 || !slices.Equal(d.Dials(), []string{ap}) {
+				t.Errorf("fetch(https://%s/) = %q, resolver calls %d, dials %q; want ok, 0, [%s]", host, resp.Body, res.Lookups(), d.Dials(), ap)
 			}
 		})
 	}
@@ -487,7 +495,9 @@ func TestLimitDefault(t *testing.T) {
 func TestConcurrentFetches(t *testing.T) {
 	srv, roots := tlsUpstream(t, okHandler(nil), true)
 	p, res, _ := publicTo(t, srv, roots, "192.0.2.1", "192.0.2.2")
-	res.answers = [][]netip.Addr{{netip.MustParseAddr("192.0.2.1")}, {netip.MustParseAddr("192.0.2.2")}, {netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")}}
+	res.Script(upstreamHost, "192.0.2.1")
+	res.Script(upstreamHost, "192.0.2.2")
+	res.Script(upstreamHost, "192.0.2.1", "192.0.2.2")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	errc := make(chan error, 32)

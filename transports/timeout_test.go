@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/snug/snugd/internal/testutil"
 	"github.com/snug/snugd/transports"
 )
 
@@ -20,16 +22,17 @@ import (
 // is tried; the request fails after the last. Fake time, no sleeping.
 func TestDialTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDialer()
+		var mu sync.Mutex
+		var dials []string
 		hang := func(ctx context.Context, network, address string) (net.Conn, error) {
-			d.mu.Lock()
-			d.dials = append(d.dials, address)
-			d.mu.Unlock()
+			mu.Lock()
+			dials = append(dials, address)
+			mu.Unlock()
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
 		p := &transports.Public{
-			Resolver:    &resolver{answers: [][]netip.Addr{{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")}}},
+			Resolver:    &testutil.Resolver{Default: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")}},
 			Dial:        hang,
 			DialTimeout: 3 * time.Second,
 		}
@@ -43,8 +46,10 @@ func TestDialTimeout(t *testing.T) {
 		if took := time.Since(start); took != 6*time.Second {
 			t.Errorf("fetch(every dial hangs) took %v, want 2 × 3s", took)
 		}
-		if want := []string{"192.0.2.1:443", "192.0.2.2:443"}; !slices.Equal(d.log(), want) {
-			t.Errorf("dials = %q, want %q", d.log(), want)
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"192.0.2.1:443", "192.0.2.2:443"}; !slices.Equal(dials, want) {
+			t.Errorf("dials = %q, want %q", dials, want)
 		}
 	})
 }

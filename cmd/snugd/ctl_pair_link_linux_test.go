@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/snug/snugd/internal/testutil"
 	"image"
 	"image/color"
 	"os"
@@ -178,7 +179,7 @@ func TestCtlPairLinkOnATerminal(t *testing.T) {
 func TestCtlPairLinkCancel(t *testing.T) {
 	td, _ := startLinkDaemon(t, "20s")
 	ctx, cancel := context.WithCancel(t.Context())
-	var out, errb syncBuffer
+	var out, errb testutil.LogBuffer
 	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
 	hints := td.d.Hints(t.Context())
 	done := make(chan int, 1)

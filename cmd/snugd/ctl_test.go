@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -23,6 +25,8 @@ import (
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/transports"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // testDaemon is a real daemon on a data directory in t.TempDir(), its API
@@ -31,8 +35,7 @@ type testDaemon struct {
 	dir  string
 	d    *daemon.Daemon
 	port int
-	tcp  *api.Client // a host's client, no token yet
-	stop func()      // shuts the daemon down; idempotent
+	stop func() // shuts the daemon down; idempotent
 }
 
 func startDaemon(t *testing.T) *testDaemon {
@@ -93,7 +96,7 @@ func startDaemonVersion(t *testing.T, version string, opts ...func(*daemon.Confi
 		d.Close()
 	})
 	t.Cleanup(stop)
-	return &testDaemon{dir: dir, d: d, port: port, tcp: api.NewClient(fmt.Sprintf("http://127.0.0.1:%d", port), api.ClientOptions{}), stop: stop}
+	return &testDaemon{dir: dir, d: d, port: port, stop: stop}
 }
 
 // noNetwork is the in-process daemon's resolver and dialer: every name
@@ -122,11 +125,46 @@ func (td *testDaemon) pair(t *testing.T, name string) (api.PairResponse, string)
 	t.Helper()
 	verifier := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{byte(len(name))}, 32))
 	sum := sha256.Sum256([]byte(verifier))
-	p, err := td.tcp.Pair(t.Context(), api.PairRequest{Name: name, Surface: "desktop", Challenge: base64.RawURLEncoding.EncodeToString(sum[:])})
-	if err != nil {
-		t.Fatalf("Pair: %v", err)
+	var p api.PairResponse
+	if status := td.host(t, http.MethodPost, "/v1/hosts/pair", "", api.PairRequest{Name: name, Surface: "desktop", Challenge: base64.RawURLEncoding.EncodeToString(sum[:])}, &p); status/100 != 2 {
+		t.Fatalf("POST /v1/hosts/pair = %d", status)
 	}
 	return p, verifier
+}
+
+// host makes one call over TCP as a host would (with token, unless ""),
+// decodes a 2xx answer into out and returns the status.
+func (td *testDaemon) host(t *testing.T, method, path, token string, in, out any) int {
+	t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, fmt.Sprintf("http://127.0.0.1:%d%s", td.port, path), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 && out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s %s: decode the answer: %v", method, path, err)
+		}
+	}
+	return resp.StatusCode
 }
 
 // TestCtlDaemonDown: with no daemon, every command that needs one exits 1
@@ -225,9 +263,9 @@ func TestCtlHosts(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "approved") {
 		t.Fatalf("hosts approve = %d, %q (stderr %q)", code, out, errOut)
 	}
-	r, err := td.tcp.Redeem(t.Context(), p.PairingID, verifier)
-	if err != nil || r.State != "approved" || r.Token == "" {
-		t.Fatalf("Redeem = %+v, %v", r, err)
+	var r api.RedeemResponse
+	if status := td.host(t, http.MethodPost, "/v1/hosts/pair/"+p.PairingID+"/redeem", "", api.RedeemRequest{Verifier: verifier}, &r); status/100 != 2 || r.State != "approved" || r.Token == "" {
+		t.Fatalf("Redeem = %d, %+v", status, r)
 	}
 	code, out, _ = td.ctl(t, "", "hosts", "--json")
 	var hs api.HostsResponse
@@ -251,9 +289,8 @@ func TestCtlHosts(t *testing.T) {
 	if code, _, errOut = td.ctl(t, "", "hosts", "revoke", hs.Hosts[0].HostID); code != exitOK {
 		t.Fatalf("hosts revoke = %d (stderr %q)", code, errOut)
 	}
-	host := api.NewClient(fmt.Sprintf("http://127.0.0.1:%d", td.port), api.ClientOptions{Token: r.Token})
-	if _, err := host.Status(t.Context()); err == nil {
-		t.Errorf("Status with a revoked host's token succeeded")
+	if status := td.host(t, http.MethodGet, "/v1/status", r.Token, nil, nil); status/100 == 2 {
+		t.Errorf("GET /v1/status with a revoked host's token = %d, want a refusal", status)
 	}
 	p2, _ := td.pair(t, "Other")
 	if code, out, _ = td.ctl(t, "", "hosts", "deny", p2.Code); code != exitOK || !strings.Contains(out, "denied") {
@@ -563,10 +600,10 @@ func TestCtlVersionMismatch(t *testing.T) {
 
 // follow runs a following ctl command (confirms --watch, journal --follow)
 // until stop is called, which returns its exit status.
-func (td *testDaemon) follow(t *testing.T, out *syncBuffer, args ...string) (stop func() int) {
+func (td *testDaemon) follow(t *testing.T, out *testutil.LogBuffer, args ...string) (stop func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	var errb syncBuffer
+	var errb testutil.LogBuffer
 	e := env{stdin: strings.NewReader(""), stdout: out, stderr: &errb, getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() { done <- dispatch(ctx, e, append([]string{"ctl", "--data-dir", td.dir}, args...)) }()
@@ -586,7 +623,7 @@ func (td *testDaemon) follow(t *testing.T, out *syncBuffer, args ...string) (sto
 }
 
 // waitFor waits (at most 5 s) until out contains want.
-func waitFor(t *testing.T, out *syncBuffer, want string) {
+func waitFor(t *testing.T, out *testutil.LogBuffer, want string) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
 		if strings.Contains(out.String(), want) {
@@ -604,7 +641,7 @@ func TestCtlFollow(t *testing.T) {
 	td := startDaemon(t)
 	td.propose(t, "trader")
 	td.ctl(t, "", "approve", "trader", "coinbase-exchange", "--yes")
-	var watch, journal syncBuffer
+	var watch, journal testutil.LogBuffer
 	stopWatch := td.follow(t, &watch, "confirms", "--watch")
 	stopJournal := td.follow(t, &journal, "journal", "--follow")
 

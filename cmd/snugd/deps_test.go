@@ -24,7 +24,7 @@ var (
 	leafVocabulary = []string{module + "/daemon/errcode", module + "/daemon/wire"}
 	core           = []string{module + "/api", module + "/cmd"}
 	// testOnly are packages that only _test.go files may import.
-	testOnly = []string{module + "/internal/testutil", module + "/daemon/oauth/oauthtest"}
+	testOnly = []string{module + "/internal/testutil", module + "/daemon/oauth/oauthtest", module + "/daemon/wire/wiretest"}
 )
 
 // rules are DESIGN.md's layout table: arrows point cmd/snugd → api → daemon →

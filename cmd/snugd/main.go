@@ -1,6 +1,16 @@
 // Command snugd is the Snug sidecar: the daemon (snugd run), its OS service
 // (snugd install|uninstall|start|stop|restart|status) and its administrator's
 // client (snugd ctl). See README.md and API.md.
+//
+// Where each concern lives: main.go the subcommand table; run.go builds
+// and wires everything (config.go's file and flags, paths.go's data and log
+// directories, daemon.New, api.New, the two listeners, the drain);
+// service*.go the OS service (kardianos/service); ctl.go the ctl command
+// table, one ctl_*.go file per command group over api.Client, ctl_text.go
+// the one escape (shown) every outside string passes through, ctl_ask.go
+// the confirmation prompts; help.go and manpage.go the docs (the man page
+// is generated from them); webhost.go the reference web host; helper.go
+// the hidden linked-device helpers.
 package main
 
 import (

@@ -152,13 +152,6 @@ func defaultDataDir(system bool) string {
 	return d
 }
 
-// defaultLogDir returns the directory this machine's service logs go to;
-// "" when snugd logs to stderr and the service manager keeps it (journald).
-func defaultLogDir(system bool) string {
-	d, _ := hostPlaces(os.Getenv).logDir(system)
-	return d
-}
-
 // dataDirEnv names the environment variable that sets the data directory
 // when --data-dir is not given.
 const dataDirEnv = "SNUGD_DATA_DIR"

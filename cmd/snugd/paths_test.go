@@ -70,8 +70,8 @@ func TestHostPlaces(t *testing.T) {
 		if got := defaultDataDir(true); got != "/var/lib/snugd" {
 			t.Errorf("defaultDataDir(true) = %q, want /var/lib/snugd", got)
 		}
-		if got := defaultLogDir(true); got != "" {
-			t.Errorf("defaultLogDir(true) = %q, want \"\" (journald)", got)
+		if got, err := hostPlaces(os.Getenv).logDir(true); err != nil || got != "" {
+			t.Errorf("logDir(true) = %q, %v, want \"\" (journald)", got, err)
 		}
 		if got, want := defaultDataDir(false), func() string { d, _ := hostPlaces(os.Getenv).dataDir(false); return d }(); got != want {
 			t.Errorf("defaultDataDir(false) = %q, want %q", got, want)

@@ -13,10 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // freePort returns a loopback port nothing listens on (at the moment it
@@ -43,23 +44,6 @@ func shortDir(t *testing.T) string {
 	return filepath.Join(dir, "d")
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func health(port int) (*http.Response, error) {
 	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/v1/health", port), nil)
 	return http.DefaultClient.Do(req)
@@ -70,7 +54,7 @@ func health(port int) (*http.Response, error) {
 // when its context ends.
 func TestRunInProcess(t *testing.T) {
 	dir, port := shortDir(t), freePort(t)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.LogBuffer
 	e := env{stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
@@ -102,7 +86,7 @@ func TestRunInProcess(t *testing.T) {
 		t.Errorf("ctl socket = %v, %v, want mode 0600", fi, err)
 	}
 	// A second daemon on the same directory is refused, naming why.
-	var stderr2 syncBuffer
+	var stderr2 testutil.LogBuffer
 	if code := dispatch(t.Context(), env{stdout: io.Discard, stderr: &stderr2, getenv: e.getenv}, []string{"run", "--data-dir", dir, "--port", strconv.Itoa(freePort(t))}); code != exitNo {
 		t.Errorf("second snugd run = %d, want %d", code, exitNo)
 	}
@@ -128,7 +112,7 @@ func TestRunPortInUse(t *testing.T) {
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	var stderr syncBuffer
+	var stderr testutil.LogBuffer
 	code := cmdRun(t.Context(), env{stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "" }}, []string{"--data-dir", shortDir(t), "--port", strconv.Itoa(port)})
 	if code != exitNo || !strings.Contains(stderr.String(), fmt.Sprintf("port %d", port)) || !strings.Contains(stderr.String(), "in use") {
 		t.Errorf("snugd run on a busy port = %d, %q, want 1 and a message naming port %d", code, stderr.String(), port)
@@ -180,7 +164,7 @@ func TestRunBinarySIGTERM(t *testing.T) {
 	dir, port := shortDir(t), freePort(t)
 	cmd := exec.Command(bin, "run", "--data-dir", dir, "--port", strconv.Itoa(port))
 	stdout, _ := cmd.StdoutPipe()
-	var stderr syncBuffer
+	var stderr testutil.LogBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

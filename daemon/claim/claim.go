@@ -51,12 +51,12 @@ func ParseSetupToken(pasted string, ceiling []string, accessPath string) (*url.U
 // other bytes). The only error is ReasonTokenShape.
 func DecodeToken(pasted string) (string, error) {
 	if len(pasted) > MaxTokenBytes {
-		return "", refuse(ReasonTokenShape)
+		return "", Refuse(ReasonTokenShape)
 	}
 	t := strings.Trim(pasted, " \t\r\n\v\f")
 	s := strings.TrimRight(t, "=")
 	if len(t)-len(s) > 2 || s == "" {
-		return "", refuse(ReasonTokenShape)
+		return "", Refuse(ReasonTokenShape)
 	}
 	std, urlSafe := false, false
 	for i := 0; i < len(s); i++ {
@@ -67,11 +67,11 @@ func DecodeToken(pasted string) (string, error) {
 		case c == '-' || c == '_':
 			urlSafe = true
 		default:
-			return "", refuse(ReasonTokenShape)
+			return "", Refuse(ReasonTokenShape)
 		}
 	}
 	if std && urlSafe {
-		return "", refuse(ReasonTokenShape)
+		return "", Refuse(ReasonTokenShape)
 	}
 	enc := base64.RawStdEncoding
 	if urlSafe {
@@ -79,7 +79,7 @@ func DecodeToken(pasted string) (string, error) {
 	}
 	b, err := enc.DecodeString(s)
 	if err != nil || !printableURL(string(b)) {
-		return "", refuse(ReasonTokenShape)
+		return "", Refuse(ReasonTokenShape)
 	}
 	return string(b), nil
 }
@@ -88,28 +88,28 @@ func DecodeToken(pasted string) (string, error) {
 // URL; see ParseSetupToken.
 func CheckClaimURL(raw string, ceiling []string, accessPath string) (*url.URL, error) {
 	if !printableURL(raw) {
-		return nil, refuse(ReasonTokenShape)
+		return nil, Refuse(ReasonTokenShape)
 	}
 	u, err := url.Parse(raw) // its error quotes raw: never passed on
 	if err != nil {
-		return nil, refuse(ReasonTokenShape)
+		return nil, Refuse(ReasonTokenShape)
 	}
 	if u.Scheme != "https" {
-		return nil, refuse(ReasonClaimScheme)
+		return nil, Refuse(ReasonClaimScheme)
 	}
 	if u.User != nil {
-		return nil, refuse(ReasonClaimUserinfo)
+		return nil, Refuse(ReasonClaimUserinfo)
 	}
 	host, ok := ceilingHost(u, ceiling)
 	if !ok {
-		return nil, refuse(ReasonClaimHost)
+		return nil, Refuse(ReasonClaimHost)
 	}
 	if u.Opaque != "" || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#") {
-		return nil, refuse(ReasonClaimPath)
+		return nil, Refuse(ReasonClaimPath)
 	}
 	id, ok := strings.CutPrefix(u.Path, accessPath+"/claim/")
 	if !validAccessPath(accessPath) || !ok || !validID(id) {
-		return nil, refuse(ReasonClaimPath)
+		return nil, Refuse(ReasonClaimPath)
 	}
 	return &url.URL{Scheme: "https", Host: host, Path: u.Path}, nil
 }
@@ -151,29 +151,29 @@ func (a Access) LogValue() slog.Value { return slog.StringValue(a.String()) }
 func ParseAccessURL(body []byte, ceiling []string, accessPath string) (Access, error) {
 	raw := string(body)
 	if !printableURL(raw) {
-		return Access{}, refuse(ReasonAccessShape)
+		return Access{}, Refuse(ReasonAccessShape)
 	}
 	u, err := url.Parse(raw) // its error quotes the credentials: never passed on
 	if err != nil || u.Scheme == "" || u.Opaque != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#") {
-		return Access{}, refuse(ReasonAccessShape)
+		return Access{}, Refuse(ReasonAccessShape)
 	}
 	if u.Scheme != "https" {
-		return Access{}, refuse(ReasonAccessScheme)
+		return Access{}, Refuse(ReasonAccessScheme)
 	}
 	if u.User == nil {
-		return Access{}, refuse(ReasonAccessUserinfo)
+		return Access{}, Refuse(ReasonAccessUserinfo)
 	}
 	user := u.User.Username()
 	pass, hasPass := u.User.Password()
 	if user == "" || !hasPass || pass == "" || strings.Contains(user, ":") || !printable(user) || !printable(pass) {
-		return Access{}, refuse(ReasonAccessUserinfo)
+		return Access{}, Refuse(ReasonAccessUserinfo)
 	}
 	host, ok := ceilingHost(u, ceiling)
 	if !ok {
-		return Access{}, refuse(ReasonAccessHost)
+		return Access{}, Refuse(ReasonAccessHost)
 	}
 	if !validAccessPath(accessPath) || u.RawPath != "" || u.Path != accessPath {
-		return Access{}, refuse(ReasonAccessPath)
+		return Access{}, Refuse(ReasonAccessPath)
 	}
 	return Access{Host: host, username: user, password: pass}, nil
 }
@@ -187,10 +187,10 @@ func CheckInfo(body []byte) error {
 		Versions []string `json:"versions"`
 	}
 	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &info) != nil {
-		return refuse(ReasonNotBridge)
+		return Refuse(ReasonNotBridge)
 	}
 	if !slices.ContainsFunc(info.Versions, func(v string) bool { return v == "1" || strings.HasPrefix(v, "1.") }) {
-		return refuse(ReasonNotBridge)
+		return Refuse(ReasonNotBridge)
 	}
 	return nil
 }

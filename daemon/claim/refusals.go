@@ -105,8 +105,6 @@ type Error struct {
 // Refuse returns the *Error for r. r must be on the list.
 func Refuse(r Reason) *Error { return &Error{Reason: r} }
 
-func refuse(r Reason) error { return Refuse(r) }
-
 func (e *Error) Error() string {
 	if f, ok := Lookup(e.Reason); ok {
 		return f.Sentence

@@ -3,7 +3,8 @@
 // each with its retryable flag, whether it is reserved, and a one-line
 // meaning.
 //
-// The registry is one ordered, append-only list (List, Lookup). A code is
+// The registry is one ordered, append-only list (the table in codes.go,
+// read with Lookup). A code is
 // part of the public API: it is never renamed, reordered or deleted, and a
 // retired code stays listed as reserved. Reserved codes are never emitted
 // (ruling R2); Emittable says whether a code may be sent. Other folders add

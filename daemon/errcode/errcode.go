@@ -71,14 +71,6 @@ type Entry struct {
 	Meaning   string
 }
 
-// List returns every registered code, in registry order: Part I R5's
-// codes, then the net registry, then codes added later, each appended at
-// the end. The returned slice is the caller's own copy.
-func List() []Entry {
-	t := table()
-	return t[:]
-}
-
 // Lookup returns the registry entry for c, and reports whether c is
 // registered.
 func Lookup(c Code) (Entry, bool) {

@@ -8,41 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// Canonical returns the canonical form (spec §12.3) of any JSON document:
-// object keys sorted recursively by their UTF-8 bytes, no whitespace, arrays
-// in their original order, strings with the minimal escapes (only '"', '\\'
-// and the control characters; no HTML escaping, non-ASCII as UTF-8) and
-// numbers in one deterministic spelling (see below). Two documents mean the
-// same value exactly when their canonical forms are equal strings; callers
-// compare them with ==, never through a digest.
-//
-// A number is written as its exact decimal value laid out the way
-// ECMAScript's Number.prototype.toString lays out a number (integers up to
-// 21 digits plainly, "0.000001" down to 1e-6, exponent form beyond), but
-// without rounding to a float64: 1.0, 1e0 and 10e-1 all become "1", -0
-// becomes "0", and 12345678901234567890 stays exact. A number whose
-// value needs a decimal exponent beyond ±999,999,999 (1e1000000000,
-// 10e999999999) is refused.
-//
-// The document must be strict JSON: valid UTF-8, no duplicate object keys,
-// no lone surrogate escapes, at most 128 levels deep. Errors name a byte
-// offset or a path, never the document's text. Canonical is safe for
-// concurrent use.
-func Canonical(raw []byte) (string, error) {
-	v, dups, err := decodeJSON(raw)
-	if err != nil {
-		return "", err
-	}
-	if len(dups) > 0 {
-		return "", dups[0]
-	}
-	var b strings.Builder
-	if err := writeCanonical(&b, v); err != nil {
-		return "", err
-	}
-	return b.String(), nil
-}
-
 // maxExponent bounds the decimal exponent of a number's canonical
 // scientific spelling, so every canonical form is itself accepted.
 const maxExponent = 999_999_999
@@ -50,6 +15,21 @@ const maxExponent = 999_999_999
 // errNumberRange is returned for a number whose exponent is out of range.
 var errNumberRange = errors.New("number exponent out of range")
 
+// writeCanonical writes v in the canonical form of spec §12.3: object keys
+// sorted recursively by their UTF-8 bytes, no whitespace, arrays in their
+// original order, strings with the minimal escapes (only '"', '\\' and the
+// control characters; no HTML escaping, non-ASCII as UTF-8) and numbers in
+// one deterministic spelling. Two documents mean the same value exactly
+// when their canonical forms are equal strings; callers compare them with
+// ==, never through a digest.
+//
+// A number is written as its exact decimal value laid out the way
+// ECMAScript's Number.prototype.toString lays out a number (integers up to
+// 21 digits plainly, "0.000001" down to 1e-6, exponent form beyond), but
+// without rounding to a float64: 1.0, 1e0 and 10e-1 all become "1", -0
+// becomes "0", and 12345678901234567890 stays exact. A number whose
+// value needs a decimal exponent beyond ±999,999,999 (1e1000000000,
+// 10e999999999) is refused with errNumberRange.
 func writeCanonical(b *strings.Builder, v *jsonValue) error {
 	switch v.kind {
 	case jsonNull:

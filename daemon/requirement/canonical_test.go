@@ -2,6 +2,7 @@ package requirement
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -176,4 +177,24 @@ func TestRequirementCanonicalRoundTrip(t *testing.T) {
 	t.Run("coinbase", func(t *testing.T) {
 		checkRoundTrip(t, readTestdata(t, "coinbase-exchange.json"), Options{})
 	})
+}
+
+// Canonical returns the canonical form (spec §12.3, writeCanonical) of any
+// JSON document, the oracle the tests hold Requirement.Canonical to. The
+// document must be strict JSON: valid UTF-8, no duplicate object keys, no
+// lone surrogate escapes, at most 128 levels deep. Errors name a byte
+// offset or a path, never the document's text.
+func Canonical(raw []byte) (string, error) {
+	v, dups, err := decodeJSON(raw)
+	if err != nil {
+		return "", err
+	}
+	if len(dups) > 0 {
+		return "", errors.New("duplicate key at " + dups[0].path)
+	}
+	var b strings.Builder
+	if err := writeCanonical(&b, v); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }

@@ -202,20 +202,20 @@
 //
 // # Canonical form
 //
-// Canonical rewrites any JSON document into its canonical form (§12.3):
-// keys sorted recursively by UTF-8 bytes, no whitespace, arrays in order
-// (array order is significant: instructions are a numbered walkthrough,
-// fields the wizard's order, scopes what review renders), minimal string
-// escapes without HTML escaping, one exact spelling per number. Canonical
-// forms are compared as strings, never as digests.
+// Requirement.Canonical writes a requirement in the canonical form of
+// §12.3: keys sorted recursively by UTF-8 bytes, no whitespace, arrays in
+// order (array order is significant: instructions are a numbered
+// walkthrough, fields the wizard's order, scopes what review renders),
+// minimal string escapes without HTML escaping, one exact spelling per
+// number. Canonical forms are compared as strings, never as digests.
 //
-// Requirement.Canonical encodes a parsed requirement the same way, after
-// normalization: hosts normalized, empty optional containers omitted (an
-// empty scopes list and an absent one are the same requirement), and pkce
-// written explicitly on both OAuth kinds, so relying on the default and
-// spelling it out store identical text. It is what the writers store as
-// requirement_json and compare for requirement_version bumps, and it is
-// stable: Parse(r.Canonical()) equals r and re-encodes to the same string.
+// It encodes the requirement after normalization: hosts normalized, empty
+// optional containers omitted (an empty scopes list and an absent one are
+// the same requirement), and pkce written explicitly on both OAuth kinds,
+// so relying on the default and spelling it out store identical text. It
+// is what the writers store as requirement_json and compare for
+// requirement_version bumps, and it is stable: Parse(r.Canonical()) equals
+// r and re-encodes to the same string.
 //
 // Everything in this package is safe for concurrent use.
 package requirement

@@ -58,14 +58,10 @@ func (v *jsonValue) typeName() string {
 	}
 }
 
-// A duplicateKeyError is an object that names one member twice. path is the
+// A duplicateKey is an object that names one member twice. path is the
 // schema path of the second occurrence.
-type duplicateKeyError struct {
+type duplicateKey struct {
 	path string
-}
-
-func (e *duplicateKeyError) Error() string {
-	return "duplicate key at " + e.path
 }
 
 // reader is the requirement's strict JSON reader: daemon/internal/strictjson
@@ -77,7 +73,7 @@ var reader = strictjson.Reader{MaxDepth: maxDepth, Strict: true}
 // a byte order mark and nesting deeper than maxDepth; errors are
 // *strictjson.SyntaxError. Duplicate object keys do not stop the read:
 // every one is reported, in document order, so a caller can name them all.
-func decodeJSON(data []byte) (*jsonValue, []*duplicateKeyError, error) {
+func decodeJSON(data []byte) (*jsonValue, []*duplicateKey, error) {
 	root, err := reader.Decode(data)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +85,7 @@ func decodeJSON(data []byte) (*jsonValue, []*duplicateKeyError, error) {
 // builder turns a decoded tree into the package's document model, noting
 // every duplicate key on the way.
 type builder struct {
-	dups []*duplicateKeyError
+	dups []*duplicateKey
 	// stack is the path to the value being built, rendered into a string
 	// only when a duplicate key needs naming.
 	stack []pathSeg
@@ -142,7 +138,7 @@ func (b *builder) tree(v *strictjson.Value) *jsonValue {
 			}
 			b.stack = append(b.stack, pathSeg{name: m.Name, pos: i, index: -1})
 			if seen[m.Name] {
-				b.dups = append(b.dups, &duplicateKeyError{path: b.path()})
+				b.dups = append(b.dups, &duplicateKey{path: b.path()})
 			}
 			seen[m.Name] = true
 			out.members[i] = jsonMember{name: m.Name, value: b.tree(m.Value)}

@@ -1,5 +1,7 @@
 package requirement
 
+import "slices"
+
 // A Kind is a connection's auth kind (spec §12.5). The set is append-only: a
 // stored row's kind is never re-read as a different kind, so a constant is
 // never renamed, reordered or reused, and widening the set is a schema
@@ -27,14 +29,7 @@ func Kinds() []Kind {
 }
 
 // Valid reports whether k is one of the seven kinds.
-func (k Kind) Valid() bool {
-	switch k {
-	case KindAPIKey, KindBearerToken, KindBasicAuth, KindOAuth2ClientCreds,
-		KindOAuth2AuthCode, KindLinkedDevice, KindNone:
-		return true
-	}
-	return false
-}
+func (k Kind) Valid() bool { return slices.Contains(Kinds(), k) }
 
 // IsOAuth reports whether k is one of the two OAuth kinds, whose pkce seat
 // defaults to true (ruling R14).

@@ -95,7 +95,7 @@
 // or "request.queryTemplate.<name>" for a template entry,
 // "request.headerTemplate" or "request.queryTemplate" for the placement as
 // a whole, "fields" for the declared field keys. Finding.Rule is one of
-// these stable names (Rules lists them):
+// these stable names (the Rule* constants):
 //
 //	template.too-many-entries       a placement has more than 8 entries
 //	template.header-name            a header name does not match ^[A-Za-z0-9-]{1,64}$

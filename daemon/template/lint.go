@@ -31,17 +31,6 @@ const (
 	RuleCDPJWTArgument      = "template.cdp-jwt-argument"
 )
 
-// Rules returns every rule name the lint can report, in a fixed order.
-func Rules() []string {
-	return []string{
-		RuleTooManyEntries, RuleHeaderName, RuleQueryName, RuleReservedHeader,
-		RuleDuplicateHeader, RuleReservedFieldKey, RuleTooLong, RuleNonPrintable,
-		RuleWhitespace, RuleStrayClose, RuleUnclosed, RuleEmptyPlaceholder,
-		RuleUnterminatedLiteral, RuleBadEscape, RuleSyntax, RuleUnknownIdentifier,
-		RuleUnknownHelper, RuleArity, RuleNestedCall, RuleCDPJWTArgument,
-	}
-}
-
 // Seats of the requirement that Finding paths start with.
 const (
 	headerSeat = "request.headerTemplate"

@@ -1,17 +1,14 @@
-// Package wire is Part I's vocabulary: the thirteen frame types, their
-// parsers and limits, the published JSON Schemas, and the chat envelope.
-// snugd speaks these frames at its edge (a host hands it a
-// snug:net-request exactly as the app posted it and gets a
-// snug:net-response back), and a Go host can use the package as it is.
+// Package wire is Part I's vocabulary as snugd speaks it: the thirteen
+// frame types and their limits, the published JSON Schemas, the
+// net-request parser and the net-response encoder. snugd speaks these
+// frames at its edge (a host hands it a snug:net-request exactly as the
+// app posted it and gets a snug:net-response back).
 //
 // # Parsing
 //
-// Parse reads a frame of any type; ParseNetRequest, ParseOpenURLRequest and
-// ParseNetResponse read one type. Every frame carries v: 1 (R1). Frames
-// are tolerant (unknown fields ignored, R2) except the two strict request
-// frames, net-request and open-url-request (R4), where any unknown key and
-// any duplicate key rejects the frame. A frame with v: 1 and an unknown
-// snug:* type comes back as Ignored: drop it silently (R2).
+// ParseNetRequest is the one frame parser snugd runs. Every frame carries
+// v: 1 (R1). net-request is strict (R4): any unknown key and any
+// duplicate key rejects the frame.
 //
 // A refused frame is a *ParseError carrying the code an answer would
 // carry (UNSUPPORTED_VERSION, NET_INVALID_REQUEST for a net-request,
@@ -31,42 +28,41 @@
 //
 // Lengths are counted in characters as JSON Schema counts them (Unicode
 // code points); frame sizes are the bytes as received (R6, FrameLimit).
-// Parsing is one pass over the frame with a small JSON scanner: encoding/
-// json matches keys case-insensitively and keeps the last of two
-// duplicate keys, which a strict frame cannot allow.
+// Parsing is one pass over the frame with a small JSON scanner (the
+// strict reader of daemon/internal/strictjson): encoding/json matches keys
+// case-insensitively and keeps the last of two duplicate keys, which a
+// strict frame cannot allow.
 //
 // # Sending
 //
-// Every frame type marshals to JSON with its type and v: 1; Encode
-// validates a frame and returns its exact wire bytes (HTML characters
-// unescaped, so the size class measures what is sent). NewNetResponse
-// builds the answer to an upstream response (headers whitelist-filtered
-// by FilterResponseHeaders, content-length recomputed, ruling R21);
-// NetErrorResponse, AppErrorResponse and DBErrorResponse build error
-// answers whose envelope (ErrorBodyOf) always has code, message and
-// retryable, and never a reserved code. Encode turns a net-response over its size class into
-// the NET_SIZE_EXCEEDED answer (R6). Host-events are hints (R7): built by
-// ConnectionEvent, ThemeChange and Visibility from typed references, and
-// forwarded only through RebuildHostEvent.
+// Encode validates a frame and returns its exact wire bytes (HTML
+// characters unescaped, so the size class measures what is sent).
+// NewNetResponse builds the answer to an upstream response (headers
+// whitelist-filtered by FilterResponseHeaders, content-length recomputed,
+// ruling R21); NetErrorResponse builds an error answer whose envelope
+// (ErrorBodyOf) always has code, message and retryable, and never a
+// reserved code. EncodeNetResponse turns a net-response over its size
+// class into the NET_SIZE_EXCEEDED answer (R6) and says that it did.
 //
 // # Schemas
 //
 // Schema and SchemaTypes expose the JSON Schemas (draft 2020-12) of the
-// thirteen frames, embedded from schemas/. testdata/corpus holds the frames
-// on which the schemas and the parsers agree, and those the parsers
-// refuse by prose rules the schemas leave out.
+// thirteen frames, embedded from schemas/; GET /v1/schemas serves them.
 //
-// # Chat envelope
+// # The rest of Part I, in the tests
 //
-// BuildEnvelope and DetectEnvelope handle the "[SNUG_APP_REQUEST]\n{json}"
-// envelope (§6); detection needs both the tag and snug: 1.
-// ParseAgentReply finds the agent's JSON object with graduated tolerance,
-// and ParseBudget turns failures into PARSE_FAILED envelopes with
-// rawExcerpt and attemptsRemaining, three consecutive failures at most.
-// StripCredentialHeaders is the C1 strip at the envelope boundary.
+// snugd parses no other frame, so the decoders of the other eleven frame
+// types, Parse (a frame of any type, Ignored for an unknown snug:* type),
+// the host-event hints and the chat envelope (§6, with its graduated
+// agent-reply parse and PARSE_FAILED budget) live in this package's
+// *_lib_test.go files. They are the oracle the schemas are held to:
+// testdata/corpus holds the frames on which the schemas and the parsers
+// agree, and those the parsers refuse by prose rules the schemas leave
+// out. Other packages' tests read back the net-responses snugd writes with
+// daemon/wire/wiretest.
 //
 // Everything here is safe for concurrent use.
 //
-// Imports: the standard library and daemon/errcode only. Every folder may
-// import it, and a Go host can use it as it is.
+// Imports: the standard library, daemon/errcode and
+// daemon/internal/strictjson only. Every folder may import it.
 package wire

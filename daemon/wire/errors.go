@@ -149,10 +149,10 @@ func ErrorBodyOf(err error) ErrorBody {
 	if ce, ok := errors.AsType[*errcode.Error](err); ok && ce.Code == code {
 		msg = ce.Msg
 	}
-	entry, ok := errcode.Lookup(code)
-	if !ok || entry.Reserved {
-		entry, _ = errcode.Lookup(errcode.HostError)
+	if !errcode.Emittable(code) {
+		code = errcode.HostError
 	}
+	entry, _ := errcode.Lookup(code)
 	if msg == "" {
 		msg = entry.Meaning
 	}

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"errors"
-	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -46,21 +45,6 @@ func (m member) kind() byte { return kindOf(m.val) }
 
 func kindOf(v []byte) byte { return byte(strictjson.KindOf(v)) }
 
-// scanner walks the elements of an array that scanObject already
-// validated.
-type scanner struct {
-	data []byte
-	i    int
-}
-
-func (s *scanner) ws() { s.i = strictjson.SkipSpace(s.data, s.i) }
-
-func (s *scanner) value() error {
-	end, err := reader.SkipValue(s.data, s.i)
-	s.i = end
-	return err
-}
-
 // scanObject validates raw as one JSON object surrounded by optional
 // whitespace and appends its members, in document order, to out. Keys are
 // decoded; duplicates are kept. raw must be valid UTF-8 (checked by the
@@ -98,16 +82,6 @@ func numberValue(v []byte) (float64, bool) {
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
 	return f, err == nil
-}
-
-// intValue parses a raw JSON number that is a mathematical integer in
-// [lo, hi]. Like JSON Schema's "integer", 200.0 and 2e2 count.
-func intValue(v []byte, lo, hi int) (int, bool) {
-	f, ok := numberValue(v)
-	if !ok || f < float64(lo) || f > float64(hi) || f != math.Trunc(f) {
-		return 0, false
-	}
-	return int(f), true
 }
 
 // chars counts the characters of s as JSON Schema's maxLength counts

@@ -24,17 +24,6 @@ const (
 	MaxNetResponseBody = 1 << 20
 )
 
-// NetMethods returns NET_METHODS: the methods a net-request may use,
-// matched exactly (uppercase only, ruling R3).
-func NetMethods() []string { return []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"} }
-
-// StripHeaders returns STRIP_HEADERS: the credential-shaped header names,
-// lowercase. A net-request naming one is malformed (C1), gate 7 strips
-// them, and so does the chat envelope boundary.
-func StripHeaders() []string {
-	return []string{"authorization", "cookie", "set-cookie", "x-api-key", "proxy-authorization"}
-}
-
 // CredentialHeader reports whether name is credential-shaped: one of
 // STRIP_HEADERS after lowercasing ASCII letters and mapping '_' to '-'
 // (ruling R3: X_Api_Key counts as x-api-key, since CGI-style servers fold
@@ -54,17 +43,6 @@ func CredentialHeader(name string) bool {
 		return canonIs(name, "proxy-authorization")
 	}
 	return false
-}
-
-// StripCredentialHeaders deletes every credential-shaped header from h:
-// Part I's C1 strip at the chat envelope boundary, and gate 7's. h may be
-// an http.Header.
-func StripCredentialHeaders(h map[string][]string) {
-	for name := range h {
-		if CredentialHeader(name) {
-			delete(h, name)
-		}
-	}
 }
 
 // reservedHeader reports whether an app may not set name: the transport

@@ -105,6 +105,7 @@ type Resolver struct {
 	count   map[string]int
 	err     error
 	asked   []string
+	queries []string // as asked, trailing dot kept
 }
 
 // Script adds the next answer for host: addrs in netip form, none for an
@@ -138,6 +139,7 @@ func (r *Resolver) LookupNetIP(ctx context.Context, _, host string) ([]netip.Add
 	}
 	name := strings.TrimSuffix(host, ".")
 	r.asked = append(r.asked, name)
+	r.queries = append(r.queries, host)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -160,6 +162,22 @@ func (r *Resolver) Asked() []string {
 	return slices.Clone(r.asked)
 }
 
+// Queries returns every name looked up so far exactly as it was asked
+// (an absolute name keeps its trailing dot), in order.
+func (r *Resolver) Queries() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.queries)
+}
+
+// Lookups reports how many lookups were made so far, without copying
+// the names (a fuzz target asks it once per input).
+func (r *Resolver) Lookups() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.asked)
+}
+
 // Dialer maps addresses to loopback listeners and records every dial. An
 // address it does not know goes to Default, or, without one, fails to dial
 // and nothing leaves the machine: that is how a test proves no packet went
@@ -171,7 +189,20 @@ type Dialer struct {
 
 	mu     sync.Mutex
 	routes map[string]string // "192.0.2.10:443" → "127.0.0.1:port"
+	ports  map[string]string // "80" → "127.0.0.1:port"
+	refuse map[string]bool   // addresses whose dial fails on purpose
 	dials  []string
+}
+
+// Refuse makes every dial of address fail, with an error that names no
+// address, as a host that is down would.
+func (d *Dialer) Refuse(address string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.refuse == nil {
+		d.refuse = map[string]bool{}
+	}
+	d.refuse[address] = true
 }
 
 // Route sends dials of from ("ip:port") to the loopback address to.
@@ -184,11 +215,32 @@ func (d *Dialer) Route(from, to string) {
 	d.routes[from] = to
 }
 
-// Dial connects to address's route, or fails without a packet sent.
+// RoutePort sends dials of any address on port (one Route does not name)
+// to the loopback address to: a plain-HTTP listener beside a TLS one.
+func (d *Dialer) RoutePort(port, to string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ports == nil {
+		d.ports = map[string]string{}
+	}
+	d.ports[port] = to
+}
+
+// Dial fails a refused address, else connects to address's route, then
+// its port's route, then Default, or fails without a packet sent.
 func (d *Dialer) Dial(ctx context.Context, _, address string) (net.Conn, error) {
 	d.mu.Lock()
 	d.dials = append(d.dials, address)
+	if d.refuse[address] {
+		d.mu.Unlock()
+		return nil, errors.New("test dialer: refused on purpose")
+	}
 	to, ok := d.routes[address]
+	if !ok {
+		if _, port, err := net.SplitHostPort(address); err == nil {
+			to, ok = d.ports[port]
+		}
+	}
 	d.mu.Unlock()
 	if !ok && d.Default != "" {
 		to, ok = d.Default, true

@@ -62,6 +62,12 @@ func TestResolverDialer(t *testing.T) {
 	if got := r.Asked(); len(got) != 5 || got[0] != "api.example.com" || got[4] != "other.example" {
 		t.Errorf("Asked() = %q", got)
 	}
+	if got := r.Queries(); len(got) != 5 || got[0] != "api.example.com." || got[4] != "other.example" {
+		t.Errorf("Queries() = %q, want the names as asked", got)
+	}
+	if n := r.Lookups(); n != 5 {
+		t.Errorf("Lookups() = %d, want 5", n)
+	}
 	if _, err := (NoNetwork{}).LookupNetIP(ctx, "ip", "x"); err == nil {
 		t.Error("NoNetwork resolved")
 	}
@@ -92,6 +98,20 @@ func TestResolverDialer(t *testing.T) {
 	}
 	if got := d.Dials(); !slices.Equal(got, []string{"198.51.100.7:443", "203.0.113.9:443"}) {
 		t.Errorf("Dials() = %q", got)
+	}
+	d.RoutePort("80", ln.Addr().String())
+	if c, err := d.Dial(ctx, "tcp", "203.0.113.9:80"); err != nil {
+		t.Errorf("Dial(port-routed) = %v", err)
+	} else {
+		c.Close()
+	}
+	if _, err := d.Dial(ctx, "tcp", "203.0.113.9:8080"); err == nil {
+		t.Error("Dial(another port) = nil error")
+	}
+	d.Route("198.51.100.9:443", ln.Addr().String())
+	d.Refuse("198.51.100.9:443")
+	if _, err := d.Dial(ctx, "tcp", "198.51.100.9:443"); err == nil || strings.Contains(err.Error(), "198.51.100.9") {
+		t.Errorf("Dial(refused) = %v, want an error that names no address", err)
 	}
 	d.Default = ln.Addr().String()
 	if c, err := d.Dial(ctx, "tcp", "203.0.113.9:443"); err != nil {

@@ -131,14 +131,6 @@ func (r Reader) ScanObject(data []byte, member func(key, val []byte)) error {
 	return nil
 }
 
-// SkipValue validates the one JSON value that starts at data[i] and
-// returns the offset just past it. The value's depth is counted from 1.
-func (r Reader) SkipValue(data []byte, i int) (int, error) {
-	s := scanner{Reader: r, data: data, pos: i}
-	_, err := s.value(0)
-	return s.pos, err
-}
-
 // SkipSpace returns the offset of the first byte at or after i that is
 // not JSON whitespace.
 func SkipSpace(data []byte, i int) int {

@@ -9,27 +9,8 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// EnvelopeTag opens the chat envelope (§6).
-const EnvelopeTag = "[SNUG_APP_REQUEST]"
-
-// envelopeVersion is the envelope's snug marker.
-const envelopeVersion = 1
-
-// Envelope is the chat envelope: the tagged message a host sends to its
-// own agent endpoint for an app-originated turn. Its wire form is
-// "[SNUG_APP_REQUEST]\n" followed by
-// {snug: 1, appId, instanceId, requestId, action, payload?, state?,
-// responseSchema?}. It is self-contained (state travels in it), so
-// servers skip thread history for it.
-type Envelope struct {
-	AppID          string
-	InstanceID     string
-	RequestID      string
-	Action         string
-	Payload        json.RawMessage
-	State          json.RawMessage
-	ResponseSchema json.RawMessage
-}
+// Moved from envelope.go: the parts of the frame library the
+// daemon never runs, kept as the tests' oracle.
 
 // EnvelopeFor returns the envelope that carries the app-message m.
 func EnvelopeFor(m AppMessage) Envelope {
@@ -117,25 +98,6 @@ func DetectEnvelope(msg string) (Envelope, bool) {
 	}
 	return e, true
 }
-
-// ReplyStage says which step of the graduated parse found the reply.
-type ReplyStage int
-
-const (
-	ReplyRaw       ReplyStage = iota + 1 // the whole reply is a JSON object
-	ReplyFenced                          // a fenced code block holds the object
-	ReplyExtracted                       // a balanced {…} found inside prose
-)
-
-// Reply is an agent reply that holds a JSON object.
-type Reply struct {
-	Object json.RawMessage // the object, exactly as it appears in the reply
-	Stage  ReplyStage
-}
-
-// maxExtractStarts bounds balanced-object extraction: each start costs one
-// scan of the rest of the reply.
-const maxExtractStarts = 32
 
 // ParseAgentReply finds the JSON object in an agent's reply with the
 // graduated tolerance of §6: the raw text, then fenced code blocks in
@@ -252,16 +214,6 @@ func balancedEnd(s string, start int) (int, bool) {
 	return 0, false
 }
 
-// ParseBudget counts an agent thread's consecutive reply parse failures.
-// A success resets the count; after ParseFailureBudget failures in a row
-// the budget is exhausted and only Reset (the user's explicit reset)
-// restores it. The zero value is a full budget. It is safe for concurrent
-// use.
-type ParseBudget struct {
-	mu       sync.Mutex
-	failures int
-}
-
 // Allow reports whether the thread may send another app request.
 func (b *ParseBudget) Allow() bool {
 	b.mu.Lock()
@@ -308,14 +260,6 @@ func excerpt(text string) string {
 	return truncateChars(strings.ToValidUTF8(text, "\uFFFD"), MaxRawExcerpt)
 }
 
-// ReplyError is an agent reply that held no JSON object. Its envelope
-// (Body, ErrorBodyOf) is PARSE_FAILED with rawExcerpt and
-// attemptsRemaining; it is retryable while attempts remain.
-type ReplyError struct {
-	RawExcerpt        string // at most MaxRawExcerpt characters of the reply
-	AttemptsRemaining int
-}
-
 func (e *ReplyError) Error() string {
 	return "parse agent reply: no JSON object"
 }
@@ -335,4 +279,63 @@ func (e *ReplyError) Body() ErrorBody {
 		RawExcerpt:        e.RawExcerpt,
 		AttemptsRemaining: e.AttemptsRemaining,
 	}
+}
+
+// EnvelopeTag opens the chat envelope (§6).
+const EnvelopeTag = "[SNUG_APP_REQUEST]"
+
+// envelopeVersion is the envelope's snug marker.
+const envelopeVersion = 1
+
+// Envelope is the chat envelope: the tagged message a host sends to its
+// own agent endpoint for an app-originated turn. Its wire form is
+// "[SNUG_APP_REQUEST]\n" followed by
+// {snug: 1, appId, instanceId, requestId, action, payload?, state?,
+// responseSchema?}. It is self-contained (state travels in it), so
+// servers skip thread history for it.
+type Envelope struct {
+	AppID          string
+	InstanceID     string
+	RequestID      string
+	Action         string
+	Payload        json.RawMessage
+	State          json.RawMessage
+	ResponseSchema json.RawMessage
+}
+
+// ReplyStage says which step of the graduated parse found the reply.
+type ReplyStage int
+
+const (
+	ReplyRaw       ReplyStage = iota + 1 // the whole reply is a JSON object
+	ReplyFenced                          // a fenced code block holds the object
+	ReplyExtracted                       // a balanced {…} found inside prose
+)
+
+// Reply is an agent reply that holds a JSON object.
+type Reply struct {
+	Object json.RawMessage // the object, exactly as it appears in the reply
+	Stage  ReplyStage
+}
+
+// maxExtractStarts bounds balanced-object extraction: each start costs one
+// scan of the rest of the reply.
+const maxExtractStarts = 32
+
+// ParseBudget counts an agent thread's consecutive reply parse failures.
+// A success resets the count; after ParseFailureBudget failures in a row
+// the budget is exhausted and only Reset (the user's explicit reset)
+// restores it. The zero value is a full budget. It is safe for concurrent
+// use.
+type ParseBudget struct {
+	mu       sync.Mutex
+	failures int
+}
+
+// ReplyError is an agent reply that held no JSON object. Its envelope
+// (Body, ErrorBodyOf) is PARSE_FAILED with rawExcerpt and
+// attemptsRemaining; it is retryable while attempts remain.
+type ReplyError struct {
+	RawExcerpt        string // at most MaxRawExcerpt characters of the reply
+	AttemptsRemaining int
 }

@@ -6,51 +6,14 @@ import (
 	"unicode/utf8"
 )
 
-// The event names this package builds (§2's open additive channel). Other
-// names parse, and their receivers ignore them (P1-F2-16); the snug: type
-// prefix and the event namespaces are reserved (R2), so nothing here mints
-// a name outside this list.
-const (
-	EventConnection  = "connection-event" // host → app: {slot}
-	EventThemeChange = "theme-change"     // host → app: {theme}
-	EventVisibility  = "visibility"       // host → app: {visible}
-	EventResize      = "resize"           // app → host: {height}
-)
-
-// HostEvent is snug:host-event: a host-initiated push. R7: it is a hint,
-// a doorbell and not a delivery. It carries references, never content; it
-// rides the 256 KiB class, an oversized one is dropped silently, and it
-// has no instanceId, so a stale sender looks like a live one. The app
-// answers a hint with its own governed reads.
-//
-// Build one with a hint constructor (ConnectionEvent, ThemeChange,
-// Visibility) and forward one received from elsewhere only through
-// RebuildHostEvent: Encode refuses a HostEvent whose data is not exactly
-// what its constructor builds.
-type HostEvent struct {
-	Event string
-	Data  json.RawMessage // an object of references, or nil
-}
-
-// AppEvent is snug:app-event: an app-initiated event on the same channel.
-// A host forwards one only through RebuildAppEvent.
-type AppEvent struct {
-	Event string
-	Data  json.RawMessage
-}
+// Moved from events.go: the parts of the frame library the
+// daemon never runs, kept as the tests' oracle.
 
 // FrameType returns TypeHostEvent.
 func (HostEvent) FrameType() string { return TypeHostEvent }
 
 // FrameType returns TypeAppEvent.
 func (AppEvent) FrameType() string { return TypeAppEvent }
-
-type eventJSON struct {
-	Type  string          `json:"type"`
-	V     int             `json:"v"`
-	Event string          `json:"event"`
-	Data  json.RawMessage `json:"data,omitempty"`
-}
 
 // MarshalJSON writes {type, v, event, data?}.
 func (e HostEvent) MarshalJSON() ([]byte, error) {
@@ -106,12 +69,6 @@ func Resize(height int) (AppEvent, error) {
 	}{height})
 	return AppEvent{Event: EventResize, Data: data}, err
 }
-
-const (
-	maxThemeChars   = 32
-	maxResizeHeight = 1 << 20
-	maxRefChars     = MaxIDChars
-)
 
 // refProblem checks that s is reference-shaped: 1–128 characters of
 // letters, digits and ._:- — an identifier, never prose or data.
@@ -274,3 +231,49 @@ func decodeAppEvent(ms []member) (AppEvent, error) {
 	}
 	return AppEvent{Event: event, Data: data}, nil
 }
+
+// The event names this package builds (§2's open additive channel). Other
+// names parse, and their receivers ignore them (P1-F2-16); the snug: type
+// prefix and the event namespaces are reserved (R2), so nothing here mints
+// a name outside this list.
+const (
+	EventConnection  = "connection-event" // host → app: {slot}
+	EventThemeChange = "theme-change"     // host → app: {theme}
+	EventVisibility  = "visibility"       // host → app: {visible}
+	EventResize      = "resize"           // app → host: {height}
+)
+
+// HostEvent is snug:host-event: a host-initiated push. R7: it is a hint,
+// a doorbell and not a delivery. It carries references, never content; it
+// rides the 256 KiB class, an oversized one is dropped silently, and it
+// has no instanceId, so a stale sender looks like a live one. The app
+// answers a hint with its own governed reads.
+//
+// Build one with a hint constructor (ConnectionEvent, ThemeChange,
+// Visibility) and forward one received from elsewhere only through
+// RebuildHostEvent: Encode refuses a HostEvent whose data is not exactly
+// what its constructor builds.
+type HostEvent struct {
+	Event string
+	Data  json.RawMessage // an object of references, or nil
+}
+
+// AppEvent is snug:app-event: an app-initiated event on the same channel.
+// A host forwards one only through RebuildAppEvent.
+type AppEvent struct {
+	Event string
+	Data  json.RawMessage
+}
+
+type eventJSON struct {
+	Type  string          `json:"type"`
+	V     int             `json:"v"`
+	Event string          `json:"event"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+const (
+	maxThemeChars   = 32
+	maxResizeHeight = 1 << 20
+	maxRefChars     = MaxIDChars
+)
