@@ -442,10 +442,3 @@ func (c *Client) OAuthStart(ctx context.Context, appID, slot string) (OAuthStart
 	var out OAuthStartResponse
 	return out, c.do(ctx, http.MethodPost, "/v1/oauth/start", OAuthStartRequest{AppID: appID, Slot: slot}, &out)
 }
-
-// OAuthCallback calls POST /v1/oauth/callback (the web surface) and
-// returns the flow as it ended.
-func (c *Client) OAuthCallback(ctx context.Context, req OAuthCallbackRequest) (FlowJSON, error) {
-	var out FlowJSON
-	return out, c.do(ctx, http.MethodPost, "/v1/oauth/callback", req, &out)
-}

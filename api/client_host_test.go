@@ -193,3 +193,10 @@ func (c *Client) KillStanding(ctx context.Context) (int, error) {
 	err := c.do(ctx, http.MethodPost, "/v1/standing/kill", nil, &out)
 	return out.Disarmed, err
 }
+
+// OAuthCallback calls POST /v1/oauth/callback (the web surface) and
+// returns the flow as it ended.
+func (c *Client) OAuthCallback(ctx context.Context, req OAuthCallbackRequest) (FlowJSON, error) {
+	var out FlowJSON
+	return out, c.do(ctx, http.MethodPost, "/v1/oauth/callback", req, &out)
+}

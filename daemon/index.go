@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"context"
-
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
@@ -218,16 +216,6 @@ func (d *Daemon) publishApp(appID string, a *appGrants) {
 		next.apps[appID] = a
 	}
 	d.index.Store(next)
-}
-
-// rebuildIndex builds the whole index from storage.
-func (d *Daemon) rebuildIndex(ctx context.Context) error {
-	rows, err := d.store.AllConnections(ctx)
-	if err != nil {
-		return d.internal("build grant index", err)
-	}
-	d.rebuildIndexFrom(rows, newParseCache())
-	return nil
 }
 
 // rebuildIndexFrom builds the whole index from rows (every stored row),

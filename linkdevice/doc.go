@@ -8,7 +8,7 @@
 //   - the helper protocol, newline-delimited JSON-RPC 2.0 over a helper's
 //     stdin and stdout, written down in PROTOCOL.md so a helper can be
 //     written in any language; Client is snugd's side of one session and
-//     Server (Serve) a Go helper's side;
+//     Server (NewServer, Server.Serve) a Go helper's side;
 //   - the Supervisor, which starts helper sessions on demand, one process
 //     per (helper, app, slot), restarts them with bounded backoff and
 //     routes calls to them;

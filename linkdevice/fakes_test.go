@@ -77,7 +77,7 @@ func (p *fakeProcess) Close() {
 // is answered.
 func serving(h Handler) behavior {
 	return func(stdin io.Reader, stdout, _ io.Writer) {
-		Serve(context.Background(), stdin, stdout, h)
+		NewServer(stdin, stdout).Serve(context.Background(), h)
 	}
 }
 
@@ -105,6 +105,6 @@ func crashing(d time.Duration) behavior {
 	return func(stdin io.Reader, stdout, stderr io.Writer) {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
-		Serve(ctx, stdin, stdout, basicHandler(nil))
+		NewServer(stdin, stdout).Serve(ctx, basicHandler(nil))
 	}
 }

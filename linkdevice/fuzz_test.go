@@ -73,7 +73,7 @@ func FuzzServeInput(f *testing.F) {
 			}
 			return nil, nil
 		})
-		Serve(context.Background(), bytes.NewReader(in), &syncWriter{w: &out}, h)
+		NewServer(bytes.NewReader(in), &syncWriter{w: &out}).Serve(context.Background(), h)
 		for _, l := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")) {
 			if len(l) > 0 && l[0] != '{' {
 				t.Fatalf("Serve wrote %q", l)

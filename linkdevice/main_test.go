@@ -82,7 +82,7 @@ func runTestHelper(mode string) int {
 			return nil, ctx.Err()
 		})
 	}
-	Serve(ctx, os.Stdin, os.Stdout, h)
+	NewServer(os.Stdin, os.Stdout).Serve(ctx, h)
 	time.Sleep(10 * time.Millisecond)
 	return 0
 }

@@ -34,12 +34,6 @@ func NewServer(in io.Reader, out io.Writer) *Server {
 	return &Server{lines: newLineReader(in, MaxLine), w: out}
 }
 
-// Serve runs the helper side of a session over in and out until in ends,
-// ctx is done, or a shutdown call has been answered. See Server.Serve.
-func Serve(ctx context.Context, in io.Reader, out io.Writer, h Handler) error {
-	return NewServer(in, out).Serve(ctx, h)
-}
-
 // Notify sends a notification (NotifyQR with a QR, NotifyLinkStatus with
 // a LinkStatus).
 func (s *Server) Notify(method string, params any) error {

@@ -188,13 +188,6 @@ func checkRedirectURI(uri string) (loopback bool, err error) {
 	return false, ErrRedirectURI
 }
 
-// IsLoopbackRedirect reports whether uri is a loopback redirect: http to a
-// loopback IP literal. Such a redirect needs PKCE.
-func IsLoopbackRedirect(uri string) bool {
-	loopback, err := checkRedirectURI(uri)
-	return err == nil && loopback
-}
-
 // endpointURL parses an OAuth endpoint: https, a host, no userinfo, no
 // fragment (RFC 6749 §3.1, §3.2), nothing unprintable.
 func endpointURL(raw string) (*url.URL, error) {
