@@ -93,7 +93,7 @@ func (templateSource) inject(_ context.Context, e *executor, f *fetch, values ma
 }
 
 // oauthSource takes the bearer of an OAuth-kind connection from the
-// TokenSource (which refreshes inside its own ceiling-checked seat), then
+// TokenSource (which refreshes inside its own ceiling-checked client), then
 // renders the templates.
 type oauthSource struct{ tokens TokenSource }
 
@@ -105,8 +105,8 @@ func (s oauthSource) inject(ctx context.Context, e *executor, f *fetch, values m
 	tok, err := s.tokens.AccessToken(tctx, f.call.AppID, f.grant.slot)
 	cancel()
 	if err != nil || tok == "" || strings.ContainsAny(tok, "\r\n\x00") {
-		// The token source's error is its own seat's to log: its text
-		// could carry what it submitted, which this seat cannot scrub.
+		// The token source's error is its own to log: its text
+		// could carry what it submitted, which this gate cannot scrub.
 		e.log.Warn("access token unavailable", "app", f.call.AppID, "slot", f.grant.slot)
 		return refuse(errcode.NetAuthFailed, "the connection could not obtain an access token")
 	}
