@@ -287,28 +287,7 @@ func (d *Daemon) noteClaimAnswer(ctx context.Context, f *fetch, res NetResult) {
 		return
 	}
 	appID, slot := f.call.AppID, f.grant.slot
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.exec.requestTimeout)
-	defer cancel()
-	changed := false
-	err := d.store.Update(ctx, func(tx *store.Tx) error {
-		row, err := tx.Connection(appID, slot)
-		if err != nil || Status(row.Status) != StatusApproved {
-			return err
-		}
-		state, ok, err := readConnState(tx, appID, slot)
-		if err != nil || !ok || state.Status == ConnError && state.LastError == accessRevokedMessage {
-			return err
-		}
-		state.Status, state.LastError = ConnError, accessRevokedMessage
-		changed = true
-		return writeConnState(tx, appID, slot, state)
-	})
-	if err != nil {
-		d.log.Error("mark a revoked token-claim connection", "app", appID, "slot", slot, "err", err)
-		return
-	}
-	if changed {
+	if d.markConnection(ctx, appID, slot, ConnError, accessRevokedMessage) {
 		d.log.Warn("token-claim access refused by the bridge; connection marked error", "app", appID, "slot", slot)
-		d.connectionChanged(appID, slot)
 	}
 }

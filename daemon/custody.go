@@ -361,3 +361,38 @@ func (d *Daemon) slotSecrets(ctx context.Context, appID, slot string) (map[strin
 	})
 	return out, err
 }
+
+// markConnection sets an approved slot's state to status with lastError
+// msg (a fixed sentence) in one write, once something outside the
+// writers learned it: an OAuth grant that expired or failed
+// (oauthconn.go), a token-claim bridge that refused its credentials
+// (claim.go), a LAN device whose certificate changed (lan.go). It reports
+// whether the state changed, announces a change, and runs to its end when
+// the caller goes away. A failed write is logged, never returned: the
+// request that learned it is answered either way.
+func (d *Daemon) markConnection(ctx context.Context, appID, slot string, status ConnStatus, msg string) (changed bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	err := d.store.Update(ctx, func(tx *store.Tx) error {
+		changed = false // a retried transaction starts over
+		row, err := tx.Connection(appID, slot)
+		if err != nil || Status(row.Status) != StatusApproved {
+			return err
+		}
+		state, _, err := readConnState(tx, appID, slot)
+		if err != nil || state.Status == status && state.LastError == msg {
+			return err
+		}
+		state.Status, state.LastError = status, msg
+		changed = true
+		return writeConnState(tx, appID, slot, state)
+	})
+	if err != nil {
+		d.log.Error("mark connection", "app", appID, "slot", slot, "status", string(status), "err", err)
+		return false
+	}
+	if changed {
+		d.connectionChanged(appID, slot)
+	}
+	return changed
+}

@@ -420,30 +420,9 @@ func (d *Daemon) noteLANAnswer(ctx context.Context, f *fetch, res NetResult) {
 		return
 	}
 	appID, slot := f.call.AppID, f.grant.slot
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.exec.requestTimeout)
-	defer cancel()
-	changed := false
-	err := d.store.Update(ctx, func(tx *store.Tx) error {
-		row, err := tx.Connection(appID, slot)
-		if err != nil || Status(row.Status) != StatusApproved {
-			return err
-		}
-		state, ok, err := readConnState(tx, appID, slot)
-		if err != nil || !ok || state.Status == ConnError && state.LastError == pinChangedMessage {
-			return err
-		}
-		state.Status, state.LastError = ConnError, pinChangedMessage
-		changed = true
-		return writeConnState(tx, appID, slot, state)
-	})
-	if err != nil {
-		d.log.Error("mark a LAN connection whose certificate changed", "app", appID, "slot", slot, "err", err)
-		return
-	}
-	if changed {
+	if d.markConnection(ctx, appID, slot, ConnError, pinChangedMessage) {
 		d.log.Warn("a LAN device presented another certificate than its pin; connection marked error", "app", appID, "slot", slot)
 		d.journal.add(store.JournalEntry{At: d.now(), AppID: appID, Slot: slot, Host: f.host, Method: f.req.Method,
 			Outcome: "refused", Gate: "fetch", Code: string(res.Code), Note: pinChangedMessage})
-		d.connectionChanged(appID, slot)
 	}
 }

@@ -240,7 +240,7 @@ func (d *Daemon) refreshToken(ctx context.Context, appID, slot string, cur oauth
 		if cur.RefreshToken == "" {
 			if cur.AccessToken != "" {
 				// Expiring, and the provider gave nothing to renew it.
-				d.setConnStatus(ctx, appID, slot, ConnExpired, oauthExpiredMessage)
+				d.markConnection(ctx, appID, slot, ConnExpired, oauthExpiredMessage)
 			}
 			return oauth.Token{}, errors.New(oauthNotConnectedText)
 		}
@@ -349,30 +349,7 @@ func (d *Daemon) noteTokenFailure(ctx context.Context, appID, slot string, o oau
 	default:
 		return
 	}
-	d.setConnStatus(ctx, appID, slot, status, msg)
-}
-
-// setConnStatus marks an approved slot's state, announcing the change.
-func (d *Daemon) setConnStatus(ctx context.Context, appID, slot string, status ConnStatus, msg string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
-	defer cancel()
-	err := d.store.Update(ctx, func(tx *store.Tx) error {
-		row, err := tx.Connection(appID, slot)
-		if err != nil || Status(row.Status) != StatusApproved {
-			return err
-		}
-		state, _, err := readConnState(tx, appID, slot)
-		if err != nil {
-			return err
-		}
-		state.Status, state.LastError = status, msg
-		return writeConnState(tx, appID, slot, state)
-	})
-	if err != nil {
-		d.log.Error("mark oauth connection", "app", appID, "slot", slot, "err", err)
-		return
-	}
-	d.connectionChanged(appID, slot)
+	d.markConnection(ctx, appID, slot, status, msg)
 }
 
 // RevokeReport is what a revocation's remote side did.

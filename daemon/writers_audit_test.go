@@ -138,20 +138,18 @@ func TestSecretWritersClearTheCache(t *testing.T) {
 		"SetCredentials": "calls connectionChanged after its Update commits",
 		"Revoke":         "runs through write, which calls connectionChanged after the commit",
 		"writeConnState": "a helper; its callers are listed here themselves",
+		"markConnection": "calls connectionChanged after its Update commits a change (the OAuth, token-claim and LAN follow-ups)",
 
 		// The token-claim family (claim.go).
-		"writeClaim":      "a helper of commitClaim, which calls connectionChanged after its Update commits",
-		"writeLink":       "a helper of commitLink (linkdev.go), which calls connectionChanged after its Update commits",
-		"noteClaimAnswer": "calls connectionChanged after its Update commits a change",
-		"reconcile":       "runs inside Import, which calls connectionChanged for every landed row after the commit",
+		"writeClaim": "a helper of commitClaim, which calls connectionChanged after its Update commits",
+		"writeLink":  "a helper of commitLink (linkdev.go), which calls connectionChanged after its Update commits",
+		"reconcile":  "runs inside Import, which calls connectionChanged for every landed row after the commit",
 
 		// The exchange family (lan.go).
-		"writeLANPair":  "a helper of commitLANPair, which calls connectionChanged after its Update commits",
-		"noteLANAnswer": "calls connectionChanged after its Update commits a change",
+		"writeLANPair": "a helper of commitLANPair, which calls connectionChanged after its Update commits",
 		// The OAuth kinds (oauthconn.go, oauthflow.go).
 		"revokeRow":       "Revoke's writer: runs through write, which calls connectionChanged after the commit",
 		"writeOAuthToken": "a helper of storeToken, which calls connectionChanged after a sign-in and clears the cache (secretCache.forget) after a refresh: a refresh changes no grant, so it must not disarm standing approvals",
-		"setConnStatus":   "calls connectionChanged after its Update commits",
 		"stateKey":        "writes auth:_state_hmac, outside every slot slice: the cache holds slot slices only",
 		"sealFlow":        "writes auth:_flow:<id>, outside every slot slice",
 		"sweepFlows":      "deletes auth:_flow:<id>, outside every slot slice",
