@@ -407,11 +407,18 @@ func (b *confirmBroker) ConfirmByID(id string) (Confirm, bool) {
 // down) is a no-op that says so: CONFIRM_WITHDRAWN. The lookup and the
 // decision are one step under the broker's lock, so a withdrawal cannot
 // fall between them.
-func (b *confirmBroker) DecideConfirm(id string, allow bool, remember Remember) error {
+//
+// decided, when not nil, is called with the confirm when this call is the
+// one that decides it, before its waiting request is woken: what it
+// records (the journal's act) is there by the time the request answers.
+func (b *confirmBroker) DecideConfirm(id string, allow bool, remember Remember, decided func(Confirm)) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.queue {
 		if p.c.ID == id {
+			if decided != nil {
+				decided(p.c)
+			}
 			b.decideLocked(p, allow, remember, "", DeniedByUser)
 			return nil
 		}
@@ -444,18 +451,15 @@ func (d *Daemon) DecideConfirm(id string, allow bool, remember Remember) error {
 // DecideConfirmBy is DecideConfirm by ctx's caller (a paired host or the
 // ctl channel), whom the journal's act names.
 func (d *Daemon) DecideConfirmBy(ctx context.Context, id string, allow bool, remember Remember) error {
-	c, pending := d.confirms.ConfirmByID(id)
-	if err := d.confirms.DecideConfirm(id, allow, remember); err != nil || !pending {
-		return err
-	}
-	act := actConfirmDeny
-	if allow {
-		act = actConfirmAllow
-	}
-	note := c.Method + " " + c.Host + ", once"
-	if remember == RememberSession {
-		note = c.Method + " " + c.Host + ", for the session"
-	}
-	d.journalAct(ctx, act, c.AppID, c.Slot, note)
-	return nil
+	return d.confirms.DecideConfirm(id, allow, remember, func(c Confirm) {
+		act := actConfirmDeny
+		if allow {
+			act = actConfirmAllow
+		}
+		note := c.Method + " " + c.Host + ", once"
+		if remember == RememberSession {
+			note = c.Method + " " + c.Host + ", for the session"
+		}
+		d.journalAct(ctx, act, c.AppID, c.Slot, note)
+	})
 }
