@@ -212,6 +212,13 @@ func (c *Client) ApproveHost(ctx context.Context, code string) (PairingJSON, err
 	return out.Pairing, err
 }
 
+// InviteHost calls POST /v1/hosts/invite (ctl): a pairing invitation for
+// the desktop host name.
+func (c *Client) InviteHost(ctx context.Context, name string) (InviteResponse, error) {
+	var out InviteResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/hosts/invite", InviteRequest{Name: name}, &out)
+}
+
 // DenyHost calls POST /v1/hosts/deny (ctl).
 func (c *Client) DenyHost(ctx context.Context, code string) (PairingJSON, error) {
 	var out DecisionResponse

@@ -26,8 +26,9 @@ func statusTable() map[errcode.Code]int {
 		// 401: no or an unknown token.
 		errcode.Unauthorized: http.StatusUnauthorized,
 		// 403: Host or Origin refused, or not allowed for this token.
-		errcode.Forbidden:        http.StatusForbidden,
-		errcode.VerifierMismatch: http.StatusForbidden,
+		errcode.Forbidden:         http.StatusForbidden,
+		errcode.VerifierMismatch:  http.StatusForbidden,
+		errcode.InvitationInvalid: http.StatusForbidden,
 		// 404: unknown route or resource.
 		errcode.NotFound:           http.StatusNotFound,
 		errcode.ConnectionNotFound: http.StatusNotFound,
@@ -49,6 +50,7 @@ func statusTable() map[errcode.Code]int {
 		errcode.PairingRedeemed:       http.StatusConflict,
 		errcode.StandingArmed:         http.StatusConflict,
 		errcode.ConfirmWithdrawn:      http.StatusConflict,
+		errcode.InvitationCapReached:  http.StatusConflict,
 		// 413, 415.
 		errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 		errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,

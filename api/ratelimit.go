@@ -6,9 +6,13 @@ import (
 )
 
 // limiter is a token bucket per key: burst attempts at once, one more
-// every period. Failed authentications (per origin and per token) and
-// pairing requests (per origin) each have one. Every caller's address is
-// 127.0.0.1, so the address is no key.
+// every period. Failed authentications (per origin and per token; wrong
+// verifiers and wrong pairing invitations among them) and pairing
+// requests (per origin, or per host name for a desktop request) each
+// have one. Every caller's address is 127.0.0.1, so the address is no
+// key, and no bucket can tell one local process from another: what must
+// never be locked out (a valid token, the right verifier, an
+// administrator's invitation) is checked before any bucket is read.
 //
 // Safe for concurrent use.
 type limiter struct {

@@ -137,6 +137,7 @@ func routes() []route {
 		{method: get, path: "/v1/hosts", access: ctlOnly, app: scopeNone, limit: noBody, handle: (*Server).hosts},
 		{method: post, path: "/v1/hosts/approve", access: ctlOnly, app: scopeNone, limit: smallBody, handle: (*Server).approveHost},
 		{method: post, path: "/v1/hosts/deny", access: ctlOnly, app: scopeNone, limit: smallBody, handle: (*Server).denyHost},
+		{method: post, path: "/v1/hosts/invite", access: ctlOnly, app: scopeNone, limit: smallBody, handle: (*Server).inviteHost},
 		{method: del, path: "/v1/hosts/:hostId", access: ctlOnly, app: scopeNone, limit: noBody, handle: (*Server).deleteHost},
 
 		{method: get, path: "/v1/status", access: authed, app: scopeFiltered, limit: noBody, handle: (*Server).status},

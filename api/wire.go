@@ -67,13 +67,46 @@ type PairRequest struct {
 	Surface   string `json:"surface"` // web | desktop
 	Origin    string `json:"origin,omitempty"`
 	Challenge string `json:"challenge"` // BASE64URL(SHA256(verifier))
+	// Invitation is an administrator's invitation (snugd ctl hosts invite
+	// NAME), desktop only: the request is then recorded approved.
+	Invitation string `json:"invitation,omitempty"`
 }
 
 // PairResponse answers POST /v1/hosts/pair.
 type PairResponse struct {
 	PairingID string `json:"pairingId"`
-	Code      string `json:"code"` // what the user approves: snugd ctl hosts approve CODE
+	// Code is what the user approves: snugd ctl hosts approve CODE. An
+	// invited request has none: it is approved already.
+	Code      string `json:"code,omitempty"`
+	State     string `json:"state"` // pending, or approved for an invited request
+	Invited   bool   `json:"invited,omitempty"`
 	ExpiresAt Time   `json:"expiresAt"`
+}
+
+// InviteRequest is POST /v1/hosts/invite (ctl).
+type InviteRequest struct {
+	Name    string `json:"name"`
+	Surface string `json:"surface,omitempty"` // desktop, the only surface invited
+}
+
+// InviteResponse answers POST /v1/hosts/invite: the invitation, exactly
+// once (snugd keeps only its SHA-256).
+type InviteResponse struct {
+	Invitation   string `json:"invitation"`
+	InvitationID string `json:"invitationId"`
+	Name         string `json:"name"`
+	Surface      string `json:"surface"`
+	ExpiresAt    Time   `json:"expiresAt"`
+}
+
+// InvitationJSON is an invitation waiting to be used, as the ctl channel
+// lists it: never its value.
+type InvitationJSON struct {
+	InvitationID string `json:"invitationId"`
+	Name         string `json:"name"`
+	Surface      string `json:"surface"`
+	ExpiresAt    Time   `json:"expiresAt"`
+	CreatedAt    Time   `json:"createdAt"`
 }
 
 // RedeemRequest is POST /v1/hosts/pair/{pairingId}/redeem.
@@ -122,11 +155,12 @@ type HostJSON struct {
 	LastSeenAt *Time  `json:"lastSeenAt,omitempty"`
 }
 
-// HostsResponse is GET /v1/hosts (ctl): paired hosts and the pairing
-// requests waiting for approval.
+// HostsResponse is GET /v1/hosts (ctl): paired hosts, the pairing
+// requests waiting for approval and the invitations waiting to be used.
 type HostsResponse struct {
-	Hosts   []HostJSON    `json:"hosts"`
-	Pending []PairingJSON `json:"pending"`
+	Hosts       []HostJSON       `json:"hosts"`
+	Pending     []PairingJSON    `json:"pending"`
+	Invitations []InvitationJSON `json:"invitations"`
 }
 
 // DecisionResponse answers POST /v1/hosts/approve and /v1/hosts/deny.

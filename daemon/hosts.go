@@ -33,9 +33,25 @@ func (d *Daemon) PairingOrigin(ctx context.Context, id string) (origin string, o
 	return d.hosts.PairingOrigin(ctx, id)
 }
 
-// Pair is hostauth.Book.Pair.
+// Pair is hostauth.Book.Pair. A pairing recorded with an invitation is
+// approved by the administrator who minted the invitation, and journaled
+// as that approval (host-pair, "by invitation").
 func (d *Daemon) Pair(ctx context.Context, req hostauth.PairRequest, requestOrigin string) (hostauth.Pairing, error) {
-	return d.hosts.Pair(ctx, req, requestOrigin)
+	p, err := d.hosts.Pair(ctx, req, requestOrigin)
+	if err == nil && p.Invited {
+		d.journalAct(ctx, actHostPair, "", "", fmt.Sprintf("pairing %s: %q (%s), by invitation", p.ID, p.Name, p.Surface))
+	}
+	return p, err
+}
+
+// InviteHost is hostauth.Book.Invite (ctl socket only).
+func (d *Daemon) InviteHost(ctx context.Context, name string, surface hostauth.Surface) (hostauth.Invitation, hostauth.InvitationToken, error) {
+	return d.hosts.Invite(ctx, name, surface)
+}
+
+// Invitations is hostauth.Book.Invitations.
+func (d *Daemon) Invitations(ctx context.Context) ([]hostauth.Invitation, error) {
+	return d.hosts.Invitations(ctx)
 }
 
 // RedeemPairing is hostauth.Book.Redeem.

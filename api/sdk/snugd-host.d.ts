@@ -34,6 +34,8 @@ export function pair(o: {
   name: string;
   surface?: "web" | "desktop";
   origin?: string;
+  /** An administrator's invitation (`snugd ctl hosts invite NAME`), desktop only: the request is approved when recorded, and onCode is not called. */
+  invitation?: string;
   onCode?: (p: PairingCode) => void;
   signal?: AbortSignal;
 }): Promise<{ token: string; base: string }>;

@@ -181,25 +181,43 @@ function errorFrom(res, data) {
  * @param {object} o
  * @param {string} [o.base] snugd's address (DEFAULT_BASE)
  * @param {string} o.name the host's name as the administrator will see it
+ * A desktop host can pair by **invitation** instead: the administrator runs
+ * `snugd ctl hosts invite NAME` and gives the host the `snugi_…` invitation
+ * it prints; the host passes it as `invitation`, under that `name`. The
+ * request is then approved when recorded, in a lane no flood of pairing
+ * requests from other local processes reaches: there is no code (`onCode`
+ * is not called) and the token is redeemed at once. A wrong, used or
+ * expired invitation throws `INVITATION_INVALID`. Keep an invitation as
+ * you would the token, and only until it is used.
+ *
+ * @param {object} o
+ * @param {string} [o.base] snugd's address (DEFAULT_BASE)
+ * @param {string} o.name the host's name as the administrator will see it
  * @param {"web"|"desktop"} [o.surface] "web" (default) or "desktop"
  * @param {string} [o.origin] the page's origin (web; defaults to location.origin)
+ * @param {string} [o.invitation] an administrator's invitation, `snugi_…` (desktop only)
  * @param {(p: {code: string, command: string, expiresAt: string, pairingId: string}) => void} o.onCode
  * @param {AbortSignal} [o.signal]
  * @returns {Promise<{token: string, base: string}>}
  */
-export async function pair({ base = DEFAULT_BASE, name, surface = "web", origin, onCode, signal } = {}) {
+export async function pair({ base = DEFAULT_BASE, name, surface = "web", origin, invitation, onCode, signal } = {}) {
   if (!name) throw new SnugdError("BAD_REQUEST", "a host name is required");
+  if (invitation && surface !== "desktop") {
+    throw new SnugdError("BAD_REQUEST", "an invitation pairs a desktop host only: pass surface \"desktop\"");
+  }
   const { verifier, challenge } = await makeVerifier();
   const req = { name, surface, challenge };
   if (surface === "web") req.origin = origin || globalThis.location.origin;
+  if (invitation) req.invitation = invitation;
   const p = await call(base, "POST", "/v1/hosts/pair", { body: req, signal });
-  if (onCode) {
+  if (onCode && p.state !== "approved") {
     onCode({ code: p.code, command: "snugd ctl hosts approve " + p.code, expiresAt: p.expiresAt, pairingId: p.pairingId });
   }
-  let wait = 1000;
+  // An invited request is approved already: redeem at once.
+  let wait = p.state === "approved" ? 0 : 1000;
   for (;;) {
     await sleep(wait, signal);
-    wait = Math.min(wait * 1.5, 5000);
+    wait = Math.min(Math.max(wait, 1000) * 1.5, 5000);
     let r;
     try {
       r = await call(base, "POST", "/v1/hosts/pair/" + seg(p.pairingId) + "/redeem", { body: { verifier }, signal });

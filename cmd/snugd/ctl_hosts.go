@@ -9,11 +9,13 @@ import (
 	"github.com/snug/snugd/api"
 )
 
-const hostsSynopsis = "hosts list|approve CODE [--yes]|deny CODE|revoke ID [--json]"
+const hostsSynopsis = "hosts list|approve CODE [--yes]|deny CODE|invite NAME|revoke ID [--json]"
 
-// ctlHosts is snugd ctl hosts list|approve CODE|deny CODE|revoke ID.
-// Approving a pairing code is possible on the ctl channel only (DESIGN.md):
-// it is how the user says "yes, that host is mine".
+// ctlHosts is snugd ctl hosts list|approve CODE|deny CODE|invite
+// NAME|revoke ID. Approving a pairing code is possible on the ctl channel
+// only (DESIGN.md): it is how the user says "yes, that host is mine".
+// Inviting a desktop host by name says it before the host asks, in a lane
+// no flood of pairing requests reaches.
 func ctlHosts(ctx context.Context, c *ctl, args []string) int {
 	fs := c.flags(hostsSynopsis)
 	yes := fs.Bool("yes", false, "approve without asking (needed without a terminal); read snugd ctl hosts list first")
@@ -24,7 +26,7 @@ func ctlHosts(ctx context.Context, c *ctl, args []string) int {
 	if len(pos) == 0 {
 		pos = []string{"list"}
 	}
-	want := map[string]string{"list": "", "approve": "CODE", "deny": "CODE", "revoke": "ID"}
+	want := map[string]string{"list": "", "approve": "CODE", "deny": "CODE", "invite": "NAME", "revoke": "ID"}
 	arg, known := want[pos[0]]
 	switch {
 	case !known:
@@ -67,6 +69,8 @@ func ctlHosts(ctx context.Context, c *ctl, args []string) int {
 			c.out("the host receives its token when it redeems the pairing")
 		}
 		return exitOK
+	case "invite":
+		return c.inviteHost(ctx, pos[1])
 	case "revoke":
 		if err := c.client.DeleteHost(ctx, pos[1]); err != nil {
 			return c.fail(err)
@@ -100,6 +104,34 @@ func ctlHosts(ctx context.Context, c *ctl, args []string) int {
 			c.out("  %s  %s, asked %s ago, expires %s", p.Code, describePairing(p.Origin, p.Name, p.Surface), age(time.Since(p.CreatedAt.Time)), p.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 	}
+	if len(hs.Invitations) > 0 {
+		c.out("\ninvitations not used yet (snugd ctl hosts invite NAME replaces one):")
+		for _, i := range hs.Invitations {
+			c.out("  \"%s\" (%s), invited %s ago, expires %s", i.Name, i.Surface, age(time.Since(i.CreatedAt.Time)), i.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+	}
+	return exitOK
+}
+
+// inviteHost is snugd ctl hosts invite NAME: it mints a pairing invitation
+// for the desktop host that will pair as NAME and prints it, the one time
+// it is ever shown (snugd keeps only its hash), with what to do with it
+// and when it expires.
+func (c *ctl) inviteHost(ctx context.Context, name string) int {
+	inv, err := c.client.InviteHost(ctx, name)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.json {
+		return c.printJSON(inv) // the API's answer, as is
+	}
+	left := time.Until(inv.ExpiresAt.Time).Round(time.Minute)
+	c.out("invitation for the desktop host \"%s\":", inv.Name)
+	c.out("")
+	c.out("    %s", inv.Invitation)
+	c.out("")
+	c.out("enter it where that desktop app asks for a pairing invitation, and have it pair under the name \"%s\": it pairs that one host, already approved, and cannot be used again", inv.Name)
+	c.out("it expires at %s (in %s); it is shown only now, so if it is lost, invite the name again", inv.ExpiresAt.UTC().Format(time.RFC3339), age(left))
 	return exitOK
 }
 

@@ -94,9 +94,21 @@ const (
 	LANRefused Code = "LAN_REFUSED"
 )
 
+// Pairing invitations (issue 10 item 6): the administrator's lane past a
+// flood of desktop pairing requests.
+const (
+	// InvitationInvalid: a pairing request carried an invitation snugd
+	// does not hold for that name. One fixed answer: it never says
+	// whether the invitation was wrong, expired, used or another name's.
+	InvitationInvalid Code = "INVITATION_INVALID"
+	// InvitationCapReached: as many invitations as snugd keeps are
+	// waiting to be used.
+	InvitationCapReached Code = "INVITATION_CAP_REACHED"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 57
+const numCodes = 59
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -181,5 +193,9 @@ func table() [numCodes]Entry {
 
 		// The exchange pairing family.
 		{Code: LANRefused, Meaning: "a LAN discovery, verify probe or link-button pairing was refused; the message is a fixed sentence"},
+
+		// Pairing invitations.
+		{Code: InvitationInvalid, Meaning: "the pairing invitation is not valid for this host name: wrong, expired or already used (which, it does not say)"},
+		{Code: InvitationCapReached, Meaning: "8 pairing invitations are already waiting to be used; wait for one to expire, or invite one of their names again"},
 	}
 }

@@ -108,6 +108,9 @@ type PairRequest struct {
 	Surface   Surface
 	Origin    string // web: the origin to bind the token to; desktop: ""
 	Challenge string // BASE64URL(SHA256(verifier)), 43 characters
+	// Invitation is an administrator's invitation (Invite), for a desktop
+	// request only; the zero value for none.
+	Invitation InvitationToken
 }
 
 // Pairing is a pairing request. It never holds the verifier (snugd never
@@ -120,6 +123,7 @@ type Pairing struct {
 	Origin    string
 	State     PairingState
 	HostID    string // the host redemption created; "" before
+	Invited   bool   // recorded with an invitation: approved by the administrator when recorded
 	ExpiresAt time.Time
 	CreatedAt time.Time
 }
@@ -410,14 +414,26 @@ func (b *Book) PairingOrigin(ctx context.Context, id string) (origin string, ok 
 // a web request from a browser may pair only its own origin, and a desktop
 // request carries none.
 //
-// Errors: BAD_REQUEST for a malformed request, FORBIDDEN for an Origin
-// that is not the one being paired, RATE_LIMITED when MaxPendingPairings
-// web requests are already waiting. A desktop request is never refused for
-// a full table: it displaces the oldest pending desktop request of the
-// name that holds the most (a flood under one name displaces its own).
+// A desktop request that carries an invitation (Invite) is recorded
+// approved instead, with Invited set, when the invitation is live and
+// bound to the request's name (in any case), and the invitation is used
+// up in the same transaction: such a request waits for no code, takes no
+// place among the waiting requests and is never displaced.
+//
+// Errors: BAD_REQUEST for a malformed request (an invitation on a web
+// request included), FORBIDDEN for an Origin that is not the one being
+// paired, RATE_LIMITED when MaxPendingPairings web requests are already
+// waiting, INVITATION_INVALID for an invitation snugd does not hold for
+// the name (one answer, whether it is wrong, expired or used). A desktop
+// request is never refused for a full table: it displaces the oldest
+// pending desktop request of the name that holds the most (a flood under
+// one name displaces its own).
 func (b *Book) Pair(ctx context.Context, req PairRequest, requestOrigin string) (Pairing, error) {
 	if err := checkHostName(req.Name); err != nil {
 		return Pairing{}, err
+	}
+	if req.Invitation.Reveal() != "" && req.Surface != SurfaceDesktop {
+		return Pairing{}, errcode.New(errcode.BadRequest, "an invitation pairs a desktop host only: a web host pairs from its page, and the administrator approves its code")
 	}
 	switch req.Surface {
 	case SurfaceWeb:
@@ -439,6 +455,9 @@ func (b *Book) Pair(ctx context.Context, req PairRequest, requestOrigin string) 
 	}
 	if !validChallenge(req.Challenge) {
 		return Pairing{}, errcode.New(errcode.BadRequest, "challenge must be BASE64URL(SHA256(verifier)): 43 characters, no padding")
+	}
+	if req.Invitation.Reveal() != "" {
+		return b.pairInvited(ctx, req)
 	}
 	var p store.Pairing
 	err := b.store.Update(ctx, func(tx *store.Tx) error {
@@ -804,7 +823,7 @@ func (b *Book) internal(op string, err error) error {
 func pairingFromRow(p store.Pairing) Pairing {
 	return Pairing{
 		ID: p.ID, Code: displayCode(p.Code), Name: p.Name, Surface: Surface(p.Surface), Origin: p.Origin,
-		State: PairingState(p.State), HostID: p.HostID, ExpiresAt: p.ExpiresAt, CreatedAt: p.CreatedAt,
+		State: PairingState(p.State), HostID: p.HostID, Invited: p.Invited, ExpiresAt: p.ExpiresAt, CreatedAt: p.CreatedAt,
 	}
 }
 

@@ -10,6 +10,13 @@
 // without SQL; Unpair revokes a token at once and cancels what its host
 // has running.
 //
+// An administrator can also invite a desktop host by name (Invite): the
+// invitation, 256 random bits of which snugd keeps only the SHA-256, lets
+// one pairing request under that name be recorded approved at once, in a
+// lane that no flood of pairing requests from other local processes
+// reaches (every desktop request comes from 127.0.0.1 without an Origin,
+// so snugd cannot tell those processes apart).
+//
 // "Pairing" in this package always means pairing a host with snugd; the
 // pairing of a connection with a device (§13's families) is the
 // registry's and the daemon's.

@@ -172,3 +172,45 @@ test("the pairing challenge is RFC 7636's S256", async () => {
 test("withRunnerCSP keeps the doctype first", () => {
   assert.match(withRunnerCSP("<!doctype html><html></html>"), /^<!doctype html><meta http-equiv="Content-Security-Policy"/);
 });
+
+// A stand-in for snugd's two pairing routes, recording each request.
+function fakePairingFetch(pairAnswer) {
+  const requests = [];
+  const fetch = async (url, init) => {
+    const body = init.body ? JSON.parse(init.body) : undefined;
+    requests.push({ path: new URL(url).pathname, body, headers: init.headers });
+    const json = (status, v) => ({ status, ok: status < 300, text: async () => JSON.stringify(v), headers: { get: () => null } });
+    if (url.endsWith("/v1/hosts/pair")) return json(200, pairAnswer);
+    if (url.includes("/redeem")) return json(200, { state: "approved", token: "snugh_" + "t".repeat(43) });
+    return json(404, { code: "NOT_FOUND", message: "no such route" });
+  };
+  return { requests, fetch };
+}
+
+test("pair sends a desktop invitation, skips the code and redeems at once", async (t) => {
+  const { pair } = await import("../snugd-host.js");
+  const fake = fakePairingFetch({ pairingId: "p_" + "1".repeat(32), state: "approved", invited: true, expiresAt: "2026-12-01T10:41:24.958Z" });
+  t.mock.method(globalThis, "fetch", fake.fetch);
+  const invitation = "snugi_" + "A".repeat(43);
+  let shown = false;
+  const delays = [];
+  const realSetTimeout = globalThis.setTimeout;
+  t.mock.method(globalThis, "setTimeout", (fn, ms) => { delays.push(ms); return realSetTimeout(fn, 0); });
+  const { token } = await pair({ name: "Work laptop", surface: "desktop", invitation, onCode: () => { shown = true; } });
+  assert.equal(token, "snugh_" + "t".repeat(43));
+  assert.equal(shown, false, "an invited pairing has no code to show");
+  assert.deepEqual(fake.requests.map((r) => r.path), ["/v1/hosts/pair", "/v1/hosts/pair/p_" + "1".repeat(32) + "/redeem"]);
+  const sent = fake.requests[0].body;
+  assert.equal(sent.invitation, invitation);
+  assert.equal(sent.surface, "desktop");
+  assert.equal(sent.origin, undefined);
+  assert.deepEqual(delays, [0], "the invited pairing is redeemed without the first poll's wait");
+});
+
+test("pair refuses an invitation on the web surface before asking snugd", async (t) => {
+  const { pair } = await import("../snugd-host.js");
+  const fake = fakePairingFetch({});
+  t.mock.method(globalThis, "fetch", fake.fetch);
+  await assert.rejects(pair({ name: "page", surface: "web", origin: "https://snug.example", invitation: "snugi_" + "A".repeat(43) }), (e) => e.code === "BAD_REQUEST");
+  assert.equal(fake.requests.length, 0);
+});

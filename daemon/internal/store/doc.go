@@ -46,8 +46,9 @@
 // snug_connections is §12.2's USERDB_DDL byte for byte, without CHECK
 // constraints; UpsertConnection enforces the spec's value sets and the
 // writers' invariants in Go instead. snugd_hosts, snugd_pairings,
-// snugd_journal and snugd_staged are snugd's own (hashed host tokens,
-// pairing requests, a metadata-only journal bounded to its newest
+// snugd_invitations, snugd_journal and snugd_staged are snugd's own
+// (hashed host tokens, pairing requests, hashed pairing invitations, a
+// metadata-only journal bounded to its newest
 // Options.JournalKeep entries, and the channel each staged change came
 // from).
 //

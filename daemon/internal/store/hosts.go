@@ -139,11 +139,14 @@ type Pairing struct {
 	Origin    string
 	State     PairingState
 	HostID    string // the host redemption created; "" before, or after unpairing
+	// Invited is true for a request recorded with an administrator's
+	// invitation (snugd_invitations): approved when it was recorded.
+	Invited   bool
 	ExpiresAt time.Time
 	CreatedAt time.Time
 }
 
-const pairingColumns = "id, code, challenge, name, surface, origin, state, host_id, expires_at, created_at"
+const pairingColumns = "id, code, challenge, name, surface, origin, state, host_id, invited, expires_at, created_at"
 
 // InsertPairing stores a new request, stamping CreatedAt when it is zero. A
 // duplicate ID, or a code already used by a pending request, fails.
@@ -159,9 +162,9 @@ func (tx *Tx) InsertPairing(p Pairing) (Pairing, error) {
 	}
 	p.CreatedAt = p.CreatedAt.UTC().Truncate(time.Millisecond)
 	p.ExpiresAt = p.ExpiresAt.UTC().Truncate(time.Millisecond)
-	_, err := tx.exec("INSERT INTO snugd_pairings ("+pairingColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	_, err := tx.exec("INSERT INTO snugd_pairings ("+pairingColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		p.ID, p.Code, p.Challenge, p.Name, string(p.Surface), p.Origin, string(p.State), nullIfEmpty(p.HostID),
-		FormatTime(p.ExpiresAt), FormatTime(p.CreatedAt))
+		p.Invited, FormatTime(p.ExpiresAt), FormatTime(p.CreatedAt))
 	if err != nil {
 		return Pairing{}, fmt.Errorf("insert pairing %q: %w", p.ID, err)
 	}
@@ -239,7 +242,7 @@ func scanPairing(rows *sql.Rows) (Pairing, error) {
 		hostID           sql.NullString
 		expires, created string
 	)
-	if err := rows.Scan(&p.ID, &p.Code, &p.Challenge, &p.Name, &surface, &p.Origin, &state, &hostID, &expires, &created); err != nil {
+	if err := rows.Scan(&p.ID, &p.Code, &p.Challenge, &p.Name, &surface, &p.Origin, &state, &hostID, &p.Invited, &expires, &created); err != nil {
 		return Pairing{}, fmt.Errorf("read pairing: %w", err)
 	}
 	p.Surface, p.State, p.HostID = Surface(surface), PairingState(state), hostID.String

@@ -203,7 +203,7 @@ func TestMigrationsResumeFromTheCounter(t *testing.T) {
 	s := openStore(t)
 	dir := s.Dir()
 	update(t, s, func(tx *Tx) error {
-		_, err := tx.exec("DROP TABLE snugd_journal_size; DROP TABLE snugd_journal_counts; DROP TABLE snugd_replaced; DROP TABLE snugd_app_shares; DROP TABLE snugd_app_owners; DROP TABLE snugd_staged; DROP TABLE snugd_journal; DROP TABLE snugd_pairings; DROP TABLE snugd_hosts; UPDATE snugd_meta SET value = 3 WHERE key = 'schema_version'")
+		_, err := tx.exec("DROP TABLE snugd_invitations; DROP TABLE snugd_journal_size; DROP TABLE snugd_journal_counts; DROP TABLE snugd_replaced; DROP TABLE snugd_app_shares; DROP TABLE snugd_app_owners; DROP TABLE snugd_staged; DROP TABLE snugd_journal; DROP TABLE snugd_pairings; DROP TABLE snugd_hosts; UPDATE snugd_meta SET value = 3 WHERE key = 'schema_version'")
 		return err
 	})
 	s.Close()
