@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -515,5 +516,110 @@ func TestOAuthErrorPageEchoingTheClientSecret(t *testing.T) {
 	}
 	if strings.Contains(o.logs.String(), oauthtest.ServiceKey) {
 		t.Fatal("the log carries the client secret")
+	}
+}
+
+// A client-credentials token is fetched again once it is within the
+// 60-second skew of its expiry, before the request is sent: 61 s before,
+// the stored one is sent; 59 s before, one new client-credentials POST.
+//
+// conformance: P3-C13-23
+func TestOAuthClientCredentialsRefetchedWithinTheSkew(t *testing.T) {
+	o := newOAuthRig(t)
+	o.approveOAuth(t, "app1", twitchDecl("games"), map[string]string{"client_id": oauthtest.ServiceID, "client_secret": oauthtest.ServiceKey})
+	get := func() {
+		t.Helper()
+		if res, _ := o.net(t, "app1", frame("GET", "https://api.twitch.tv/helix/games/top?first=1", nil)); res.Status != 200 {
+			t.Fatalf("net = %+v", res)
+		}
+	}
+	get()
+	s := o.state(t, "app1", "games")
+	if s.Status != ConnConnected || s.ExpiresIn == nil || *s.ExpiresIn <= 61 {
+		t.Fatalf("state after the first fetch = %+v", s)
+	}
+	o.clock.advance(time.Duration(*s.ExpiresIn)*time.Second - 61*time.Second)
+	get()
+	if n := o.op.Count("client_credentials"); n != 1 {
+		t.Fatalf("61 s before expiry: %d client-credentials POSTs, want 1", n)
+	}
+	o.clock.advance(2 * time.Second)
+	get()
+	if n := o.op.Count("client_credentials"); n != 2 {
+		t.Fatalf("59 s before expiry: %d client-credentials POSTs, want 2", n)
+	}
+	if b := o.op.Bearers(); len(b) != 3 || b[0] != b[1] || b[2] == b[1] {
+		t.Fatalf("bearers = %q; want the first token twice, then the new one", b)
+	}
+}
+
+// One live flow per (app, slot): a second start ends the first failed
+// ("a newer flow replaced this one"), deletes its sealed half, and the
+// first flow's genuine answer is refused without an exchange.
+//
+// conformance: P3-C13-03
+func TestOAuthOneLiveFlowPerSlot(t *testing.T) {
+	o := newOAuthRig(t)
+	ctx := t.Context()
+	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
+	first, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := o.op.SignIn(ctx, t, first.AuthorizeURL)
+	second, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := o.d.Flow(ctx, first.Flow.ID); f.State != FlowFailed || !strings.Contains(f.Message, "newer") {
+		t.Fatalf("the first flow after a second start = %+v", f)
+	}
+	if o.secret(t, flowKeyPrefix+first.Flow.ID) != "" {
+		t.Fatal("the replaced flow's sealed half (its verifier) was kept")
+	}
+	if _, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
+		t.Fatal("the replaced flow's answer was taken")
+	}
+	if n := o.op.Count("authorization_code"); n != 0 {
+		t.Fatalf("the replaced flow's code was exchanged (%d)", n)
+	}
+	cb = o.op.SignIn(ctx, t, second.AuthorizeURL)
+	if f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != FlowConnected {
+		t.Fatalf("the second flow's answer = %+v, %v", f, err)
+	}
+}
+
+// Granted scopes wider than the requested ones are disclosed: the flow's
+// message says so, _connection's scopesGranted lists what was granted,
+// and the log names the extra scopes (names, never a token). The OP
+// grants openid and offline_access beside the pinned Spotify scopes.
+func TestOAuthWiderScopesDisclosed(t *testing.T) {
+	o := newOAuthRig(t)
+	f := o.connectSpotify(t, "app1")
+	s := o.state(t, "app1", "music")
+	if !slices.Contains(s.ScopesGranted, "offline_access") {
+		t.Fatalf("scopesGranted = %q, want the OP's grant", s.ScopesGranted)
+	}
+	if f.Message != msgOAuthWider {
+		t.Fatalf("flow message = %q, want the wider-grant sentence", f.Message)
+	}
+	if l := o.logs.String(); !strings.Contains(l, "granted scopes beyond those requested") || !strings.Contains(l, "offline_access") {
+		t.Fatalf("the log does not name the wider grant:\n%s", l)
+	}
+}
+
+// A sign-in without the client ID stored is refused with a sentence that
+// names the command that stores it.
+func TestOAuthStartWithoutClientID(t *testing.T) {
+	o := newOAuthRig(t)
+	if _, err := o.d.ProposeUser(t.Context(), "app1", "music", mustJSON(t, spotifyDecl("music"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.d.Approve(t.Context(), "app1", "music"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.d.StartOAuth(t.Context(), "app1", "music", 4747)
+	if !isCode(err, errcode.BadRequest) || !strings.Contains(err.Error(), "snugd ctl credentials set") {
+		t.Fatalf("StartOAuth without a client ID = %v", err)
 	}
 }
