@@ -623,3 +623,39 @@ func TestOAuthStartWithoutClientID(t *testing.T) {
 		t.Fatalf("StartOAuth without a client ID = %v", err)
 	}
 }
+
+// The callback announces how the flow ended: a flow-updated hint for the
+// flow (GET /v1/flows/{id} then says connected) and connection-changed
+// for the slot, references only.
+func TestOAuthCallbackAnnounces(t *testing.T) {
+	o := newOAuthRig(t)
+	ctx := t.Context()
+	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
+	st, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
+	hints := o.d.Hints(ctx)
+	if f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != FlowConnected {
+		t.Fatalf("callback = %+v, %v", f, err)
+	}
+	var flowUpdated, connChanged bool
+	timeout := time.After(10 * time.Second)
+	for !flowUpdated || !connChanged {
+		select {
+		case h := <-hints:
+			switch {
+			case h.Type == HintFlowUpdated && h.ID == st.Flow.ID:
+				flowUpdated = true
+			case h.Type == HintConnectionChanged && h.AppID == "app1" && h.Slot == "music":
+				connChanged = true
+			}
+		case <-timeout:
+			t.Fatalf("hints after the callback: flow-updated %v, connection-changed %v", flowUpdated, connChanged)
+		}
+	}
+	if f, err := o.d.Flow(ctx, st.Flow.ID); err != nil || f.State != FlowConnected {
+		t.Fatalf("Flow = %+v, %v", f, err)
+	}
+}
