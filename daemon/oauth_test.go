@@ -28,7 +28,7 @@ import (
 // registry switch).
 
 // oauthHosts are the shipped entries' hosts the OP's certificate names.
-var oauthHosts = []string{"accounts.spotify.com", "api.spotify.com", "id.twitch.tv", "api.twitch.tv", "auth.example.net", "api.example.net"}
+var oauthHosts = []string{"accounts.spotify.com", "api.spotify.com", "id.twitch.tv", "api.twitch.tv", "github.com", "api.github.com", "auth.example.net", "api.example.net"}
 
 // oauthRig is a daemon wired to the OP, with a clock the test moves.
 type oauthRig struct {
@@ -657,5 +657,61 @@ func TestOAuthCallbackAnnounces(t *testing.T) {
 	}
 	if f, err := o.d.Flow(ctx, st.Flow.ID); err != nil || f.State != FlowConnected {
 		t.Fatalf("Flow = %+v, %v", f, err)
+	}
+}
+
+// GitHub's OAuth-app option through the whole flow: a row declaring
+// client_id and client_secret resolves to the shipped oauth-app option
+// (pinned scopes, PKCE), the authorize URL is github.com's with the
+// pinned scopes and S256, the code exchange authenticates with the
+// secret in the form only (client_secret_post, as GitHub documents; never
+// a second copy in a Basic header), and a request to api.github.com
+// carries the OP's bearer.
+//
+// conformance: P3-C13-17
+func TestOAuthGitHubAppFlow(t *testing.T) {
+	o := newOAuthRig(t)
+	ctx := t.Context()
+	decl := map[string]any{
+		"slot": "gh", "provider": map[string]any{"name": "GitHub"}, "kind": "oauth2_auth_code",
+		"fields": []any{
+			map[string]any{"key": "client_id", "label": "Client ID", "type": "text"},
+			map[string]any{"key": "client_secret", "label": "Client secret", "type": "secret"},
+		},
+		"endpoints":        map[string]any{"authorize": "https://github.com/login/oauth/authorize", "token": "https://github.com/login/oauth/access_token"},
+		"declaredApiHosts": []any{"api.github.com"},
+	}
+	o.approveOAuth(t, "app1", decl, map[string]string{"client_id": oauthtest.GitHubClient, "client_secret": oauthtest.GitHubSecret})
+	st, err := o.d.StartOAuth(ctx, "app1", "gh", 4747)
+	if err != nil {
+		t.Fatalf("StartOAuth: %v", err)
+	}
+	u, _ := url.Parse(st.AuthorizeURL)
+	q := u.Query()
+	if u.Host != "github.com" || u.Path != "/login/oauth/authorize" || q.Get("scope") != "read:user notifications" ||
+		q.Get("code_challenge_method") != "S256" || q.Get("redirect_uri") != "http://127.0.0.1:4747/oauth/callback" {
+		t.Fatalf("authorize URL = %s", st.AuthorizeURL)
+	}
+	if strings.Contains(st.AuthorizeURL, oauthtest.GitHubSecret) {
+		t.Fatal("the authorize URL carries the client secret")
+	}
+	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
+	f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery)
+	if err != nil || f.State != FlowConnected {
+		t.Fatalf("callback = %+v, %v\n%s", f, err, o.logs.String())
+	}
+	if a := o.op.TokenAuths(); len(a) != 1 || a[0] != "post" {
+		t.Fatalf("the code exchange authenticated as %q, want the secret in the form only", a)
+	}
+	res, _ := o.net(t, "app1", frame("GET", "https://api.github.com/user", nil))
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET api.github.com/user = %+v", res)
+	}
+	access := o.secret(t, store.FieldKey("app1", "gh", accessTokenField))
+	if b := o.op.Bearers(); len(b) != 1 || b[0] != "Bearer "+access {
+		t.Fatalf("the API saw %q", b)
+	}
+	if strings.Contains(o.logs.String(), oauthtest.GitHubSecret) || strings.Contains(o.logs.String(), access) {
+		t.Fatal("the log holds the client secret or the token")
 	}
 }

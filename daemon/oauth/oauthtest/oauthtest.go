@@ -37,6 +37,7 @@ import (
 
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/net/html"
 )
@@ -57,6 +58,12 @@ const (
 	// end-to-end test, which cannot move the real binary's clock, uses it.
 	ShortClient   = "snug-native-short"
 	ShortLifetime = 30 * time.Second
+	// GitHubClient is the shape of a GitHub OAuth app: a confidential
+	// client whose secret comes in the token request's form
+	// (client_secret_post, as GitHub documents), PKCE, and the loopback
+	// redirect on any port.
+	GitHubClient = "snug-github"
+	GitHubSecret = "github-client-secret-51c0e2"
 	// ServiceID and ServiceKey are the example storage's client-credentials
 	// client.
 	ServiceID    = "sid1"
@@ -86,6 +93,7 @@ type Server struct {
 	revoked []string
 	fault   atomic.Pointer[http.HandlerFunc]
 	bearers []string // Authorization of each API request
+	auths   []string // how each token POST authenticated its client
 }
 
 // New starts an OP on 127.0.0.1 over TLS whose certificate names hosts;
@@ -117,6 +125,7 @@ func NewOP(issuer string) *Server {
 	clients := map[string]*storage.Client{
 		NativeClient: storage.NativeClient(NativeClient, "http://127.0.0.1/oauth/callback", WebOrigin+"/oauth/callback"),
 		ShortClient:  storage.NativeClient(ShortClient, "http://127.0.0.1/oauth/callback", WebOrigin+"/oauth/callback"),
+		GitHubClient: storage.NativeClient(GitHubClient, "http://127.0.0.1/oauth/callback"),
 		WebClient:    storage.WebClient(WebClient, WebSecret, WebOrigin+"/oauth/callback"),
 	}
 	st := &shortLived{Storage: storage.NewStorageWithClients(storage.NewUserStore(issuer), clients)}
@@ -129,8 +138,32 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // shortLived is the example storage, except that ShortClient's
 // authorization code grants an access token it says lives ShortLifetime
-// (expires_in is the OP's statement, which is all a client goes by).
+// (expires_in is the OP's statement, which is all a client goes by), and
+// that GitHubClient authenticates with its secret in the form.
 type shortLived struct{ *storage.Storage }
+
+// postClient is a client that authenticates with client_secret_post.
+type postClient struct{ op.Client }
+
+func (postClient) AuthMethod() oidc.AuthMethod { return oidc.AuthMethodPost }
+
+func (s *shortLived) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err == nil && id == GitHubClient {
+		c = postClient{c}
+	}
+	return c, err
+}
+
+func (s *shortLived) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
+	if id == GitHubClient {
+		if secret != GitHubSecret {
+			return errors.New("invalid secret")
+		}
+		return nil
+	}
+	return s.Storage.AuthorizeClientIDSecret(ctx, id, secret)
+}
 
 func (s *shortLived) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, current string) (string, string, time.Time, error) {
 	id, refresh, exp, err := s.Storage.CreateAccessAndRefreshTokens(ctx, req, current)
@@ -161,6 +194,16 @@ func (s *Server) Bearers() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.bearers...)
+}
+
+// TokenAuths says how each token POST authenticated its client, in
+// order: "basic" (RFC 6749 §2.3.1's header), "post" (client_secret in the
+// form), "basic+post" (both: a secret sent twice) or "none" (a public
+// client).
+func (s *Server) TokenAuths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auths...)
 }
 
 // SetFault makes every token and revocation POST answer f (nil: none).
@@ -204,6 +247,18 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				s.mu.Unlock()
 			} else if c, ok := s.grants[form.Get("grant_type")]; ok {
 				c.Add(1)
+				how := "none"
+				switch _, _, basic := r.BasicAuth(); {
+				case basic && form.Has("client_secret"):
+					how = "basic+post"
+				case basic:
+					how = "basic"
+				case form.Has("client_secret"):
+					how = "post"
+				}
+				s.mu.Lock()
+				s.auths = append(s.auths, how)
+				s.mu.Unlock()
 			}
 			if f := s.fault.Load(); f != nil {
 				(*f)(w, r)
