@@ -136,6 +136,21 @@ func (w *teeWriter) Write(p []byte) (int, error) {
 // opView reads the OP helper's events.
 type opView struct{ *upstream }
 
+// until waits (10 s at most) for cond to hold, checking it again after
+// each event the OP reports.
+func (o opView) until(cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-o.notify:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
 // form is a request event's body as a form.
 func form(ev event) url.Values {
 	v, _ := url.ParseQuery(ev.Body)
@@ -161,7 +176,7 @@ func (o opView) grants(mark int, grant string) int {
 // exact.
 func (o opView) bearers(mark, n int) []string {
 	var out []string
-	o.waitFor(10*time.Second, func(event) bool {
+	o.until(func() bool {
 		out = out[:0]
 		for _, ev := range o.requestsSince(mark) {
 			if strings.HasPrefix(first(ev.Header, "Host"), "api.") {
@@ -185,7 +200,7 @@ type tokenAnswer struct {
 // for n of them: the OP reports an answer after sending it.
 func (o opView) tokens(mark, n int) []tokenAnswer {
 	var out []tokenAnswer
-	o.waitFor(10*time.Second, func(event) bool {
+	o.until(func() bool {
 		out = out[:0]
 		for i, ev := range o.snapshot() {
 			if i >= mark && ev.Kind == "token" {
