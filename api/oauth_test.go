@@ -143,15 +143,21 @@ func allowConfirms(t *testing.T, e *env, done <-chan []byte) {
 }
 
 // The web surface: a web host starts the flow (origin-callback posture,
-// redirect to its origin), and only that host's POST /v1/oauth/callback
-// is taken; another web host's, with the genuine code and state, is
-// refused and changes nothing. A tampered state is refused too.
+// redirect to its origin), the scripted user signs in and the OP
+// redirects to the host's https://<origin>/oauth/callback page, which the
+// test plays: it hands the code and state it was given to POST
+// /v1/oauth/callback. Another web host's handing of that genuine answer,
+// and a tampered state, are refused and change nothing; the rightful
+// host's is taken once, the flow ends connected and a request carries
+// the OP's bearer. A code the OP does not know ends a flow failed with a
+// fixed sentence after one exchange.
 //
-// conformance: P3-C13-18, P3-C13-19
+// conformance: P3-C13-17, P3-C13-18, P3-C13-19
 func TestOAuthWebCallbackOnlyForItsHost(t *testing.T) {
 	e, op := newOAuthEnv(t)
 	ctx := t.Context()
-	a := e.host(e.pair("web", webOrigin), webOrigin)
+	origin := oauthtest.WebOrigin // the origin the OP's public client may redirect to
+	a := e.host(e.pair("web", origin), origin)
 	other := "https://other.example"
 	b := e.host(e.pair("web", other), other)
 	st, err := a.OAuthStart(ctx, "app1", "music")
@@ -159,19 +165,23 @@ func TestOAuthWebCallbackOnlyForItsHost(t *testing.T) {
 		t.Fatalf("OAuthStart: %v", err)
 	}
 	u, _ := url.Parse(st.AuthorizeURL)
-	if got := u.Query().Get("redirect_uri"); got != webOrigin+"/oauth/callback" {
-		t.Fatalf("web redirect_uri = %q", got)
+	if got := u.Query().Get("redirect_uri"); got != origin+"/oauth/callback" || u.Query().Get("code_challenge_method") != "S256" {
+		t.Fatalf("web authorize URL = %s", st.AuthorizeURL)
 	}
-	// The OP registers only its own web client's redirect; the flow's
-	// code and state are what that redirect would carry, so the test
-	// takes them from a desktop-shaped sign-in of the same flow state.
-	state := u.Query().Get("state")
+	cb := op.SignIn(ctx, t, st.AuthorizeURL)
+	if cb.Scheme+"://"+cb.Host != origin || cb.Path != "/oauth/callback" {
+		t.Fatalf("the provider redirected to %s", cb.Redacted())
+	}
+	code, state := cb.Query().Get("code"), cb.Query().Get("state")
 	tampered := state[:len(state)-3] + "AAA"
-	if _, err := a.OAuthCallback(ctx, OAuthCallbackRequest{Code: "c0de", State: tampered}); !isAPICode(err, errcode.BadRequest) {
+	if _, err := a.OAuthCallback(ctx, OAuthCallbackRequest{Code: code, State: tampered}); !isAPICode(err, errcode.BadRequest) {
 		t.Fatalf("tampered state = %v", err)
 	}
-	if _, err := b.OAuthCallback(ctx, OAuthCallbackRequest{Code: "c0de", State: state}); !isAPICode(err, errcode.BadRequest) {
+	if _, err := b.OAuthCallback(ctx, OAuthCallbackRequest{Code: code, State: state}); !isAPICode(err, errcode.BadRequest) || strings.Contains(err.Error(), code) {
 		t.Fatalf("another host's callback = %v", err)
+	}
+	if _, err := e.ctl.OAuthCallback(ctx, OAuthCallbackRequest{Code: code, State: state}); err == nil {
+		t.Fatal("the ctl channel's callback for a web flow was taken")
 	}
 	if n := op.Count("authorization_code"); n != 0 {
 		t.Fatalf("a refused callback's code was exchanged (%d)", n)
@@ -179,14 +189,46 @@ func TestOAuthWebCallbackOnlyForItsHost(t *testing.T) {
 	if f, err := a.Flow(ctx, st.FlowID); err != nil || f.State != "pending" {
 		t.Fatalf("flow after refusals = %+v, %v", f, err)
 	}
-	// The rightful host hands over a code the OP does not know: the
-	// exchange is tried once and the flow fails with a fixed sentence.
-	f, err := a.OAuthCallback(ctx, OAuthCallbackRequest{Code: "not-a-real-code", State: state})
-	if err != nil || f.State != "failed" || strings.Contains(f.Message, "not-a-real-code") {
+
+	f, err := a.OAuthCallback(ctx, OAuthCallbackRequest{Code: code, State: state})
+	if err != nil || f.State != "connected" || f.FlowID != st.FlowID {
 		t.Fatalf("rightful callback = %+v, %v", f, err)
+	}
+	if g, err := a.Flow(ctx, st.FlowID); err != nil || g.State != "connected" {
+		t.Fatalf("GET /v1/flows = %+v, %v", g, err)
+	}
+	if _, err := a.OAuthCallback(ctx, OAuthCallbackRequest{Code: code, State: state}); !isAPICode(err, errcode.BadRequest) {
+		t.Fatalf("replayed web callback = %v", err)
 	}
 	if n := op.Count("authorization_code"); n != 1 {
 		t.Fatalf("code exchanges = %d, want 1", n)
+	}
+	done := make(chan []byte, 1)
+	go func() {
+		b, _ := a.Net(context.WithoutCancel(ctx), NetRequest{AppID: "app1", Frame: netFrame("GET", "https://api.spotify.com/v1/me"), Delivery: "app"})
+		done <- b
+	}()
+	allowConfirms(t, e, done)
+	if bs := op.Bearers(); len(bs) != 1 || !strings.HasPrefix(bs[0], "Bearer ") || len(bs[0]) < len("Bearer ")+8 {
+		t.Fatalf("the API saw %q", bs)
+	}
+	if strings.Contains(e.logs.String(), strings.TrimPrefix(op.Bearers()[0], "Bearer ")) || strings.Contains(e.logs.String(), code) {
+		t.Fatal("the log holds the token or the code")
+	}
+
+	// The rightful host hands over a code the OP does not know: the
+	// exchange is tried once and the flow fails with a fixed sentence.
+	st, err = a.OAuthStart(ctx, "app1", "music")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ = url.Parse(st.AuthorizeURL)
+	f, err = a.OAuthCallback(ctx, OAuthCallbackRequest{Code: "not-a-real-code", State: u.Query().Get("state")})
+	if err != nil || f.State != "failed" || strings.Contains(f.Message, "not-a-real-code") {
+		t.Fatalf("callback with an unknown code = %+v, %v", f, err)
+	}
+	if n := op.Count("authorization_code"); n != 2 {
+		t.Fatalf("code exchanges = %d, want 2", n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,7 @@ import (
 // registry switch).
 
 // oauthHosts are the shipped entries' hosts the OP's certificate names.
-var oauthHosts = []string{"accounts.spotify.com", "api.spotify.com", "id.twitch.tv", "api.twitch.tv", "auth.example.net", "api.example.net"}
+var oauthHosts = []string{"accounts.spotify.com", "api.spotify.com", "id.twitch.tv", "api.twitch.tv", "github.com", "api.github.com", "auth.example.net", "api.example.net"}
 
 // oauthRig is a daemon wired to the OP, with a clock the test moves.
 type oauthRig struct {
@@ -515,5 +516,202 @@ func TestOAuthErrorPageEchoingTheClientSecret(t *testing.T) {
 	}
 	if strings.Contains(o.logs.String(), oauthtest.ServiceKey) {
 		t.Fatal("the log carries the client secret")
+	}
+}
+
+// A client-credentials token is fetched again once it is within the
+// 60-second skew of its expiry, before the request is sent: 61 s before,
+// the stored one is sent; 59 s before, one new client-credentials POST.
+//
+// conformance: P3-C13-23
+func TestOAuthClientCredentialsRefetchedWithinTheSkew(t *testing.T) {
+	o := newOAuthRig(t)
+	o.approveOAuth(t, "app1", twitchDecl("games"), map[string]string{"client_id": oauthtest.ServiceID, "client_secret": oauthtest.ServiceKey})
+	get := func() {
+		t.Helper()
+		if res, _ := o.net(t, "app1", frame("GET", "https://api.twitch.tv/helix/games/top?first=1", nil)); res.Status != 200 {
+			t.Fatalf("net = %+v", res)
+		}
+	}
+	get()
+	s := o.state(t, "app1", "games")
+	if s.Status != ConnConnected || s.ExpiresIn == nil || *s.ExpiresIn <= 61 {
+		t.Fatalf("state after the first fetch = %+v", s)
+	}
+	o.clock.advance(time.Duration(*s.ExpiresIn)*time.Second - 61*time.Second)
+	get()
+	if n := o.op.Count("client_credentials"); n != 1 {
+		t.Fatalf("61 s before expiry: %d client-credentials POSTs, want 1", n)
+	}
+	o.clock.advance(2 * time.Second)
+	get()
+	if n := o.op.Count("client_credentials"); n != 2 {
+		t.Fatalf("59 s before expiry: %d client-credentials POSTs, want 2", n)
+	}
+	if b := o.op.Bearers(); len(b) != 3 || b[0] != b[1] || b[2] == b[1] {
+		t.Fatalf("bearers = %q; want the first token twice, then the new one", b)
+	}
+}
+
+// One live flow per (app, slot): a second start ends the first failed
+// ("a newer flow replaced this one"), deletes its sealed half, and the
+// first flow's genuine answer is refused without an exchange.
+//
+// conformance: P3-C13-03
+func TestOAuthOneLiveFlowPerSlot(t *testing.T) {
+	o := newOAuthRig(t)
+	ctx := t.Context()
+	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
+	first, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := o.op.SignIn(ctx, t, first.AuthorizeURL)
+	second, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := o.d.Flow(ctx, first.Flow.ID); f.State != FlowFailed || !strings.Contains(f.Message, "newer") {
+		t.Fatalf("the first flow after a second start = %+v", f)
+	}
+	if o.secret(t, flowKeyPrefix+first.Flow.ID) != "" {
+		t.Fatal("the replaced flow's sealed half (its verifier) was kept")
+	}
+	if _, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
+		t.Fatal("the replaced flow's answer was taken")
+	}
+	if n := o.op.Count("authorization_code"); n != 0 {
+		t.Fatalf("the replaced flow's code was exchanged (%d)", n)
+	}
+	cb = o.op.SignIn(ctx, t, second.AuthorizeURL)
+	if f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != FlowConnected {
+		t.Fatalf("the second flow's answer = %+v, %v", f, err)
+	}
+}
+
+// Granted scopes wider than the requested ones are disclosed: the flow's
+// message says so, _connection's scopesGranted lists what was granted,
+// and the log names the extra scopes (names, never a token). The OP
+// grants openid and offline_access beside the pinned Spotify scopes.
+func TestOAuthWiderScopesDisclosed(t *testing.T) {
+	o := newOAuthRig(t)
+	f := o.connectSpotify(t, "app1")
+	s := o.state(t, "app1", "music")
+	if !slices.Contains(s.ScopesGranted, "offline_access") {
+		t.Fatalf("scopesGranted = %q, want the OP's grant", s.ScopesGranted)
+	}
+	if f.Message != msgOAuthWider {
+		t.Fatalf("flow message = %q, want the wider-grant sentence", f.Message)
+	}
+	if l := o.logs.String(); !strings.Contains(l, "granted scopes beyond those requested") || !strings.Contains(l, "offline_access") {
+		t.Fatalf("the log does not name the wider grant:\n%s", l)
+	}
+}
+
+// A sign-in without the client ID stored is refused with a sentence that
+// names the command that stores it.
+func TestOAuthStartWithoutClientID(t *testing.T) {
+	o := newOAuthRig(t)
+	if _, err := o.d.ProposeUser(t.Context(), "app1", "music", mustJSON(t, spotifyDecl("music"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.d.Approve(t.Context(), "app1", "music"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.d.StartOAuth(t.Context(), "app1", "music", 4747)
+	if !isCode(err, errcode.BadRequest) || !strings.Contains(err.Error(), "snugd ctl credentials set") {
+		t.Fatalf("StartOAuth without a client ID = %v", err)
+	}
+}
+
+// The callback announces how the flow ended: a flow-updated hint for the
+// flow (GET /v1/flows/{id} then says connected) and connection-changed
+// for the slot, references only.
+func TestOAuthCallbackAnnounces(t *testing.T) {
+	o := newOAuthRig(t)
+	ctx := t.Context()
+	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
+	st, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
+	hints := o.d.Hints(ctx)
+	if f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != FlowConnected {
+		t.Fatalf("callback = %+v, %v", f, err)
+	}
+	var flowUpdated, connChanged bool
+	timeout := time.After(10 * time.Second)
+	for !flowUpdated || !connChanged {
+		select {
+		case h := <-hints:
+			switch {
+			case h.Type == HintFlowUpdated && h.ID == st.Flow.ID:
+				flowUpdated = true
+			case h.Type == HintConnectionChanged && h.AppID == "app1" && h.Slot == "music":
+				connChanged = true
+			}
+		case <-timeout:
+			t.Fatalf("hints after the callback: flow-updated %v, connection-changed %v", flowUpdated, connChanged)
+		}
+	}
+	if f, err := o.d.Flow(ctx, st.Flow.ID); err != nil || f.State != FlowConnected {
+		t.Fatalf("Flow = %+v, %v", f, err)
+	}
+}
+
+// GitHub's OAuth-app option through the whole flow: a row declaring
+// client_id and client_secret resolves to the shipped oauth-app option
+// (pinned scopes, PKCE), the authorize URL is github.com's with the
+// pinned scopes and S256, the code exchange authenticates with the
+// secret in the form only (client_secret_post, as GitHub documents; never
+// a second copy in a Basic header), and a request to api.github.com
+// carries the OP's bearer.
+//
+// conformance: P3-C13-17
+func TestOAuthGitHubAppFlow(t *testing.T) {
+	o := newOAuthRig(t)
+	ctx := t.Context()
+	decl := map[string]any{
+		"slot": "gh", "provider": map[string]any{"name": "GitHub"}, "kind": "oauth2_auth_code",
+		"fields": []any{
+			map[string]any{"key": "client_id", "label": "Client ID", "type": "text"},
+			map[string]any{"key": "client_secret", "label": "Client secret", "type": "secret"},
+		},
+		"endpoints":        map[string]any{"authorize": "https://github.com/login/oauth/authorize", "token": "https://github.com/login/oauth/access_token"},
+		"declaredApiHosts": []any{"api.github.com"},
+	}
+	o.approveOAuth(t, "app1", decl, map[string]string{"client_id": oauthtest.GitHubClient, "client_secret": oauthtest.GitHubSecret})
+	st, err := o.d.StartOAuth(ctx, "app1", "gh", 4747)
+	if err != nil {
+		t.Fatalf("StartOAuth: %v", err)
+	}
+	u, _ := url.Parse(st.AuthorizeURL)
+	q := u.Query()
+	if u.Host != "github.com" || u.Path != "/login/oauth/authorize" || q.Get("scope") != "read:user notifications" ||
+		q.Get("code_challenge_method") != "S256" || q.Get("redirect_uri") != "http://127.0.0.1:4747/oauth/callback" {
+		t.Fatalf("authorize URL = %s", st.AuthorizeURL)
+	}
+	if strings.Contains(st.AuthorizeURL, oauthtest.GitHubSecret) {
+		t.Fatal("the authorize URL carries the client secret")
+	}
+	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
+	f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery)
+	if err != nil || f.State != FlowConnected {
+		t.Fatalf("callback = %+v, %v\n%s", f, err, o.logs.String())
+	}
+	if a := o.op.TokenAuths(); len(a) != 1 || a[0] != "post" {
+		t.Fatalf("the code exchange authenticated as %q, want the secret in the form only", a)
+	}
+	res, _ := o.net(t, "app1", frame("GET", "https://api.github.com/user", nil))
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET api.github.com/user = %+v", res)
+	}
+	access := o.secret(t, store.FieldKey("app1", "gh", accessTokenField))
+	if b := o.op.Bearers(); len(b) != 1 || b[0] != "Bearer "+access {
+		t.Fatalf("the API saw %q", b)
+	}
+	if strings.Contains(o.logs.String(), oauthtest.GitHubSecret) || strings.Contains(o.logs.String(), access) {
+		t.Fatal("the log holds the client secret or the token")
 	}
 }

@@ -40,7 +40,7 @@ const (
 	msgOAuthNotStored  = "the sign-in worked but its tokens could not be stored; start it again"
 	msgOAuthChanged    = "the connection changed during the sign-in; start it again"
 	msgOAuthFlowGone   = "the sign-in answer does not match a sign-in in progress"
-	msgOAuthNoClientID = "store the connection's client ID (snugd ctl secrets set) before signing in"
+	msgOAuthNoClientID = "store the connection's client ID (snugd ctl credentials set) before signing in"
 )
 
 // OAuthStart is what POST /v1/oauth/start answers.
@@ -111,14 +111,18 @@ func (d *Daemon) StartOAuth(ctx context.Context, appID, slot string, port int) (
 	if err != nil {
 		return OAuthStart{}, errcode.New(errcode.BadRequest, err.Error())
 	}
-	if err := d.sweepFlows(ctx); err != nil {
-		return OAuthStart{}, d.internal("sweep oauth flows", err)
-	}
 	// The flow's work is the callback's, not a goroutine's: the flow
 	// context is not needed.
 	flow, _, err := d.flows.start(ctx, FlowOAuth, appID, slot, hostID, FlowPending, oauth.FlowLifetime)
 	if err != nil {
 		return OAuthStart{}, err
+	}
+	// After the start, which ended the slot's previous flow: its sealed
+	// verifier goes now, not at the next sign-in. The new flow has
+	// nothing sealed yet.
+	if err := d.sweepFlows(ctx); err != nil {
+		d.flows.end(flow.ID, FlowFailed, "the sign-in could not be started")
+		return OAuthStart{}, d.internal("sweep oauth flows", err)
 	}
 	of.ID = strings.TrimPrefix(flow.ID, "f_")
 	of.ExpiresAt = flow.ExpiresAt.Truncate(1e9)

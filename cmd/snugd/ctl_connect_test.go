@@ -10,6 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/oauth/oauthtest"
+	"github.com/snug/snugd/transports"
 )
 
 // TestCtlConnect: snugd ctl connect prints the authorize URL, waits, and
@@ -72,5 +77,119 @@ func TestCtlConnect(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("ctl connect did not end")
+	}
+}
+
+// TestCtlConnectAndRevokeAgainstTheOP: against zitadel's OP (reached
+// through the shipped entries' hosts by an injected resolver and dialer,
+// ruling R24), snugd ctl connect prints the authorize URL, the scripted
+// user signs in, the browser follows the redirect to the loopback
+// callback, and ctl connect exits 0 saying the connection is connected.
+// snugd ctl revoke of a client-credentials row POSTs the RFC 7009
+// revocation; zitadel's example storage refuses it for that client, and
+// ctl revoke says the credentials are wiped and that the provider did
+// not confirm, exit 0 (the wipe happened), in text and in --json.
+func TestCtlConnectAndRevokeAgainstTheOP(t *testing.T) {
+	op := oauthtest.New(t, "accounts.spotify.com", "api.spotify.com", "id.twitch.tv", "api.twitch.tv")
+	td := startDaemonVersion(t, buildVersion(), func(c *daemon.Config) {
+		c.Public = &transports.Public{Resolver: &noNetwork{}, Dial: op.Dial, RootCAs: op.Roots()}
+	})
+	ctx := t.Context()
+	row := func(app, slot string, decl map[string]any, values map[string]string) {
+		t.Helper()
+		b, _ := json.Marshal(decl)
+		if _, err := td.d.ProposeUser(ctx, app, slot, b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := td.d.Approve(ctx, app, slot); err != nil {
+			t.Fatal(err)
+		}
+		if err := td.d.SetCredentials(ctx, app, slot, values); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row("player", "music", map[string]any{
+		"slot": "music", "provider": map[string]any{"name": "Spotify"}, "kind": "oauth2_auth_code",
+		"fields":           []any{map[string]any{"key": "client_id", "label": "Client ID", "type": "text"}},
+		"endpoints":        map[string]any{"authorize": "https://accounts.spotify.com/authorize", "token": "https://accounts.spotify.com/api/token"},
+		"declaredApiHosts": []any{"api.spotify.com"},
+	}, map[string]string{"client_id": oauthtest.NativeClient})
+
+	pr, pw := io.Pipe()
+	var outb, errb strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		e := env{stdin: strings.NewReader(""), stdout: pw, stderr: &errb, getenv: func(string) string { return "" }}
+		done <- dispatch(ctx, e, []string{"ctl", "--data-dir", td.dir, "connect", "player", "music"})
+		pw.Close()
+	}()
+	var authorize string
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		outb.WriteString(sc.Text() + "\n")
+		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "https://") {
+			authorize = l
+			break
+		}
+	}
+	copied := make(chan struct{})
+	go func() { io.Copy(&outb, pr); close(copied) }()
+	if authorize == "" {
+		t.Fatalf("ctl connect printed no authorize URL: %q", outb.String())
+	}
+	cb := op.SignIn(ctx, t, authorize)
+	if cb.Host != fmt.Sprintf("127.0.0.1:%d", td.port) {
+		t.Fatalf("the OP redirected to %s", cb.Redacted())
+	}
+	resp, err := http.Get(cb.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Connected.") {
+		t.Fatalf("callback page = %d %s", resp.StatusCode, page)
+	}
+	select {
+	case code := <-done:
+		<-copied
+		if code != exitOK || !strings.Contains(outb.String(), "player/music: connected") || strings.Contains(outb.String(), cb.Query().Get("code")) {
+			t.Fatalf("ctl connect = %d\n%s%s", code, outb.String(), errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ctl connect did not end")
+	}
+
+	twitch := map[string]any{
+		"slot": "games", "provider": map[string]any{"name": "Twitch"}, "kind": "oauth2_client_creds",
+		"fields": []any{
+			map[string]any{"key": "client_id", "label": "Client ID", "type": "text"},
+			map[string]any{"key": "client_secret", "label": "Client secret", "type": "secret"},
+		},
+		"endpoints":        map[string]any{"token": "https://id.twitch.tv/oauth2/token", "revoke": "https://id.twitch.tv/oauth2/revoke"},
+		"declaredApiHosts": []any{"api.twitch.tv"},
+	}
+	for _, app := range []string{"stats", "stats2"} {
+		row(app, "games", twitch, map[string]string{"client_id": oauthtest.ServiceID, "client_secret": oauthtest.ServiceKey})
+		// The first request fetches the token (client credentials).
+		frame := `{"type":"snug:net-request","v":1,"requestId":"r1","instanceId":"i1","url":"https://api.twitch.tv/helix/games/top?first=1","method":"GET"}`
+		if res := td.d.Net(ctx, daemon.NetCall{AppID: app, Frame: []byte(frame), Delivery: daemon.DeliveryApp}); res.Status != http.StatusOK {
+			t.Fatalf("GET api.twitch.tv for %s = %+v", app, res)
+		}
+	}
+	code, out, errOut := td.ctl(t, "", "revoke", "stats", "games")
+	if code != exitOK || !strings.Contains(out, "stats/games revoked; its credentials are wiped") || !strings.Contains(out, "the provider did not confirm the revocation") {
+		t.Fatalf("ctl revoke = %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = td.ctl(t, "", "revoke", "stats2", "games", "--json")
+	var j struct {
+		Connection       api.ConnectionJSON `json:"connection"`
+		RemoteRevocation string             `json:"remoteRevocation"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil || j.Connection.Status != "revoked" || !strings.Contains(j.RemoteRevocation, "did not confirm") {
+		t.Fatalf("ctl revoke --json = %d\n%s", code, out)
+	}
+	if r := op.Revocations(); len(r) != 2 || r[0] != "access_token" {
+		t.Fatalf("the OP saw revocations %q, want one RFC 7009 POST per row", r)
 	}
 }

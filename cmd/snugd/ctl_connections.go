@@ -133,19 +133,34 @@ func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int 
 		if !ok {
 			return code
 		}
-		call := map[string]func(context.Context, string, string) (api.ConnectionJSON, error){
-			"revoke": c.client.Revoke, "reconnect": c.client.Reconnect,
-		}[act]
-		cn, err := call(ctx, pos[0], pos[1])
+		var cn api.ConnectionJSON
+		var remote string // a revoke's fixed sentence when the provider did not confirm it
+		var err error
+		if act == "revoke" {
+			var r api.RevokeResponse
+			r, err = c.client.RevokeReported(ctx, pos[0], pos[1])
+			cn, remote = r.Connection, r.RemoteRevocation
+		} else {
+			cn, err = c.client.Reconnect(ctx, pos[0], pos[1])
+		}
 		if err != nil {
 			return c.fail(err)
 		}
 		if c.json {
-			return c.printJSON(map[string]any{"connection": cn})
+			out := map[string]any{"connection": cn}
+			if remote != "" {
+				out["remoteRevocation"] = remote
+			}
+			return c.printJSON(out)
 		}
 		switch act {
 		case "revoke":
 			c.out("%s/%s revoked; its credentials are wiped", pos[0], pos[1])
+			if remote != "" {
+				// The wipe happened: the exit status stays 0, and the
+				// person is told to finish the job at the provider.
+				c.out("  %s", remote)
+			}
 		case "reconnect":
 			c.out("%s/%s is declared again (revoked %s, which its review discloses); review and approve it", pos[0], pos[1], stamp(cn.RevokedAt))
 		}

@@ -102,3 +102,44 @@ func FuzzParseTokenResponse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseCallbackFields: the web route (POST /v1/oauth/callback) hands
+// its body's code, state and error to ParseCallback as one encoded
+// query, so both surfaces admit the same answers. Whatever the fields
+// hold, the parse refuses them or returns exactly the code and state
+// given (an error answer: only the state), never a value of another
+// field.
+func FuzzParseCallbackFields(f *testing.F) {
+	for _, s := range [][3]string{
+		{"abc", "s1", ""}, {"", "s1", "access_denied"}, {"a&state=evil", "s1", ""},
+		{"abc", "s1&code=x", ""}, {"a\x00b", "s", ""}, {"abc", "", ""}, {"", "", ""},
+		{"caf\u00e9", "s", ""}, {strings.Repeat("a", 2049), "s", ""}, {"abc", "s", "<script>"},
+		{"c", "AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", ""},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, code, state, providerError string) {
+		q := url.Values{"state": {state}}
+		if providerError != "" {
+			q.Set("error", providerError)
+		} else {
+			q.Set("code", code)
+		}
+		gotCode, gotState, err := oauth.ParseCallback(q.Encode())
+		var ae *oauth.AuthorizeError
+		switch {
+		case errors.As(err, &ae):
+			if providerError == "" || gotCode != "" || gotState != state {
+				t.Fatalf("error answer from (%q, %q, %q) = %q, %q", code, state, providerError, gotCode, gotState)
+			}
+		case err != nil:
+			if gotCode != "" || gotState != "" {
+				t.Fatalf("a refusal returned %q, %q", gotCode, gotState)
+			}
+		default:
+			if providerError != "" || gotCode != code || gotState != state {
+				t.Fatalf("(%q, %q, %q) parsed as %q, %q", code, state, providerError, gotCode, gotState)
+			}
+		}
+	})
+}

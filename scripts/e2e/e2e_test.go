@@ -24,6 +24,9 @@ type harness struct {
 	pki  *pki
 	pub  *upstream
 	priv *upstream
+	// hosts are further /etc/hosts lines ("addr name") for snugd, added
+	// by a test before startSnugd for the upstreams it starts itself.
+	hosts []string
 }
 
 // The credentials of the scenarios. e2eSecret is base64 of 32 bytes, the
@@ -72,7 +75,9 @@ const privateRequirement = `{
   "declaredApiHosts": ["private.e2e.test"]
 }`
 
-func setUpHarness(t *testing.T) *harness {
+// setUpHarness sets up the harness; extra are upstream namespaces of the
+// calling test, created beside the harness's own (and removed with them).
+func setUpHarness(t *testing.T, extra ...netns) *harness {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the end-to-end harness needs root (network namespaces); run scripts/e2e.sh as root")
@@ -81,7 +86,7 @@ func setUpHarness(t *testing.T) *harness {
 	h := &harness{dir: t.TempDir()}
 	h.pki = newPKI(t, h.dir)
 	before := rootNetwork(t)
-	setUpNetwork(t, pubNS(), privNS())
+	setUpNetwork(t, append([]netns{pubNS(), privNS()}, extra...)...)
 	// Nothing joined the machine's own namespace: no link, address or route.
 	if after := rootNetwork(t); after != before {
 		t.Fatalf("setting up the harness changed the machine's own namespace:\nbefore:\n%s\nafter:\n%s", before, after)

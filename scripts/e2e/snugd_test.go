@@ -73,6 +73,9 @@ func startSnugd(t *testing.T, h *harness, bin string) *snugd {
 		pubNS().nsAddr + " api.e2e.test\n" +
 		pubNS().nsAddr + " " + simplefinHost + "\n" +
 		privNS().nsAddr + " private.e2e.test\n"
+	for _, line := range h.hosts {
+		hostsFile += line + "\n"
+	}
 	if err := os.WriteFile(hosts, []byte(hostsFile), 0o644); err != nil {
 		t.Fatal(err)
 	}

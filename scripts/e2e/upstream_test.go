@@ -194,19 +194,29 @@ type upstream struct {
 // t.Cleanup stops it.
 func startUpstream(t *testing.T, ns netns, cfg upstreamConfig, dir string) *upstream {
 	t.Helper()
+	return startHelper(t, ns, "TestUpstreamHelper", upstreamEnv, cfg.Role, cfg, dir)
+}
+
+// startHelper runs the helper test named run inside ns, handing it cfg as
+// a JSON file named by the environment variable env, and waits until it
+// reports ready on stdout as an event line. t.Cleanup stops it. Any
+// helper that reports events the way TestUpstreamHelper does is an
+// upstream (oauth_test.go's OP is another).
+func startHelper(t *testing.T, ns netns, run, env, role string, cfg any, dir string) *upstream {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgFile := dir + "/upstream-" + cfg.Role + ".json"
+	cfgFile := dir + "/upstream-" + role + ".json"
 	b, _ := json.Marshal(cfg)
 	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", "netns", "exec", ns.name, self, "-test.run=^TestUpstreamHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), upstreamEnv+"="+cfgFile)
+	cmd := exec.Command("ip", "netns", "exec", ns.name, self, "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+cfgFile)
 	cmd.SysProcAttr = dieWithParent()
-	cmd.Stderr = &testWriter{t: t, prefix: "upstream " + cfg.Role + ": "}
+	cmd.Stderr = &testWriter{t: t, prefix: "upstream " + role + ": "}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +232,7 @@ func startUpstream(t *testing.T, ns netns, cfg upstreamConfig, dir string) *upst
 	t.Cleanup(u.stop)
 	go u.read(stdout) // ends when the helper's stdout closes
 	if _, ok := u.waitFor(10*time.Second, func(ev event) bool { return ev.Kind == "ready" }); !ok {
-		t.Fatalf("upstream %s did not start", cfg.Role)
+		t.Fatalf("upstream %s did not start", role)
 	}
 	return u
 }

@@ -37,6 +37,8 @@ import (
 
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/net/html"
 )
 
@@ -49,6 +51,19 @@ const (
 	WebClient = "snug-web"
 	WebSecret = "web-client-secret-7f3a9c"
 	WebOrigin = "https://host.example"
+	// ShortClient is a public client like NativeClient whose authorization
+	// code grants an access token said to live ShortLifetime: inside the
+	// refresh skew from its first second, so the next request refreshes it
+	// (the tokens a refresh grants live the OP's five minutes). The
+	// end-to-end test, which cannot move the real binary's clock, uses it.
+	ShortClient   = "snug-native-short"
+	ShortLifetime = 30 * time.Second
+	// GitHubClient is the shape of a GitHub OAuth app: a confidential
+	// client whose secret comes in the token request's form
+	// (client_secret_post, as GitHub documents), PKCE, and the loopback
+	// redirect on any port.
+	GitHubClient = "snug-github"
+	GitHubSecret = "github-client-secret-51c0e2"
 	// ServiceID and ServiceKey are the example storage's client-credentials
 	// client.
 	ServiceID    = "sid1"
@@ -69,38 +84,93 @@ var paths = map[string]string{
 
 // Server is a running OP.
 type Server struct {
-	srv   *httptest.Server
-	roots *x509.CertPool
+	srv     *httptest.Server
+	roots   *x509.CertPool
+	handler http.Handler
 
 	grants  map[string]*atomic.Int64
 	mu      sync.Mutex
 	revoked []string
 	fault   atomic.Pointer[http.HandlerFunc]
 	bearers []string // Authorization of each API request
+	auths   []string // how each token POST authenticated its client
 }
 
 // New starts an OP on 127.0.0.1 over TLS whose certificate names hosts;
 // its issuer is https://hosts[0].
 func New(t testing.TB, hosts ...string) *Server {
 	t.Helper()
-	s := &Server{grants: map[string]*atomic.Int64{
-		"authorization_code": {}, "refresh_token": {}, "client_credentials": {},
-	}}
+	s := NewOP("https://" + hosts[0])
 	cert, roots := certFor(t, hosts)
 	s.roots = roots
-	srv := httptest.NewUnstartedServer(nil)
-	issuer := "https://" + hosts[0]
-	clients := map[string]*storage.Client{
-		NativeClient: storage.NativeClient(NativeClient, "http://127.0.0.1/oauth/callback"),
-		WebClient:    storage.WebClient(WebClient, WebSecret, WebOrigin+"/oauth/callback"),
-	}
-	st := storage.NewStorageWithClients(storage.NewUserStore(issuer), clients)
-	srv.Config.Handler = s.wrap(exampleop.SetupServer(issuer, st, nil, false))
+	srv := httptest.NewUnstartedServer(s.handler)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	s.srv = srv
 	return s
+}
+
+// NewOP is the OP for issuer, not yet served: for a test that serves
+// Handler itself, on its own listener with its own certificate (the
+// end-to-end harness runs it in a network namespace of its own). Addr,
+// Roots and Dial are New's only.
+func NewOP(issuer string) *Server {
+	s := &Server{grants: map[string]*atomic.Int64{
+		"authorization_code": {}, "refresh_token": {}, "client_credentials": {},
+	}}
+	// The public clients may redirect to the loopback callback (any port,
+	// RFC 8252 §7.3) and to the web origin's callback page, as one
+	// Spotify app registered for both surfaces does.
+	clients := map[string]*storage.Client{
+		NativeClient: storage.NativeClient(NativeClient, "http://127.0.0.1/oauth/callback", WebOrigin+"/oauth/callback"),
+		ShortClient:  storage.NativeClient(ShortClient, "http://127.0.0.1/oauth/callback", WebOrigin+"/oauth/callback"),
+		GitHubClient: storage.NativeClient(GitHubClient, "http://127.0.0.1/oauth/callback"),
+		WebClient:    storage.WebClient(WebClient, WebSecret, WebOrigin+"/oauth/callback"),
+	}
+	st := &shortLived{Storage: storage.NewStorageWithClients(storage.NewUserStore(issuer), clients)}
+	s.handler = s.wrap(exampleop.SetupServer(issuer, st, nil, false))
+	return s
+}
+
+// Handler serves the OP and the providers' APIs (every host api.*).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// shortLived is the example storage, except that ShortClient's
+// authorization code grants an access token it says lives ShortLifetime
+// (expires_in is the OP's statement, which is all a client goes by), and
+// that GitHubClient authenticates with its secret in the form.
+type shortLived struct{ *storage.Storage }
+
+// postClient is a client that authenticates with client_secret_post.
+type postClient struct{ op.Client }
+
+func (postClient) AuthMethod() oidc.AuthMethod { return oidc.AuthMethodPost }
+
+func (s *shortLived) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err == nil && id == GitHubClient {
+		c = postClient{c}
+	}
+	return c, err
+}
+
+func (s *shortLived) AuthorizeClientIDSecret(ctx context.Context, id, secret string) error {
+	if id == GitHubClient {
+		if secret != GitHubSecret {
+			return errors.New("invalid secret")
+		}
+		return nil
+	}
+	return s.Storage.AuthorizeClientIDSecret(ctx, id, secret)
+}
+
+func (s *shortLived) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, current string) (string, string, time.Time, error) {
+	id, refresh, exp, err := s.Storage.CreateAccessAndRefreshTokens(ctx, req, current)
+	if ar, ok := req.(*storage.AuthRequest); ok && err == nil && current == "" && ar.ApplicationID == ShortClient {
+		exp = time.Now().Add(ShortLifetime)
+	}
+	return id, refresh, exp, err
 }
 
 // Addr is the OP's listener address, for an injected dialer.
@@ -124,6 +194,16 @@ func (s *Server) Bearers() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.bearers...)
+}
+
+// TokenAuths says how each token POST authenticated its client, in
+// order: "basic" (RFC 6749 §2.3.1's header), "post" (client_secret in the
+// form), "basic+post" (both: a secret sent twice) or "none" (a public
+// client).
+func (s *Server) TokenAuths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.auths...)
 }
 
 // SetFault makes every token and revocation POST answer f (nil: none).
@@ -167,6 +247,18 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				s.mu.Unlock()
 			} else if c, ok := s.grants[form.Get("grant_type")]; ok {
 				c.Add(1)
+				how := "none"
+				switch _, _, basic := r.BasicAuth(); {
+				case basic && form.Has("client_secret"):
+					how = "basic+post"
+				case basic:
+					how = "basic"
+				case form.Has("client_secret"):
+					how = "post"
+				}
+				s.mu.Lock()
+				s.auths = append(s.auths, how)
+				s.mu.Unlock()
 			}
 			if f := s.fault.Load(); f != nil {
 				(*f)(w, r)
@@ -188,9 +280,25 @@ func (s *Server) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 // for a loopback or web-origin callback, which it returns unvisited.
 func (s *Server) SignIn(ctx context.Context, t testing.TB, authorizeURL string) *url.URL {
 	t.Helper()
+	return Browser{Dial: s.Dial, Roots: s.roots}.SignIn(ctx, t, authorizeURL)
+}
+
+// A Browser is the scripted user's browser: Dial connects every host it
+// opens (the OP's, mapped however the test maps them), and it trusts Roots.
+type Browser struct {
+	Dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	Roots *x509.CertPool
+}
+
+// SignIn opens authorizeURL, submits the OP's login form as its user and
+// follows redirects until one leaves for a URL whose path is
+// /oauth/callback (the loopback or the web origin's), which it returns
+// unvisited.
+func (b Browser) SignIn(ctx context.Context, t testing.TB, authorizeURL string) *url.URL {
+	t.Helper()
 	var callback *url.URL
 	hc := &http.Client{
-		Transport: &http.Transport{DialContext: s.Dial, TLSClientConfig: &tls.Config{RootCAs: s.roots}},
+		Transport: &http.Transport{Proxy: nil, DialContext: b.Dial, TLSClientConfig: &tls.Config{RootCAs: b.Roots}},
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
 			if len(via) > 10 {
 				return errors.New("too many redirects")
