@@ -28,7 +28,7 @@ cleanup() {
 		flock -n 9 || exit 0
 		# Deleting a namespace takes its veth ends with it; the harness puts
 		# nothing in the machine's own namespace.
-		for ns in snugd-e2e-pub snugd-e2e-priv snugd-e2e-cli so3-op; do ip netns del "$ns" 2>/dev/null || true; done
+		for ns in snugd-e2e-pub snugd-e2e-priv snugd-e2e-cli snugd-e2e-ln snugd-e2e-op; do ip netns del "$ns" 2>/dev/null || true; done
 	) 9>>"$lock" || true
 }
 trap cleanup EXIT

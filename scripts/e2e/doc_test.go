@@ -50,7 +50,7 @@
 // snugd-e2e-*, links se2e-*, at most 15 bytes). A test with a server of
 // its own passes its namespace to setUpHarness(t, ns), starts the server
 // with startHelper (any helper test that reports event lines, like
-// oauth_test.go's TestOAuthOPHelper in so3-op), and appends its names to
+// oauth_test.go's TestOAuthOPHelper in snugd-e2e-op), and appends its names to
 // h.hosts before startSnugd. To dial from where snugd
 // is, use cliDial; to run a command there, inCli. Failure messages print
 // frames with netResponse.String (the error's code and message).

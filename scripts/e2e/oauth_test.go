@@ -28,13 +28,13 @@ import (
 
 // The OAuth scenario: the real snugd against zitadel's OpenID-certified
 // OP (daemon/oauth/oauthtest) served over TLS in a namespace of its own,
-// so3-op, on a documentation address. The harness's /etc/hosts maps the
+// snugd-e2e-op, on a documentation address. The harness's /etc/hosts maps the
 // shipped registry entries' hosts (Spotify's, Twitch's) onto it and the
 // harness CA signed its certificate for them, so snugd reaches it exactly
 // as it would reach the providers (ruling R24: no registry switch): the
 // system resolver, the SSRF guard, TLS verification, the row's ceiling.
 //
-//	so3-op   so3o1 203.0.113.30/24: the OP on 443 (so3o0 203.0.113.29/24
+//	snugd-e2e-op   se2e-op1 203.0.113.30/24: the OP on 443 (se2e-op0 203.0.113.29/24
 //	         in snugd-e2e-cli)
 //
 // The scripted user is an HTTP client in the client namespace that dials
@@ -45,7 +45,7 @@ import (
 
 // opNS is the OP's namespace.
 func opNS() netns {
-	return netns{name: "so3-op", cliLink: "so3o0", nsLink: "so3o1", cliAddr: "203.0.113.29", nsAddr: "203.0.113.30"}
+	return netns{name: "snugd-e2e-op", cliLink: "se2e-op0", nsLink: "se2e-op1", cliAddr: "203.0.113.29", nsAddr: "203.0.113.30"}
 }
 
 // opEnv names the OP helper's configuration file (TestOAuthOPHelper).
@@ -63,7 +63,7 @@ type opConfig struct {
 }
 
 // TestOAuthOPHelper is not a test: it is the OP, run by TestOAuthE2E
-// inside so3-op as a re-executed test binary. It reports every request it
+// inside snugd-e2e-op as a re-executed test binary. It reports every request it
 // receives as an event (its Host in Header["Host"], its form in Body) and,
 // for token-endpoint answers, a "token" event whose Body is the answer,
 // so the test knows the tokens it must find at the API and nowhere else.
