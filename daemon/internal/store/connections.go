@@ -140,10 +140,14 @@ func (tx *Tx) UpsertConnection(c Connection) (Connection, error) {
 // ForgeConnectionForTest writes c without the invariant checks, as a
 // tampered or foreign database file would hold it. Only tests call it: they
 // prove that the writers, the index and import re-validate what they read
-// instead of trusting storage.
+// instead of trusting storage. A forged row was resolved against no
+// registry, as a row an older snugd wrote under other pins, so it also
+// forgets the pin re-consent's record: the next start checks every row.
 func (tx *Tx) ForgeConnectionForTest(c Connection) error {
-	_, err := tx.upsertConnection(c)
-	return err
+	if _, err := tx.upsertConnection(c); err != nil {
+		return err
+	}
+	return tx.ForgetReconsentRecord()
 }
 
 func (tx *Tx) upsertConnection(c Connection) (Connection, error) {
@@ -211,6 +215,45 @@ func (tx *Tx) Connections(appID string) ([]Connection, error) {
 // daemon's in-memory grant index is built from.
 func (tx *Tx) AllConnections() ([]Connection, error) {
 	return queryAll(tx, "list connections", scanConnection, "SELECT "+connectionColumns+" FROM snug_connections ORDER BY app_id, slot")
+}
+
+// ConnectionHead is one row as EachConnectionHead hands it over: the
+// columns the grant index holds, and the requirement for the callback to
+// fingerprint, not to keep. Every slice is valid only during the callback.
+type ConnectionHead struct {
+	AppID, Slot, Status, AllowedHosts, RequirementJSON []byte
+	Imported                                           bool
+}
+
+// EachConnectionHead calls fn with every row, in storage order (not by
+// app), in one read transaction, without building a Connection per row:
+// the start's index build reads 100,000 rows through it. An error from fn
+// stops the scan and is returned.
+func (s *Store) EachConnectionHead(ctx context.Context, fn func(*ConnectionHead) error) error {
+	return s.View(ctx, func(tx *Tx) error {
+		rows, err := tx.query("SELECT app_id, slot, status, imported, allowed_hosts, requirement_json FROM snug_connections")
+		if err != nil {
+			return fmt.Errorf("scan connections: %w", err)
+		}
+		defer rows.Close()
+		var (
+			h                             ConnectionHead
+			app, slot, status, hosts, req sql.RawBytes
+		)
+		for rows.Next() {
+			if err := rows.Scan(&app, &slot, &status, &h.Imported, &hosts, &req); err != nil {
+				return fmt.Errorf("scan connections: %w", err)
+			}
+			h.AppID, h.Slot, h.Status, h.AllowedHosts, h.RequirementJSON = app, slot, status, hosts, req
+			if err := fn(&h); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("scan connections: %w", err)
+		}
+		return nil
+	})
 }
 
 // CountConnections counts every row of appID, revoked tombstones included:
