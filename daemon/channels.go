@@ -3,9 +3,13 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"runtime/debug"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -259,6 +263,66 @@ func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
 	return nil
 }
 
+// reconsentRevision names the rules reconsentPins applies; bump it when
+// they change, so the next start checks every row again under the new
+// ones.
+const reconsentRevision = "snugd pin re-consent 1"
+
+// reconsentDigest names the registry and the build a pass runs under: the
+// registry's reviewed entry files, and this build's module version and VCS
+// revision (the parser and Resolve that read them). Either changing is an
+// upgrade, after which every row is checked again.
+func reconsentDigest(reg *registry.Registry) string {
+	h := sha256.New()
+	h.Write([]byte(reconsentRevision + "\n"))
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		fmt.Fprintf(h, "%s@%s\n", bi.Main.Path, bi.Main.Version)
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+				fmt.Fprintf(h, "%s=%s\n", s.Key, s.Value)
+			}
+		}
+	}
+	h.Write(reg.Document())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// reconsentAtStart runs the pin re-consent pass unless the last completed
+// one ran under this very registry and build (the record in snugd_meta):
+// then no row can need it. Every writer resolves what it admits against
+// the registry it runs: the proposer channels (admitChannel, the starter
+// install, PickOption's ResolveOption), import (Resolve before a row
+// lands; a restored grant is the local row unchanged), the LAN address
+// (through ProposeUser) and the pass itself; approve and reapprove move
+// nothing but what the borrow ban passes (checkBorrowBan), and revoke
+// moves no requirement. Reconnect revives a requirement no pass checked
+// while it was revoked, so it forgets the record. The record is written
+// only after the pass's last write: a start that stops mid-pass leaves the
+// old one, and the next start runs the pass again.
+func (d *Daemon) reconsentAtStart(ctx context.Context) error {
+	digest := reconsentDigest(d.registry)
+	rec, err := store.Read(ctx, d.store, (*store.Tx).ReconsentRecord)
+	if err != nil {
+		return d.internal("read the re-consent record", err)
+	}
+	if rec == digest {
+		return nil
+	}
+	rows, err := d.store.AllConnections(ctx)
+	if err != nil {
+		return d.internal("read connections for the pin re-consent", err)
+	}
+	if err := d.reconsentPins(ctx, rows, newParseCache()); err != nil {
+		return err
+	}
+	if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.PutReconsentRecord(digest) }); err != nil {
+		return d.internal("record the pin re-consent", err)
+	}
+	d.reconsentRows = len(rows)
+	d.log.Info("pin re-consent pass done", "rows", len(rows))
+	return nil
+}
+
 // reconsentPins brings every row that names or reaches a registry entry
 // under the pins of the registry this snugd ships, at start (an upgrade can
 // add an entry or move a pin):
@@ -274,9 +338,8 @@ func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
 // A row the registry now refuses keeps what it has; re-approval and the
 // review re-check it.
 //
-// rows are every stored row as New read them; each distinct requirement
-// is parsed and resolved once through pc (shared with the index build),
-// and only a row the registry borrows for is read whole.
+// rows are every stored row; each distinct requirement is parsed and
+// resolved once through pc.
 func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection, pc *parseCache) error {
 	for _, row := range rows {
 		status := Status(row.Status)
