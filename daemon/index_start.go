@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"hash/maphash"
@@ -16,7 +17,7 @@ import (
 // The index a start builds. New reads every row once, in one scan that
 // keeps each row's status, imported flag and ceiling (hosts interned,
 // rows with one allowed_hosts column sharing one slice) and a fingerprint
-// of the row version, and neither parses nor holds any requirement: with
+// of the row version, and neither reads nor parses any requirement: with
 // 100,000 rows, parsing them all was most of the start's time and holding
 // them most of its memory. An app's rows are read and parsed on the first
 // use of any of them (appLoad), once per app per start; a writer's
@@ -49,27 +50,34 @@ type appLoad struct {
 func (l *appLoad) fill() {
 	ctx, cancel := context.WithTimeout(context.Background(), appLoadTimeout)
 	defer cancel()
-	rows, err := store.Read(ctx, l.st, func(tx *store.Tx) ([]store.Connection, error) { return tx.Connections(l.app) })
-	if err != nil {
-		l.log.Error("read an app's connections for the grant index; they grant nothing until its next write", "app_id", l.app, "err", err)
-		return
-	}
 	var h maphash.Hash
 	pc := newParseCache()
-	for i := range l.rows {
+	loaded := make([]bool, len(l.rows))
+	err := l.st.AppConnectionHeads(ctx, l.app, func(c *store.ConnectionHead) error {
+		i := slices.IndexFunc(l.rows, func(g grantRow) bool { return g.slot == string(c.Slot) })
+		if i < 0 {
+			return nil // written since the scan: its writer publishes it
+		}
 		g := &l.rows[i]
-		j := slices.IndexFunc(rows, func(r store.Connection) bool { return r.Slot == g.slot })
-		if j < 0 {
-			continue // deleted since the scan: nothing to grant
-		}
-		r := &rows[j]
-		if rowVersion(&h, []byte(r.Status), r.Imported, []byte(r.AllowedHosts), []byte(r.RequirementJSON)) != g.version {
+		if rowVersion(&h, c) != g.version {
 			l.log.Info("connection changed since the start's scan; it grants nothing until its writer publishes", "app_id", l.app, "slot", g.slot)
-			continue
+			return nil
 		}
-		if p := pc.grant(r.RequirementJSON); p != nil {
+		if p := pc.grant(string(c.RequirementJSON)); p != nil {
+			loaded[i] = true
 			g.req, g.templates, g.injects, g.claims = p.req, p.templates, p.injects, p.claims
 		}
+		return nil
+	})
+	if err != nil {
+		// Nothing half-read may grant.
+		for i := range l.rows {
+			if loaded[i] {
+				g := &l.rows[i]
+				g.req, g.templates, g.injects, g.claims = nil, nil, false, nil
+			}
+		}
+		l.log.Error("read an app's connections for the grant index; they grant nothing until its next write", "app_id", l.app, "err", err)
 	}
 }
 
@@ -77,17 +85,22 @@ func (l *appLoad) fill() {
 // make two row versions collide on purpose.
 var versionSeed = maphash.MakeSeed()
 
-// rowVersion fingerprints what a row grants by: its status, imported
-// flag, allowed_hosts and requirement_json, each length-prefixed.
-func rowVersion(h *maphash.Hash, status []byte, imported bool, hosts, req []byte) uint64 {
+// rowVersion fingerprints one version of a row: what it grants by (its
+// status, imported flag and allowed_hosts) and what tells its
+// requirement's versions apart (requirement_version, which every writer
+// bumps when the requirement changes, and updated_at, which every writer
+// stamps), each length-prefixed.
+func rowVersion(h *maphash.Hash, c *store.ConnectionHead) uint64 {
 	h.SetSeed(versionSeed)
 	var n [8]byte
-	for _, b := range [][]byte{status, hosts, req} {
+	for _, b := range [][]byte{c.Status, c.AllowedHosts, c.UpdatedAt} {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
 		h.Write(n[:])
 		h.Write(b)
 	}
-	if imported {
+	binary.LittleEndian.PutUint64(n[:], uint64(c.RequirementVersion))
+	h.Write(n[:])
+	if c.Imported {
 		h.WriteByte(1)
 	} else {
 		h.WriteByte(0)
@@ -110,7 +123,8 @@ func statusOf(b []byte) Status {
 }
 
 // startIndex scans every row into an index whose entries load on first
-// use.
+// use. Rows mostly arrive grouped by app (storage order is insert order),
+// so the last app and ceiling are tried before the maps.
 func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantIndex, error) {
 	var (
 		apps     = map[string]*appLoad{}
@@ -118,34 +132,47 @@ func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantI
 		hosts    = map[string]string{}
 		ceilings = map[string][]string{}
 		h        maphash.Hash
+		last     *appLoad
+		lastCol  []byte
+		lastCeil []string
+		slab     []parsed
 	)
 	err := st.EachConnectionHead(ctx, func(c *store.ConnectionHead) error {
-		l := apps[string(c.AppID)]
-		if l == nil {
-			l = &appLoad{st: st, log: log, app: string(c.AppID)}
-			apps[l.app] = l
+		l := last
+		if l == nil || l.app != string(c.AppID) {
+			if l = apps[string(c.AppID)]; l == nil {
+				l = &appLoad{st: st, log: log, app: string(c.AppID), rows: make([]grantRow, 0, 2)}
+				apps[l.app] = l
+			}
+			last = l
 		}
 		slot, ok := slots[string(c.Slot)]
 		if !ok {
 			slot = string(c.Slot)
 			slots[slot] = slot
 		}
-		g := grantRow{slot: slot, status: statusOf(c.Status), imported: c.Imported,
-			parsed: &parsed{lazy: l, version: rowVersion(&h, c.Status, c.Imported, c.AllowedHosts, c.RequirementJSON)}}
+		if len(slab) == cap(slab) {
+			slab = make([]parsed, 0, 1024)
+		}
+		slab = append(slab, parsed{lazy: l, version: rowVersion(&h, c)})
+		g := grantRow{slot: slot, status: statusOf(c.Status), imported: c.Imported, parsed: &slab[len(slab)-1]}
 		if g.status == StatusApproved {
-			ceiling, ok := ceilings[string(c.AllowedHosts)]
-			if !ok {
-				ceiling = decodeHosts(string(c.AllowedHosts))
-				for i, host := range ceiling {
-					if v, ok := hosts[host]; ok {
-						ceiling[i] = v
-					} else {
-						hosts[host] = host
+			if lastCol == nil || !bytes.Equal(lastCol, c.AllowedHosts) {
+				ceiling, ok := ceilings[string(c.AllowedHosts)]
+				if !ok {
+					ceiling = decodeHosts(string(c.AllowedHosts))
+					for i, host := range ceiling {
+						if v, ok := hosts[host]; ok {
+							ceiling[i] = v
+						} else {
+							hosts[host] = host
+						}
 					}
+					ceilings[string(c.AllowedHosts)] = ceiling
 				}
-				ceilings[string(c.AllowedHosts)] = ceiling
+				lastCol, lastCeil = append(lastCol[:0], c.AllowedHosts...), ceiling
 			}
-			g.ceiling = ceiling
+			g.ceiling = lastCeil
 		}
 		l.rows = append(l.rows, g)
 		return nil

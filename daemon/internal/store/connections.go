@@ -217,43 +217,66 @@ func (tx *Tx) AllConnections() ([]Connection, error) {
 	return queryAll(tx, "list connections", scanConnection, "SELECT "+connectionColumns+" FROM snug_connections ORDER BY app_id, slot")
 }
 
-// ConnectionHead is one row as EachConnectionHead hands it over: the
-// columns the grant index holds, and the requirement for the callback to
-// fingerprint, not to keep. Every slice is valid only during the callback.
+// ConnectionHead is one row as EachConnectionHead and AppConnectionHeads
+// hand it over: the columns the grant index holds, and those that tell
+// one version of the row from another (every writer stamps updated_at,
+// and bumps requirement_version when the requirement changes). Every
+// slice is valid only during the callback.
 type ConnectionHead struct {
-	AppID, Slot, Status, AllowedHosts, RequirementJSON []byte
-	Imported                                           bool
+	AppID, Slot, Status, AllowedHosts, UpdatedAt []byte
+	Imported                                     bool
+	RequirementVersion                           int64
+	// RequirementJSON is the requirement, from AppConnectionHeads only.
+	RequirementJSON []byte
 }
 
+const headColumns = "app_id, slot, status, imported, allowed_hosts, updated_at, requirement_version"
+
 // EachConnectionHead calls fn with every row, in storage order (not by
-// app), in one read transaction, without building a Connection per row:
-// the start's index build reads 100,000 rows through it. An error from fn
-// stops the scan and is returned.
+// app), in one read transaction, without reading a requirement or
+// building a Connection per row: the start's index build reads 100,000
+// rows through it. An error from fn stops the scan and is returned.
 func (s *Store) EachConnectionHead(ctx context.Context, fn func(*ConnectionHead) error) error {
 	return s.View(ctx, func(tx *Tx) error {
-		rows, err := tx.query("SELECT app_id, slot, status, imported, allowed_hosts, requirement_json FROM snug_connections")
-		if err != nil {
-			return fmt.Errorf("scan connections: %w", err)
-		}
-		defer rows.Close()
-		var (
-			h                             ConnectionHead
-			app, slot, status, hosts, req sql.RawBytes
-		)
-		for rows.Next() {
-			if err := rows.Scan(&app, &slot, &status, &h.Imported, &hosts, &req); err != nil {
-				return fmt.Errorf("scan connections: %w", err)
-			}
-			h.AppID, h.Slot, h.Status, h.AllowedHosts, h.RequirementJSON = app, slot, status, hosts, req
-			if err := fn(&h); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("scan connections: %w", err)
-		}
-		return nil
+		return eachHead(tx, false, fn, "SELECT "+headColumns+" FROM snug_connections")
 	})
+}
+
+// AppConnectionHeads calls fn with every row of appID, by slot, its
+// requirement included, in one read transaction.
+func (s *Store) AppConnectionHeads(ctx context.Context, appID string, fn func(*ConnectionHead) error) error {
+	return s.View(ctx, func(tx *Tx) error {
+		return eachHead(tx, true, fn, "SELECT "+headColumns+", requirement_json FROM snug_connections WHERE app_id = ? ORDER BY slot", appID)
+	})
+}
+
+func eachHead(tx *Tx, withRequirement bool, fn func(*ConnectionHead) error, query string, args ...any) error {
+	rows, err := tx.query(query, args...)
+	if err != nil {
+		return fmt.Errorf("scan connections: %w", err)
+	}
+	defer rows.Close()
+	var (
+		h                                     ConnectionHead
+		app, slot, status, hosts, updated, rq sql.RawBytes
+	)
+	dest := []any{&app, &slot, &status, &h.Imported, &hosts, &updated, &h.RequirementVersion}
+	if withRequirement {
+		dest = append(dest, &rq)
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("scan connections: %w", err)
+		}
+		h.AppID, h.Slot, h.Status, h.AllowedHosts, h.UpdatedAt, h.RequirementJSON = app, slot, status, hosts, updated, rq
+		if err := fn(&h); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan connections: %w", err)
+	}
+	return nil
 }
 
 // CountConnections counts every row of appID, revoked tombstones included:

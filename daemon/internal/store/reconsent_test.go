@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -77,7 +78,8 @@ func TestReconsentMigration(t *testing.T) {
 	}
 }
 
-// TestEachConnectionHead: every row, its head columns as stored.
+// TestEachConnectionHead: every row, its head columns as stored; one
+// app's with its requirement.
 func TestEachConnectionHead(t *testing.T) {
 	s := openStore(t)
 	update(t, s, func(tx *Tx) error {
@@ -88,22 +90,38 @@ func TestEachConnectionHead(t *testing.T) {
 		}
 		return nil
 	})
+	head := func(h *ConnectionHead) string {
+		return fmt.Sprintf("%s/%s %s %s v%d %v %s %s", h.AppID, h.Slot, h.Status, h.AllowedHosts, h.RequirementVersion, h.Imported, h.UpdatedAt, h.RequirementJSON)
+	}
 	var got []string
 	err := s.EachConnectionHead(t.Context(), func(h *ConnectionHead) error {
-		got = append(got, string(h.AppID)+"/"+string(h.Slot)+" "+string(h.Status)+" "+string(h.AllowedHosts)+" "+string(h.RequirementJSON))
+		got = append(got, head(h))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
+	at := "2026-05-01T10:00:00.123Z"
 	want := []string{
-		`a/cal declared [] {"slot":"cal","kind":"api_key"}`,
-		`a/mail declared [] {"slot":"mail","kind":"api_key"}`,
-		`b/mail declared [] {"slot":"mail","kind":"api_key"}`,
+		"a/cal declared [] v1 false " + at + " ",
+		"a/mail declared [] v1 false " + at + " ",
+		"b/mail declared [] v1 false " + at + " ",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("heads = %q, want %q", got, want)
+	}
+	got = nil
+	err = s.AppConnectionHeads(t.Context(), "a", func(h *ConnectionHead) error {
+		got = append(got, head(h))
+		return nil
+	})
+	want = []string{
+		"a/cal declared [] v1 false " + at + ` {"slot":"cal","kind":"api_key"}`,
+		"a/mail declared [] v1 false " + at + ` {"slot":"mail","kind":"api_key"}`,
+	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("app heads = %q, %v; want %q", got, err, want)
 	}
 	stop := errors.New("stop")
 	if err := s.EachConnectionHead(t.Context(), func(*ConnectionHead) error { return stop }); !errors.Is(err, stop) {
