@@ -89,21 +89,14 @@ var versionSeed = maphash.MakeSeed()
 // status, imported flag and allowed_hosts) and what tells its
 // requirement's versions apart (requirement_version, which every writer
 // bumps when the requirement changes, and updated_at, which every writer
-// stamps), each length-prefixed.
+// stamps; both in ConnectionHead.Version), each length-prefixed.
 func rowVersion(h *maphash.Hash, c *store.ConnectionHead) uint64 {
 	h.SetSeed(versionSeed)
 	var n [8]byte
-	for _, b := range [][]byte{c.Status, c.AllowedHosts, c.UpdatedAt} {
+	for _, b := range [][]byte{c.Status, c.AllowedHosts, c.Version} {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
 		h.Write(n[:])
 		h.Write(b)
-	}
-	binary.LittleEndian.PutUint64(n[:], uint64(c.RequirementVersion))
-	h.Write(n[:])
-	if c.Imported {
-		h.WriteByte(1)
-	} else {
-		h.WriteByte(0)
 	}
 	return h.Sum64()
 }

@@ -223,14 +223,17 @@ func (tx *Tx) AllConnections() ([]Connection, error) {
 // and bumps requirement_version when the requirement changes). Every
 // slice is valid only during the callback.
 type ConnectionHead struct {
-	AppID, Slot, Status, AllowedHosts, UpdatedAt []byte
-	Imported                                     bool
-	RequirementVersion                           int64
+	AppID, Slot, Status, AllowedHosts []byte
+	Imported                          bool
+	// Version is imported, requirement_version and updated_at in one
+	// text ("1,3,2026-05-01T10:00:00.123Z"): one column costs the scan
+	// less than three.
+	Version []byte
 	// RequirementJSON is the requirement, from AppConnectionHeads only.
 	RequirementJSON []byte
 }
 
-const headColumns = "app_id, slot, status, imported, allowed_hosts, updated_at, requirement_version"
+const headColumns = "app_id, slot, status, allowed_hosts, imported || ',' || requirement_version || ',' || updated_at"
 
 // EachConnectionHead calls fn with every row, in storage order (not by
 // app), in one read transaction, without reading a requirement or
@@ -258,9 +261,9 @@ func eachHead(tx *Tx, withRequirement bool, fn func(*ConnectionHead) error, quer
 	defer rows.Close()
 	var (
 		h                                     ConnectionHead
-		app, slot, status, hosts, updated, rq sql.RawBytes
+		app, slot, status, hosts, version, rq sql.RawBytes
 	)
-	dest := []any{&app, &slot, &status, &h.Imported, &hosts, &updated, &h.RequirementVersion}
+	dest := []any{&app, &slot, &status, &hosts, &version}
 	if withRequirement {
 		dest = append(dest, &rq)
 	}
@@ -268,7 +271,8 @@ func eachHead(tx *Tx, withRequirement bool, fn func(*ConnectionHead) error, quer
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("scan connections: %w", err)
 		}
-		h.AppID, h.Slot, h.Status, h.AllowedHosts, h.UpdatedAt, h.RequirementJSON = app, slot, status, hosts, updated, rq
+		h.AppID, h.Slot, h.Status, h.AllowedHosts, h.Version, h.RequirementJSON = app, slot, status, hosts, version, rq
+		h.Imported = len(version) > 1 && version[0] == '1' && version[1] == ','
 		if err := fn(&h); err != nil {
 			return err
 		}

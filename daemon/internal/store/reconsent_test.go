@@ -83,7 +83,9 @@ func TestReconsentMigration(t *testing.T) {
 func TestEachConnectionHead(t *testing.T) {
 	s := openStore(t)
 	update(t, s, func(tx *Tx) error {
-		for _, c := range []Connection{declared("b", "mail"), declared("a", "mail"), declared("a", "cal")} {
+		imported := declared("b", "mail")
+		imported.Imported = true
+		for _, c := range []Connection{imported, declared("a", "mail"), declared("a", "cal")} {
 			if _, err := tx.UpsertConnection(c); err != nil {
 				return err
 			}
@@ -91,7 +93,7 @@ func TestEachConnectionHead(t *testing.T) {
 		return nil
 	})
 	head := func(h *ConnectionHead) string {
-		return fmt.Sprintf("%s/%s %s %s v%d %v %s %s", h.AppID, h.Slot, h.Status, h.AllowedHosts, h.RequirementVersion, h.Imported, h.UpdatedAt, h.RequirementJSON)
+		return fmt.Sprintf("%s/%s %s %s %s %v %s", h.AppID, h.Slot, h.Status, h.AllowedHosts, h.Version, h.Imported, h.RequirementJSON)
 	}
 	var got []string
 	err := s.EachConnectionHead(t.Context(), func(h *ConnectionHead) error {
@@ -104,9 +106,9 @@ func TestEachConnectionHead(t *testing.T) {
 	slices.Sort(got)
 	at := "2026-05-01T10:00:00.123Z"
 	want := []string{
-		"a/cal declared [] v1 false " + at + " ",
-		"a/mail declared [] v1 false " + at + " ",
-		"b/mail declared [] v1 false " + at + " ",
+		"a/cal declared [] 0,1," + at + " false ",
+		"a/mail declared [] 0,1," + at + " false ",
+		"b/mail declared [] 1,1," + at + " true ",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("heads = %q, want %q", got, want)
@@ -117,8 +119,8 @@ func TestEachConnectionHead(t *testing.T) {
 		return nil
 	})
 	want = []string{
-		"a/cal declared [] v1 false " + at + ` {"slot":"cal","kind":"api_key"}`,
-		"a/mail declared [] v1 false " + at + ` {"slot":"mail","kind":"api_key"}`,
+		"a/cal declared [] 0,1," + at + " false" + ` {"slot":"cal","kind":"api_key"}`,
+		"a/mail declared [] 0,1," + at + " false" + ` {"slot":"mail","kind":"api_key"}`,
 	}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("app heads = %q, %v; want %q", got, err, want)
