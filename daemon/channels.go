@@ -312,7 +312,7 @@ func (d *Daemon) reconsentAtStart(ctx context.Context) error {
 	if err != nil {
 		return d.internal("read connections for the pin re-consent", err)
 	}
-	if err := d.reconsentPins(ctx, rows, newParseCache()); err != nil {
+	if err := d.reconsentPins(ctx, rows); err != nil {
 		return err
 	}
 	if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.PutReconsentRecord(digest) }); err != nil {
@@ -338,26 +338,68 @@ func (d *Daemon) reconsentAtStart(ctx context.Context) error {
 // A row the registry now refuses keeps what it has; re-approval and the
 // review re-check it.
 //
-// rows are every stored row; each distinct requirement is parsed and
-// resolved once through pc.
-func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection, pc *parseCache) error {
+// rows are every stored row. Nothing parsed outlives its row: at 100,000
+// rows, holding every parsed requirement to the end of the pass cost
+// hundreds of MiB. What the pass learns of a requirement that needs
+// nothing (it does not validate, or the registry borrows nothing for it)
+// is remembered by its stored text, so a duplicate skips its parse.
+func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection) error {
+	const (
+		invalid = 1 // does not validate
+		nothing = 2 // validates; the registry borrows nothing for it
+	)
+	memo := map[string]uint8{}
+	parse := func(raw string) *requirement.Requirement {
+		if memo[raw] == invalid {
+			return nil
+		}
+		r, vs := parseStored(raw)
+		if len(vs) > 0 {
+			memo[raw] = invalid
+			return nil
+		}
+		return r
+	}
 	for _, row := range rows {
 		status := Status(row.Status)
 		if status != StatusDeclared && status != StatusApproved {
 			continue
 		}
 		raw := row.RequirementJSON
-		target := pc.parse(raw)
-		if target == nil {
+		current := memo[raw]
+		if current == invalid {
 			continue
 		}
+		var target *requirement.Requirement
 		if status == StatusApproved && row.PendingRequirementJSON != nil {
-			if p := pc.parse(*row.PendingRequirementJSON); p != nil {
-				raw, target = *row.PendingRequirementJSON, p
+			switch pending := *row.PendingRequirementJSON; memo[pending] {
+			case nothing:
+				continue
+			case invalid:
+			default:
+				if current == 0 && parse(raw) == nil {
+					continue // the current requirement must validate too
+				}
+				if p := parse(pending); p != nil {
+					raw, target = pending, p
+				}
 			}
 		}
-		res, err := pc.resolve(d.registry, raw, target)
+		if target == nil {
+			if memo[raw] == nothing {
+				continue
+			}
+			if target = parse(raw); target == nil {
+				continue
+			}
+		}
+		var res registry.Resolution
+		var err error
+		if d.registry.Triggers(target) {
+			res, err = d.registry.Resolve(target)
+		}
 		if err != nil || !res.Borrowed {
+			memo[raw] = nothing
 			continue
 		}
 		c := fromRow(row)

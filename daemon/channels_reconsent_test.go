@@ -170,3 +170,38 @@ func TestReconnectForgetsTheReconsentRecord(t *testing.T) {
 		t.Fatalf("the start after a reconnect checked %d rows, want 1", d.reconsentRows)
 	}
 }
+
+// The pass remembers only what needs nothing: two apps holding the same
+// requirement under old pins are both staged, and a requirement that
+// does not validate, met twice, is skipped twice.
+func TestReconsentActsOnEveryCopy(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	ctx := t.Context()
+	for _, app := range []string{"app", "other"} {
+		if _, err := d.ProposeDirective(ctx, app, directiveJSON(t, spotifyish("music"), nil), false); err != nil {
+			t.Fatal(err)
+		}
+		c, err := d.Approve(ctx, app, "music")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := c.Requirement
+		old.Scopes = []string{"user-read-playback-state"}
+		forge(t, d, app, "music", func(c *store.Connection) { c.RequirementJSON = old.Canonical() })
+		approved(t, d, app, req("wx", "api.example.com"))
+		forge(t, d, app, "wx", func(c *store.Connection) { c.RequirementJSON = `{"slot":"wx"}` })
+	}
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	for _, app := range []string{"app", "other"} {
+		if c, err := d.Connection(ctx, app, "music"); err != nil || !c.NeedsReapproval() {
+			t.Fatalf("%s: staged %v, %v; want the new pins staged on every copy", app, c.NeedsReapproval(), err)
+		}
+		if c, _ := d.Connection(ctx, app, "wx"); c.NeedsReapproval() || c.Requirement != nil {
+			t.Fatalf("%s: an invalid row was acted on", app)
+		}
+	}
+}

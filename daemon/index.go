@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"github.com/snug/snugd/daemon/internal/store"
-	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/template"
 )
@@ -146,14 +145,13 @@ func buildAppGrantsWith(rows []store.Connection, c *parseCache) *appGrants {
 }
 
 // parseCache parses each distinct stored requirement once, for a
-// writer's build of an app's entry, an app's first-use load, the status
-// report and the pin re-consent pass: rows often store the same
+// writer's build of an app's entry, an app's first-use load and the
+// status report: rows often store the same
 // requirement over and over, and parsing it is most of their work. Not
 // safe for concurrent use; one build owns one.
 type parseCache struct {
 	reqs     map[string]*parsedReq
 	ceilings map[string][]string
-	resolved map[string]resolved
 	rows     map[string]*parsed
 }
 
@@ -168,19 +166,8 @@ type parsedReq struct {
 	claims    []string
 }
 
-// resolved is one registry.Resolve answer.
-type resolved struct {
-	res registry.Resolution
-	err error
-}
-
 func newParseCache() *parseCache {
-	return &parseCache{reqs: map[string]*parsedReq{}, ceilings: map[string][]string{}, resolved: map[string]resolved{}, rows: map[string]*parsed{}}
-}
-
-// parse returns raw parsed, or nil when it does not validate.
-func (c *parseCache) parse(raw string) *requirement.Requirement {
-	return c.entry(raw).req
+	return &parseCache{reqs: map[string]*parsedReq{}, ceilings: map[string][]string{}, rows: map[string]*parsed{}}
 }
 
 func (c *parseCache) entry(raw string) *parsedReq {
@@ -239,23 +226,6 @@ func (c *parseCache) hosts(col string) []string {
 		c.ceilings[col] = h
 	}
 	return h
-}
-
-// resolve is reg.Resolve of the requirement stored as raw (parsed as
-// r), once per distinct requirement, for the pin re-consent, which acts
-// only on a borrow: a requirement that triggers no entry answers not
-// Borrowed without Resolve's re-parse (raw already parsed, with the same
-// options, into r).
-func (c *parseCache) resolve(reg *registry.Registry, raw string, r *requirement.Requirement) (registry.Resolution, error) {
-	if v, ok := c.resolved[raw]; ok {
-		return v.res, v.err
-	}
-	if !reg.Triggers(r) {
-		return registry.Resolution{Requirement: r}, nil // nothing to borrow: not Borrowed
-	}
-	res, err := reg.Resolve(r)
-	c.resolved[raw] = resolved{res, err}
-	return res, err
 }
 
 // publishApp replaces one app's entry. Callers hold writeMu, so snapshots
