@@ -3,9 +3,13 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"runtime/debug"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -259,6 +263,66 @@ func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
 	return nil
 }
 
+// reconsentRevision names the rules reconsentPins applies; bump it when
+// they change, so the next start checks every row again under the new
+// ones.
+const reconsentRevision = "snugd pin re-consent 1"
+
+// reconsentDigest names the registry and the build a pass runs under: the
+// registry's reviewed entry files, and this build's module version and VCS
+// revision (the parser and Resolve that read them). Either changing is an
+// upgrade, after which every row is checked again.
+func reconsentDigest(reg *registry.Registry) string {
+	h := sha256.New()
+	h.Write([]byte(reconsentRevision + "\n"))
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		fmt.Fprintf(h, "%s@%s\n", bi.Main.Path, bi.Main.Version)
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+				fmt.Fprintf(h, "%s=%s\n", s.Key, s.Value)
+			}
+		}
+	}
+	h.Write(reg.Document())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// reconsentAtStart runs the pin re-consent pass unless the last completed
+// one ran under this very registry and build (the record in snugd_meta):
+// then no row can need it. Every writer resolves what it admits against
+// the registry it runs: the proposer channels (admitChannel, the starter
+// install, PickOption's ResolveOption), import (Resolve before a row
+// lands; a restored grant is the local row unchanged), the LAN address
+// (through ProposeUser) and the pass itself; approve and reapprove move
+// nothing but what the borrow ban passes (checkBorrowBan), and revoke
+// moves no requirement. Reconnect revives a requirement no pass checked
+// while it was revoked, so it forgets the record. The record is written
+// only after the pass's last write: a start that stops mid-pass leaves the
+// old one, and the next start runs the pass again.
+func (d *Daemon) reconsentAtStart(ctx context.Context) error {
+	digest := reconsentDigest(d.registry)
+	rec, err := store.Read(ctx, d.store, (*store.Tx).ReconsentRecord)
+	if err != nil {
+		return d.internal("read the re-consent record", err)
+	}
+	if rec == digest {
+		return nil
+	}
+	rows, err := d.store.AllConnections(ctx)
+	if err != nil {
+		return d.internal("read connections for the pin re-consent", err)
+	}
+	if err := d.reconsentPins(ctx, rows); err != nil {
+		return err
+	}
+	if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.PutReconsentRecord(digest) }); err != nil {
+		return d.internal("record the pin re-consent", err)
+	}
+	d.reconsentRows = len(rows)
+	d.log.Info("pin re-consent pass done", "rows", len(rows))
+	return nil
+}
+
 // reconsentPins brings every row that names or reaches a registry entry
 // under the pins of the registry this snugd ships, at start (an upgrade can
 // add an entry or move a pin):
@@ -274,27 +338,68 @@ func (d *Daemon) checkBorrowBan(r *requirement.Requirement) error {
 // A row the registry now refuses keeps what it has; re-approval and the
 // review re-check it.
 //
-// rows are every stored row as New read them; each distinct requirement
-// is parsed and resolved once through pc (shared with the index build),
-// and only a row the registry borrows for is read whole.
-func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection, pc *parseCache) error {
+// rows are every stored row. Nothing parsed outlives its row: at 100,000
+// rows, holding every parsed requirement to the end of the pass cost
+// hundreds of MiB. What the pass learns of a requirement that needs
+// nothing (it does not validate, or the registry borrows nothing for it)
+// is remembered by its stored text, so a duplicate skips its parse.
+func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection) error {
+	const (
+		invalid = 1 // does not validate
+		nothing = 2 // validates; the registry borrows nothing for it
+	)
+	memo := map[string]uint8{}
+	parse := func(raw string) *requirement.Requirement {
+		if memo[raw] == invalid {
+			return nil
+		}
+		r, vs := parseStored(raw)
+		if len(vs) > 0 {
+			memo[raw] = invalid
+			return nil
+		}
+		return r
+	}
 	for _, row := range rows {
 		status := Status(row.Status)
 		if status != StatusDeclared && status != StatusApproved {
 			continue
 		}
 		raw := row.RequirementJSON
-		target := pc.parse(raw)
-		if target == nil {
+		current := memo[raw]
+		if current == invalid {
 			continue
 		}
+		var target *requirement.Requirement
 		if status == StatusApproved && row.PendingRequirementJSON != nil {
-			if p := pc.parse(*row.PendingRequirementJSON); p != nil {
-				raw, target = *row.PendingRequirementJSON, p
+			switch pending := *row.PendingRequirementJSON; memo[pending] {
+			case nothing:
+				continue
+			case invalid:
+			default:
+				if current == 0 && parse(raw) == nil {
+					continue // the current requirement must validate too
+				}
+				if p := parse(pending); p != nil {
+					raw, target = pending, p
+				}
 			}
 		}
-		res, err := pc.resolve(d.registry, raw, target)
+		if target == nil {
+			if memo[raw] == nothing {
+				continue
+			}
+			if target = parse(raw); target == nil {
+				continue
+			}
+		}
+		var res registry.Resolution
+		var err error
+		if d.registry.Triggers(target) {
+			res, err = d.registry.Resolve(target)
+		}
 		if err != nil || !res.Borrowed {
+			memo[raw] = nothing
 			continue
 		}
 		c := fromRow(row)

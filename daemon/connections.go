@@ -496,6 +496,12 @@ func (d *Daemon) Reconnect(ctx context.Context, appID, slot string) (Connection,
 		if Status(cur.Status) != StatusRevoked {
 			return nil, errWrongStatus(errcode.ConnectionNotRevoked, "only a revoked connection can be reconnected")
 		}
+		// No pin re-consent pass checks a revoked row: the requirement
+		// revived here may predate the registry, so the next start
+		// checks every row again (reconsentAtStart).
+		if err := tx.ForgetReconsentRecord(); err != nil {
+			return nil, err
+		}
 		row := *cur
 		row.Status = store.StatusDeclared
 		row.ApprovedAt = nil

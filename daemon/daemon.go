@@ -125,6 +125,9 @@ type Daemon struct {
 	links   linkBook
 	// refresher shares one OAuth refresh per slot (oauthconn.go).
 	refresher oauth.Refresher
+	// reconsentRows is how many rows the start's pin re-consent pass
+	// checked: 0 when the registry had not changed (channels.go).
+	reconsentRows int
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -187,15 +190,14 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.exec = exec
-	// Every row is read once and each distinct requirement parsed once,
-	// for the index and the pin re-consent alike.
-	rows, err := st.AllConnections(ctx)
+	// One scan of every row's head builds the index; requirements are
+	// parsed on first use (index_start.go).
+	idx, err := startIndex(ctx, st, log.With("component", "index"))
 	if err != nil {
 		st.Close()
 		return nil, d.internal("build grant index", err)
 	}
-	pc := newParseCache()
-	d.rebuildIndexFrom(rows, pc)
+	d.index.Store(idx)
 	d.services.start("journal", d.journal.batch)
 	if cfg.Helpers != nil {
 		d.services.start("helpers", cfg.Helpers) // stops before the journal
@@ -204,7 +206,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	if err := d.reconsentPins(ctx, rows, pc); err != nil {
+	if err := d.reconsentAtStart(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}

@@ -15,9 +15,10 @@
 //     (OAuth consent, LAN exchange, device link) with their lifetimes, and
 //     claim.go the token-claim family (its pure checks in daemon/claim).
 //   - The executor (fetch.go: type executor) owns the gate pipeline and its
-//     dependencies: the grant index (index.go), the confirm broker, the
-//     standing gate, the journal, the credential reader, the credential
-//     sources per kind (fetch_inject.go) and the transports
+//     dependencies: the grant index (index.go; the start builds it from
+//     one scan and loads an app on first use, index_start.go), the confirm
+//     broker, the standing gate, the journal, the credential reader, the
+//     credential sources per kind (fetch_inject.go) and the transports
 //     (fetch_transport.go). Net runs one snug:net-request through gates();
 //     TestConnection runs a requirement's testRequest on the probe path.
 //     fetch.go documents the pipeline.

@@ -48,7 +48,7 @@ func (d *Daemon) Facts(appID string) []Fact {
 	out := make([]Fact, 0, len(a.rows))
 	for i := range a.rows {
 		g := &a.rows[i]
-		if g.req == nil {
+		if g.requirement() == nil {
 			continue // a row that no longer validates says nothing
 		}
 		f := Fact{

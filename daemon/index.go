@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"github.com/snug/snugd/daemon/internal/store"
-	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/template"
 )
@@ -11,7 +10,7 @@ import (
 // the executor needs them. A writer builds the new entry of its app inside
 // its transaction and publishes a new snapshot after the commit; readers
 // load the current snapshot with one atomic read and never take a lock or
-// run SQL.
+// run SQL, except once per app after a start (see appLoad).
 type grantIndex struct {
 	apps map[string]*appGrants
 }
@@ -21,17 +20,33 @@ type appGrants struct {
 	rows []grantRow
 }
 
-// grantRow is one connection row, parsed once at publication.
+// grantRow is one connection row. Its status, imported flag and ceiling
+// are held from the build; the requirement (the embedded *parsed) is
+// parsed at a writer's build, or, for an entry the start built, on the
+// first use of the app's rows. Read the parsed fields (req, templates,
+// injects, claims) only after load: approved, claimsHost, requirement and
+// appGrants.row call it, and every reader reaches a row through one of
+// them before it reads anything parsed.
 type grantRow struct {
 	slot     string
 	status   Status
 	imported bool
-	// req is the current requirement (never the pending one: §12.3), nil
-	// when the stored JSON no longer validates; such a row grants nothing.
-	req *requirement.Requirement
 	// ceiling is the frozen allowed_hosts column of an approved row, in
-	// stored order (sorted, unique, normalized).
+	// stored order (sorted, unique, normalized); rows with the same column
+	// share one slice, and its hosts are interned.
 	ceiling []string
+	*parsed
+}
+
+// parsed is a row's requirement as the executor reads it. Everything in
+// it is immutable once loaded; rows that store the same requirement share
+// one.
+type parsed struct {
+	// req is the current requirement (never the pending one: §12.3), nil
+	// when the stored JSON no longer validates, its templates do not
+	// compile, or (an entry the start built) the row failed to load; such
+	// a row grants nothing.
+	req *requirement.Requirement
 	// claims are the hosts the requirement asks for; they tell a request to
 	// a host of a declared or imported row apart from one nobody claims.
 	claims []string
@@ -41,10 +56,30 @@ type grantRow struct {
 	// injects reports whether templates has any header or query template:
 	// only then does gate 8 read the credential slice.
 	injects bool
+	// lazy loads the fields above on first use (nil: loaded at build);
+	// version fingerprints the row version the entry was built from.
+	lazy    *appLoad
+	version uint64
+}
+
+// load makes g's parsed fields readable: a no-op for a row a writer
+// built, the app's one load for a row the start built.
+func (g *grantRow) load() {
+	if l := g.parsed.lazy; l != nil {
+		l.once.Do(l.fill)
+	}
+}
+
+// requirement returns the row's current requirement, nil when it grants
+// nothing (see parsed.req).
+func (g *grantRow) requirement() *requirement.Requirement {
+	g.load()
+	return g.req
 }
 
 // claimsHost reports whether the row's requirement asks for host.
 func (g *grantRow) claimsHost(host string) bool {
+	g.load()
 	for _, h := range g.claims {
 		if h == host {
 			return true
@@ -53,21 +88,29 @@ func (g *grantRow) claimsHost(host string) bool {
 	return false
 }
 
-// row returns the row in slot, or nil (also for a nil receiver).
+// row returns the row in slot, loaded, or nil (also for a nil receiver).
 func (a *appGrants) row(slot string) *grantRow {
 	if a == nil {
 		return nil
 	}
 	for i := range a.rows {
 		if a.rows[i].slot == slot {
-			return &a.rows[i]
+			g := &a.rows[i]
+			g.load()
+			return g
 		}
 	}
 	return nil
 }
 
 // approved reports whether the row is a usable grant.
-func (g *grantRow) approved() bool { return g.status == StatusApproved && g.req != nil }
+func (g *grantRow) approved() bool {
+	if g.status != StatusApproved {
+		return false
+	}
+	g.load()
+	return g.req != nil
+}
 
 // inCeiling reports whether host (normalized) is a member of the frozen
 // ceiling: exact membership, no suffix or wildcard matching.
@@ -92,10 +135,7 @@ func buildAppGrants(rows []store.Connection) *appGrants {
 func buildAppGrantsWith(rows []store.Connection, c *parseCache) *appGrants {
 	a := &appGrants{rows: make([]grantRow, 0, len(rows))}
 	for _, row := range rows {
-		g := grantRow{slot: row.Slot, status: Status(row.Status), imported: row.Imported}
-		if p := c.grant(row.RequirementJSON); p != nil {
-			g.req, g.templates, g.injects, g.claims = p.req, p.templates, p.injects, p.claims
-		}
+		g := grantRow{slot: row.Slot, status: Status(row.Status), imported: row.Imported, parsed: c.loaded(row.RequirementJSON)}
 		if g.status == StatusApproved {
 			g.ceiling = c.hosts(row.AllowedHosts)
 		}
@@ -104,15 +144,15 @@ func buildAppGrantsWith(rows []store.Connection, c *parseCache) *appGrants {
 	return a
 }
 
-// parseCache parses each distinct stored requirement once, for a build of
-// the index and the start's pin re-consent: at start with many rows the
-// same requirement is stored over and over, and parsing it is most of
-// the start's work. Not safe for concurrent use; a start or one writer
-// owns one.
+// parseCache parses each distinct stored requirement once, for a
+// writer's build of an app's entry, an app's first-use load and the
+// status report: rows often store the same
+// requirement over and over, and parsing it is most of their work. Not
+// safe for concurrent use; one build owns one.
 type parseCache struct {
 	reqs     map[string]*parsedReq
 	ceilings map[string][]string
-	resolved map[string]resolved
+	rows     map[string]*parsed
 }
 
 // parsedReq is one stored requirement parsed: req nil when it no longer
@@ -126,19 +166,8 @@ type parsedReq struct {
 	claims    []string
 }
 
-// resolved is one registry.Resolve answer.
-type resolved struct {
-	res registry.Resolution
-	err error
-}
-
 func newParseCache() *parseCache {
-	return &parseCache{reqs: map[string]*parsedReq{}, ceilings: map[string][]string{}, resolved: map[string]resolved{}}
-}
-
-// parse returns raw parsed, or nil when it does not validate.
-func (c *parseCache) parse(raw string) *requirement.Requirement {
-	return c.entry(raw).req
+	return &parseCache{reqs: map[string]*parsedReq{}, ceilings: map[string][]string{}, rows: map[string]*parsed{}}
 }
 
 func (c *parseCache) entry(raw string) *parsedReq {
@@ -175,6 +204,20 @@ func (c *parseCache) grant(raw string) *parsedReq {
 	return p
 }
 
+// loaded returns raw as a row's loaded requirement, one per distinct
+// requirement (rows that store the same one share it).
+func (c *parseCache) loaded(raw string) *parsed {
+	if p, ok := c.rows[raw]; ok {
+		return p
+	}
+	p := &parsed{}
+	if g := c.grant(raw); g != nil {
+		p.req, p.templates, p.injects, p.claims = g.req, g.templates, g.injects, g.claims
+	}
+	c.rows[raw] = p
+	return p
+}
+
 // hosts decodes an allowed_hosts column once per distinct value.
 func (c *parseCache) hosts(col string) []string {
 	h, ok := c.ceilings[col]
@@ -183,23 +226,6 @@ func (c *parseCache) hosts(col string) []string {
 		c.ceilings[col] = h
 	}
 	return h
-}
-
-// resolve is reg.Resolve of the requirement stored as raw (parsed as
-// r), once per distinct requirement, for the pin re-consent, which acts
-// only on a borrow: a requirement that triggers no entry answers not
-// Borrowed without Resolve's re-parse (raw already parsed, with the same
-// options, into r).
-func (c *parseCache) resolve(reg *registry.Registry, raw string, r *requirement.Requirement) (registry.Resolution, error) {
-	if v, ok := c.resolved[raw]; ok {
-		return v.res, v.err
-	}
-	if !reg.Triggers(r) {
-		return registry.Resolution{Requirement: r}, nil // nothing to borrow: not Borrowed
-	}
-	res, err := reg.Resolve(r)
-	c.resolved[raw] = resolved{res, err}
-	return res, err
 }
 
 // publishApp replaces one app's entry. Callers hold writeMu, so snapshots
@@ -216,25 +242,4 @@ func (d *Daemon) publishApp(appID string, a *appGrants) {
 		next.apps[appID] = a
 	}
 	d.index.Store(next)
-}
-
-// rebuildIndexFrom builds the whole index from rows (every stored row),
-// parsing through c: at start, the rows and the cache are shared with the
-// pin re-consent that follows, so each row is read and parsed once.
-func (d *Daemon) rebuildIndexFrom(rows []store.Connection, c *parseCache) {
-	d.writeMu.Lock()
-	defer d.writeMu.Unlock()
-	d.index.Store(indexOf(rows, c))
-}
-
-func indexOf(rows []store.Connection, c *parseCache) *grantIndex {
-	byApp := map[string][]store.Connection{}
-	for _, r := range rows {
-		byApp[r.AppID] = append(byApp[r.AppID], r)
-	}
-	idx := &grantIndex{apps: make(map[string]*appGrants, len(byApp))}
-	for app, rs := range byApp {
-		idx.apps[app] = buildAppGrantsWith(rs, c)
-	}
-	return idx
 }

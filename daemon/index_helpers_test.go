@@ -1,6 +1,10 @@
 package daemon
 
-import "context"
+import (
+	"context"
+
+	"github.com/snug/snugd/daemon/internal/store"
+)
 
 // grants returns appID's rows from the current snapshot (nil when the app
 // has none): the tests' look at the index. Production code loads the
@@ -17,4 +21,24 @@ func (d *Daemon) rebuildIndex(ctx context.Context) error {
 	}
 	d.rebuildIndexFrom(rows, newParseCache())
 	return nil
+}
+
+// rebuildIndexFrom builds the whole index from rows (every stored row),
+// parsed through c, as writers build an entry.
+func (d *Daemon) rebuildIndexFrom(rows []store.Connection, c *parseCache) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	d.index.Store(indexOf(rows, c))
+}
+
+func indexOf(rows []store.Connection, c *parseCache) *grantIndex {
+	byApp := map[string][]store.Connection{}
+	for _, r := range rows {
+		byApp[r.AppID] = append(byApp[r.AppID], r)
+	}
+	idx := &grantIndex{apps: make(map[string]*appGrants, len(byApp))}
+	for app, rs := range byApp {
+		idx.apps[app] = buildAppGrantsWith(rs, c)
+	}
+	return idx
 }

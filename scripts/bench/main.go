@@ -50,6 +50,7 @@ func main() {
 	flag.StringVar(&cfg.serverCPU, "cpu", "1", "the CPU the serving processes are pinned to (taskset -c)")
 	flag.StringVar(&cfg.perf, "perf", "", "if set, record snugd with perf(1) under the small and the 1 MiB load at 16 concurrent into FILE-small and FILE-big")
 	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "with -perf: set up, warm up, record the load profiles and one start on -rows rows (FILE-start), and stop (no table)")
+	flag.BoolVar(&cfg.startOnly, "start-only", false, "measure only the start to healthy at 10 and -rows rows (no upstream, nginx or load)")
 	flag.Parse()
 	if cfg.snugd == "" || cfg.dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: bench -snugd BIN -dir DIR (run scripts/bench.sh)")
@@ -67,5 +68,5 @@ type config struct {
 	snugd, dir, upNS, serverCPU, perf string
 	reps, rows                        int
 	scale                             float64
-	profileOnly                       bool
+	profileOnly, startOnly            bool
 }

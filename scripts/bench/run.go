@@ -45,6 +45,18 @@ func run(cfg config) error {
 	if err := os.WriteFile(hostsFile, []byte("127.0.0.1 localhost\n::1 localhost\n"+upstreamAddr+" "+upstreamHost+"\n"), 0o644); err != nil {
 		return err
 	}
+	if cfg.startOnly {
+		starts, err := measureStarts(cfg, hostsFile, caFile, emptyDir)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("snugd bench (start only), %s; %d repetitions, medians; snugd pinned to CPU %s\n\n",
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), cfg.reps, cfg.serverCPU)
+		fmt.Println("| figure | direct | nginx | snugd | snugd / nginx |")
+		fmt.Println("|---|---|---|---|---|")
+		printStarts(cfg, starts)
+		return nil
+	}
 	up, err := startUpstream(cfg.upNS, certFile, keyFile)
 	if err != nil {
 		return err
@@ -299,15 +311,22 @@ func printTable(cfg config, cells []cell, peakCell cell, samples map[string]map[
 	row(fmt.Sprintf("throughput, 1 MiB, 64 concurrent (%d requests, once)", peakCell.n), thr, perS, true)
 	row("RSS idle (after start and set-up)", [3]float64{-1, float64(idle["nginx"]), float64(idle["snugd"])}, mib, true)
 	row("RSS peak (VmHWM, whole run incl. 64 concurrent 1 MiB)", [3]float64{-1, float64(peak["nginx"]), float64(peak["snugd"])}, mib, true)
+	printStarts(cfg, starts)
+}
+
+// printStarts prints the start rows of the table: time to healthy and the
+// RSS then, at 10 and cfg.rows rows.
+func printStarts(cfg config, starts map[int][]startSample) {
+	ms := func(v float64) string { return fmt.Sprintf("%.0f ms", v) }
+	mib := func(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
 	for i, rows := range []int{10, cfg.rows} {
 		var ts, rs []float64
 		for _, s := range starts[i] {
 			ts = append(ts, float64(s.took)/float64(time.Millisecond))
 			rs = append(rs, float64(s.rss))
 		}
-		ms := func(v float64) string { return fmt.Sprintf("%.0f ms", v) }
-		row(fmt.Sprintf("start to healthy, %d connection rows", rows), [3]float64{-1, -1, median(ts)}, ms, false)
-		row(fmt.Sprintf("RSS when healthy, %d connection rows", rows), [3]float64{-1, -1, median(rs)}, mib, false)
+		fmt.Printf("| start to healthy, %d connection rows | — | — | %s | — |\n", rows, ms(median(ts)))
+		fmt.Printf("| RSS when healthy, %d connection rows | — | — | %s | — |\n", rows, mib(median(rs)))
 	}
 }
 

@@ -140,10 +140,14 @@ func (tx *Tx) UpsertConnection(c Connection) (Connection, error) {
 // ForgeConnectionForTest writes c without the invariant checks, as a
 // tampered or foreign database file would hold it. Only tests call it: they
 // prove that the writers, the index and import re-validate what they read
-// instead of trusting storage.
+// instead of trusting storage. A forged row was resolved against no
+// registry, as a row an older snugd wrote under other pins, so it also
+// forgets the pin re-consent's record: the next start checks every row.
 func (tx *Tx) ForgeConnectionForTest(c Connection) error {
-	_, err := tx.upsertConnection(c)
-	return err
+	if _, err := tx.upsertConnection(c); err != nil {
+		return err
+	}
+	return tx.ForgetReconsentRecord()
 }
 
 func (tx *Tx) upsertConnection(c Connection) (Connection, error) {
@@ -211,6 +215,72 @@ func (tx *Tx) Connections(appID string) ([]Connection, error) {
 // daemon's in-memory grant index is built from.
 func (tx *Tx) AllConnections() ([]Connection, error) {
 	return queryAll(tx, "list connections", scanConnection, "SELECT "+connectionColumns+" FROM snug_connections ORDER BY app_id, slot")
+}
+
+// ConnectionHead is one row as EachConnectionHead and AppConnectionHeads
+// hand it over: the columns the grant index holds, and those that tell
+// one version of the row from another (every writer stamps updated_at,
+// and bumps requirement_version when the requirement changes). Every
+// slice is valid only during the callback.
+type ConnectionHead struct {
+	AppID, Slot, Status, AllowedHosts []byte
+	Imported                          bool
+	// Version is imported, requirement_version and updated_at in one
+	// text ("1,3,2026-05-01T10:00:00.123Z"): one column costs the scan
+	// less than three.
+	Version []byte
+	// RequirementJSON is the requirement, from AppConnectionHeads only.
+	RequirementJSON []byte
+}
+
+const headColumns = "app_id, slot, status, allowed_hosts, imported || ',' || requirement_version || ',' || updated_at"
+
+// EachConnectionHead calls fn with every row, in storage order (not by
+// app), in one read transaction, without reading a requirement or
+// building a Connection per row: the start's index build reads 100,000
+// rows through it. An error from fn stops the scan and is returned.
+func (s *Store) EachConnectionHead(ctx context.Context, fn func(*ConnectionHead) error) error {
+	return s.View(ctx, func(tx *Tx) error {
+		return eachHead(tx, false, fn, "SELECT "+headColumns+" FROM snug_connections")
+	})
+}
+
+// AppConnectionHeads calls fn with every row of appID, by slot, its
+// requirement included, in one read transaction.
+func (s *Store) AppConnectionHeads(ctx context.Context, appID string, fn func(*ConnectionHead) error) error {
+	return s.View(ctx, func(tx *Tx) error {
+		return eachHead(tx, true, fn, "SELECT "+headColumns+", requirement_json FROM snug_connections WHERE app_id = ? ORDER BY slot", appID)
+	})
+}
+
+func eachHead(tx *Tx, withRequirement bool, fn func(*ConnectionHead) error, query string, args ...any) error {
+	rows, err := tx.query(query, args...)
+	if err != nil {
+		return fmt.Errorf("scan connections: %w", err)
+	}
+	defer rows.Close()
+	var (
+		h                                     ConnectionHead
+		app, slot, status, hosts, version, rq sql.RawBytes
+	)
+	dest := []any{&app, &slot, &status, &hosts, &version}
+	if withRequirement {
+		dest = append(dest, &rq)
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("scan connections: %w", err)
+		}
+		h.AppID, h.Slot, h.Status, h.AllowedHosts, h.Version, h.RequirementJSON = app, slot, status, hosts, version, rq
+		h.Imported = len(version) > 1 && version[0] == '1' && version[1] == ','
+		if err := fn(&h); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan connections: %w", err)
+	}
+	return nil
 }
 
 // CountConnections counts every row of appID, revoked tombstones included:

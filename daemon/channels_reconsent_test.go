@@ -1,0 +1,207 @@
+package daemon
+
+import (
+	"testing"
+
+	"github.com/snug/snugd/daemon/internal/store"
+)
+
+// setRecord writes the re-consent record as a pass under digest would.
+func setRecord(t *testing.T, d *Daemon, digest string) {
+	t.Helper()
+	if err := d.store.Update(t.Context(), func(tx *store.Tx) error { return tx.PutReconsentRecord(digest) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oldPins approves a Spotify row and forges it to scopes the registry no
+// longer pins, as a row approved under an older registry holds; it
+// returns the forged requirement.
+func oldPins(t *testing.T, d *Daemon) string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := d.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false); err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Approve(ctx, "app", "music")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := c.Requirement
+	old.Scopes = []string{"user-read-playback-state"}
+	forge(t, d, "app", "music", func(c *store.Connection) { c.RequirementJSON = old.Canonical() })
+	return old.Canonical()
+}
+
+// A start under the registry the last completed pass ran under does no
+// per-row work: every writer since resolved against that registry. A
+// row the pass would act on (here forged, then the record put back as if
+// nothing had happened) is left alone, which shows no row was checked.
+//
+// conformance: P3-C12.12-10
+func TestReconsentSkippedUnderTheSameRegistry(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	if d.reconsentRows != 0 {
+		t.Fatalf("first start checked %d rows of an empty database", d.reconsentRows)
+	}
+	oldJSON := oldPins(t, d)
+	setRecord(t, d, reconsentDigest(d.registry))
+	d.Close()
+
+	d = open()
+	if d.reconsentRows != 0 {
+		t.Fatalf("a start under an unchanged registry checked %d rows", d.reconsentRows)
+	}
+	c, err := d.Connection(t.Context(), "app", "music")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RequirementJSON != oldJSON || c.NeedsReapproval() {
+		t.Fatalf("after a start under the same registry: pending %q; want no pass, nothing staged", c.PendingJSON)
+	}
+	d.Close()
+}
+
+// An upgrade to a registry whose pins moved (the record names another
+// registry) runs the pass: the approved row's re-resolution is staged for
+// re-approval, and the record then names this registry, so the next
+// start checks nothing.
+//
+// conformance: P3-C12.12-10
+func TestReconsentRunsAfterAnUpgrade(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	oldJSON := oldPins(t, d)
+	setRecord(t, d, "the digest of an older registry")
+	d.Close()
+
+	d = open()
+	if d.reconsentRows != 1 {
+		t.Fatalf("the upgrade's start checked %d rows, want 1", d.reconsentRows)
+	}
+	c, err := d.Connection(t.Context(), "app", "music")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RequirementJSON != oldJSON || !c.NeedsReapproval() || len(c.Pending.Scopes) != 3 {
+		t.Fatalf("after the upgrade: requirement %q, pending %q; want the old grant serving and the new pins staged", c.RequirementJSON, c.PendingJSON)
+	}
+	rec, err := store.Read(t.Context(), d.store, (*store.Tx).ReconsentRecord)
+	if err != nil || rec != reconsentDigest(d.registry) {
+		t.Fatalf("record after the pass = %q, %v; want this registry's digest", rec, err)
+	}
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	if d.reconsentRows != 0 {
+		t.Fatalf("the start after a completed pass checked %d rows", d.reconsentRows)
+	}
+}
+
+// A pass that does not complete leaves the old record: the next start
+// runs it again. Here the pass fails on a forged row it cannot write (an
+// app id no writer accepts), after it staged the good row's change.
+func TestReconsentRedoneAfterAnIncompletePass(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	ctx := t.Context()
+	oldPins(t, d)
+	bad := store.Connection{AppID: "zz\u200b", Slot: "music", RequirementJSON: string(mustJSON(t, spotifyish("music"))),
+		RequirementVersion: 1, Provenance: store.ProvenanceUser, Status: store.StatusDeclared, AllowedHosts: "[]"}
+	if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.ForgeConnectionForTest(bad) }); err != nil {
+		t.Fatal(err)
+	}
+	setRecord(t, d, "the digest of an older registry")
+	dir := d.DataDir()
+	d.Close()
+
+	if _, err := New(ctx, Config{DataDir: dir}); err == nil {
+		t.Fatal("the start whose pass failed succeeded")
+	}
+	st, err := store.Open(ctx, store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.Read(ctx, st, (*store.Tx).ReconsentRecord)
+	if err != nil || rec != "the digest of an older registry" {
+		t.Fatalf("record after a failed pass = %q, %v; want the old one", rec, err)
+	}
+	// The administrator revokes the forged row (the pass skips revoked
+	// rows), keeping the old record, and starts again.
+	err = st.Update(ctx, func(tx *store.Tx) error {
+		bad.Status = store.StatusRevoked
+		if err := tx.ForgeConnectionForTest(bad); err != nil {
+			return err
+		}
+		return tx.PutReconsentRecord("the digest of an older registry")
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = open()
+	defer d.Close()
+	c, _ := d.Connection(ctx, "app", "music")
+	if d.reconsentRows != 2 || !c.NeedsReapproval() {
+		t.Fatalf("after an incomplete pass: %d rows checked, staged %v; want the pass run again over both rows", d.reconsentRows, c.NeedsReapproval())
+	}
+}
+
+// Reconnect revives a requirement no pass checked while it was revoked:
+// it forgets the record, so the next start checks every row.
+func TestReconnectForgetsTheReconsentRecord(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	if _, err := d.Revoke(ctx, "app", "wx"); err != nil {
+		t.Fatal(err)
+	}
+	setRecord(t, d, reconsentDigest(d.registry))
+	if _, err := d.Reconnect(ctx, "app", "wx"); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d = open()
+	defer d.Close()
+	if d.reconsentRows != 1 {
+		t.Fatalf("the start after a reconnect checked %d rows, want 1", d.reconsentRows)
+	}
+}
+
+// The pass remembers only what needs nothing: two apps holding the same
+// requirement under old pins are both staged, and a requirement that
+// does not validate, met twice, is skipped twice.
+func TestReconsentActsOnEveryCopy(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	ctx := t.Context()
+	for _, app := range []string{"app", "other"} {
+		if _, err := d.ProposeDirective(ctx, app, directiveJSON(t, spotifyish("music"), nil), false); err != nil {
+			t.Fatal(err)
+		}
+		c, err := d.Approve(ctx, app, "music")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := c.Requirement
+		old.Scopes = []string{"user-read-playback-state"}
+		forge(t, d, app, "music", func(c *store.Connection) { c.RequirementJSON = old.Canonical() })
+		approved(t, d, app, req("wx", "api.example.com"))
+		forge(t, d, app, "wx", func(c *store.Connection) { c.RequirementJSON = `{"slot":"wx"}` })
+	}
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	for _, app := range []string{"app", "other"} {
+		if c, err := d.Connection(ctx, app, "music"); err != nil || !c.NeedsReapproval() {
+			t.Fatalf("%s: staged %v, %v; want the new pins staged on every copy", app, c.NeedsReapproval(), err)
+		}
+		if c, _ := d.Connection(ctx, app, "wx"); c.NeedsReapproval() || c.Requirement != nil {
+			t.Fatalf("%s: an invalid row was acted on", app)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/maphash"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snug/snugd/daemon/internal/store"
+)
+
+// The index a start builds. New reads every row once, in one scan that
+// keeps each row's status, imported flag and ceiling (hosts interned,
+// rows with one allowed_hosts column sharing one slice) and a fingerprint
+// of the row version, and neither reads nor parses any requirement: with
+// 100,000 rows, parsing them all was most of the start's time and holding
+// them most of its memory. An app's rows are read and parsed on the first
+// use of any of them (appLoad), once per app per start; a writer's
+// publication replaces the entry with one it built parsed from its own
+// transaction.
+
+// appLoadTimeout bounds the one read of an app's rows on first use.
+const appLoadTimeout = 10 * time.Second
+
+// appLoad is the first-use load of one app's rows in an entry the start
+// built. It runs once (sync.Once: every reader of a parsed field reaches
+// it through grantRow.load first, so its writes happen before their
+// reads); a row it cannot vouch for grants nothing:
+//
+//   - the read fails: every row of the app grants nothing until the app's
+//     next write or the next start (logged);
+//   - a row changed since the scan (its fingerprint differs: a writer
+//     committed and is about to publish its own entry, or storage was
+//     altered): that row grants nothing in this entry;
+//   - a row no longer validates or its templates do not compile: as in
+//     any build, it grants nothing.
+type appLoad struct {
+	once sync.Once
+	st   *store.Store
+	log  *slog.Logger
+	app  string
+	rows []grantRow // the entry's rows (the same backing array)
+}
+
+func (l *appLoad) fill() {
+	ctx, cancel := context.WithTimeout(context.Background(), appLoadTimeout)
+	defer cancel()
+	var h maphash.Hash
+	pc := newParseCache()
+	loaded := make([]bool, len(l.rows))
+	err := l.st.AppConnectionHeads(ctx, l.app, func(c *store.ConnectionHead) error {
+		i := slices.IndexFunc(l.rows, func(g grantRow) bool { return g.slot == string(c.Slot) })
+		if i < 0 {
+			return nil // written since the scan: its writer publishes it
+		}
+		g := &l.rows[i]
+		if rowVersion(&h, c) != g.version {
+			l.log.Info("connection changed since the start's scan; it grants nothing until its writer publishes", "app_id", l.app, "slot", g.slot)
+			return nil
+		}
+		if p := pc.grant(string(c.RequirementJSON)); p != nil {
+			loaded[i] = true
+			g.req, g.templates, g.injects, g.claims = p.req, p.templates, p.injects, p.claims
+		}
+		return nil
+	})
+	if err != nil {
+		// Nothing half-read may grant.
+		for i := range l.rows {
+			if loaded[i] {
+				g := &l.rows[i]
+				g.req, g.templates, g.injects, g.claims = nil, nil, false, nil
+			}
+		}
+		l.log.Error("read an app's connections for the grant index; they grant nothing until its next write", "app_id", l.app, "err", err)
+	}
+}
+
+// versionSeed keys rowVersion for this process: nobody outside it can
+// make two row versions collide on purpose.
+var versionSeed = maphash.MakeSeed()
+
+// rowVersion fingerprints one version of a row: what it grants by (its
+// status, imported flag and allowed_hosts) and what tells its
+// requirement's versions apart (requirement_version, which every writer
+// bumps when the requirement changes, and updated_at, which every writer
+// stamps; both in ConnectionHead.Version), each length-prefixed.
+func rowVersion(h *maphash.Hash, c *store.ConnectionHead) uint64 {
+	h.SetSeed(versionSeed)
+	var n [8]byte
+	for _, b := range [][]byte{c.Status, c.AllowedHosts, c.Version} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	return h.Sum64()
+}
+
+// statusOf is a stored status as one of the constants (no allocation for
+// the three legal values).
+func statusOf(b []byte) Status {
+	switch string(b) {
+	case string(StatusDeclared):
+		return StatusDeclared
+	case string(StatusApproved):
+		return StatusApproved
+	case string(StatusRevoked):
+		return StatusRevoked
+	}
+	return Status(b)
+}
+
+// startIndex scans every row into an index whose entries load on first
+// use. Rows mostly arrive grouped by app (storage order is insert order),
+// so the last app and ceiling are tried before the maps.
+func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantIndex, error) {
+	var (
+		apps     = map[string]*appLoad{}
+		slots    = map[string]string{}
+		hosts    = map[string]string{}
+		ceilings = map[string][]string{}
+		h        maphash.Hash
+		last     *appLoad
+		lastCol  []byte
+		lastCeil []string
+		slab     []parsed
+	)
+	err := st.EachConnectionHead(ctx, func(c *store.ConnectionHead) error {
+		l := last
+		if l == nil || l.app != string(c.AppID) {
+			if l = apps[string(c.AppID)]; l == nil {
+				l = &appLoad{st: st, log: log, app: string(c.AppID), rows: make([]grantRow, 0, 2)}
+				apps[l.app] = l
+			}
+			last = l
+		}
+		slot, ok := slots[string(c.Slot)]
+		if !ok {
+			slot = string(c.Slot)
+			slots[slot] = slot
+		}
+		if len(slab) == cap(slab) {
+			slab = make([]parsed, 0, 1024)
+		}
+		slab = append(slab, parsed{lazy: l, version: rowVersion(&h, c)})
+		g := grantRow{slot: slot, status: statusOf(c.Status), imported: c.Imported, parsed: &slab[len(slab)-1]}
+		if g.status == StatusApproved {
+			if lastCol == nil || !bytes.Equal(lastCol, c.AllowedHosts) {
+				ceiling, ok := ceilings[string(c.AllowedHosts)]
+				if !ok {
+					ceiling = decodeHosts(string(c.AllowedHosts))
+					for i, host := range ceiling {
+						if v, ok := hosts[host]; ok {
+							ceiling[i] = v
+						} else {
+							hosts[host] = host
+						}
+					}
+					ceilings[string(c.AllowedHosts)] = ceiling
+				}
+				lastCol, lastCeil = append(lastCol[:0], c.AllowedHosts...), ceiling
+			}
+			g.ceiling = lastCeil
+		}
+		l.rows = append(l.rows, g)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	idx := &grantIndex{apps: make(map[string]*appGrants, len(apps))}
+	for app, l := range apps {
+		slices.SortFunc(l.rows, func(a, b grantRow) int { return strings.Compare(a.slot, b.slot) })
+		l.rows = slices.Clip(l.rows)
+		idx.apps[app] = &appGrants{rows: l.rows}
+	}
+	return idx, nil
+}

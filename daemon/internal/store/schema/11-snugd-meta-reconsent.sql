@@ -1,0 +1,11 @@
+-- The pin re-consent's record (issue 15 P4): from this schema on,
+-- snugd_meta's key 'reconsent_registry' names (a digest, in hex) the
+-- registry and build under which the last start's pin re-consent pass ran
+-- to completion over every row. Every writer of this schema resolves what
+-- it admits against the registry it runs, so an unchanged digest means no
+-- row can need the pass again. An older snugd never wrote the key and does
+-- not know it; the counter this migration bumps keeps such a snugd (which
+-- would write rows under its own registry without saying so) from opening
+-- the database at all. Whatever a key of that name holds now was written
+-- by no pass of this schema: the next start runs the pass.
+DELETE FROM snugd_meta WHERE key = 'reconsent_registry';
