@@ -312,13 +312,19 @@ func (d *Daemon) reconsentAtStart(ctx context.Context) error {
 	if err != nil {
 		return d.internal("read connections for the pin re-consent", err)
 	}
-	if err := d.reconsentPins(ctx, rows); err != nil {
+	left, err := d.reconsentPins(ctx, rows)
+	if err != nil {
 		return err
+	}
+	d.reconsentRows = len(rows)
+	if left > 0 {
+		// Not complete: the next start runs the pass again.
+		d.log.Warn("pin re-consent pass left rows it could not rewrite as they are; the next start checks every row again", "rows", len(rows), "left", left)
+		return nil
 	}
 	if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.PutReconsentRecord(digest) }); err != nil {
 		return d.internal("record the pin re-consent", err)
 	}
-	d.reconsentRows = len(rows)
 	d.log.Info("pin re-consent pass done", "rows", len(rows))
 	return nil
 }
@@ -343,7 +349,7 @@ func (d *Daemon) reconsentAtStart(ctx context.Context) error {
 // hundreds of MiB. What the pass learns of a requirement that needs
 // nothing (it does not validate, or the registry borrows nothing for it)
 // is remembered by its stored text, so a duplicate skips its parse.
-func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection) error {
+func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection) (left int, err error) {
 	const (
 		invalid = 1 // does not validate
 		nothing = 2 // validates; the registry borrows nothing for it
@@ -422,12 +428,22 @@ func (d *Daemon) reconsentPins(ctx context.Context, rows []store.Connection) err
 		default:
 			_, err = d.stagePending(ctx, c.AppID, a)
 		}
+		if _, refused := errcode.CodeOf(err); refused {
+			// A row no writer accepts (it can only have been written
+			// around the writers) keeps what it has, and so does the rest
+			// of the start: one such row must not keep snugd from
+			// running. Its grant is what it was; review and re-approval
+			// check it again.
+			d.log.Warn("pin re-consent left a row as it is: the writer refused it", "app_id", c.AppID, "slot", c.Slot, "err", err)
+			left++
+			continue
+		}
 		if err != nil {
-			return err
+			return left, err
 		}
 		d.log.Info("registry pins changed: row re-resolved", "app_id", c.AppID, "slot", c.Slot, "status", c.Status, "entry", res.EntryID)
 	}
-	return nil
+	return left, nil
 }
 
 // RegistryDocument is the pinned provider registry as public data: the

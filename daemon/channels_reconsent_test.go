@@ -101,8 +101,9 @@ func TestReconsentRunsAfterAnUpgrade(t *testing.T) {
 }
 
 // A pass that does not complete leaves the old record: the next start
-// runs it again. Here the pass fails on a forged row it cannot write (an
-// app id no writer accepts), after it staged the good row's change.
+// runs it again. Here the pass meets a forged row it cannot write (an app
+// id no writer accepts): the start goes on, the row keeps what it has,
+// the good row's change is staged, and the record stays the old one.
 func TestReconsentRedoneAfterAnIncompletePass(t *testing.T) {
 	open := reopener(t)
 	d := open()
@@ -117,9 +118,14 @@ func TestReconsentRedoneAfterAnIncompletePass(t *testing.T) {
 	dir := d.DataDir()
 	d.Close()
 
-	if _, err := New(ctx, Config{DataDir: dir}); err == nil {
-		t.Fatal("the start whose pass failed succeeded")
+	d, err := New(ctx, Config{DataDir: dir})
+	if err != nil {
+		t.Fatalf("one row the pass cannot rewrite stopped the start: %v", err)
 	}
+	if c, _ := d.Connection(ctx, "app", "music"); !c.NeedsReapproval() {
+		t.Fatal("the good row's moved pin was not staged beside the refused row")
+	}
+	d.Close()
 	st, err := store.Open(ctx, store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
