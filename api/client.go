@@ -272,9 +272,13 @@ func (c *Client) UnshareApp(ctx context.Context, appID, hostID string) (AccessRe
 	return out, c.do(ctx, http.MethodDelete, "/v1/apps/"+esc(appID)+"/shares/"+esc(hostID), nil, &out)
 }
 
-// Revoke calls POST …/{slot}/revoke.
-func (c *Client) Revoke(ctx context.Context, appID, slot string) (ConnectionJSON, error) {
-	return c.writer(ctx, appID, slot, "revoke")
+// Revoke calls POST …/{slot}/revoke and answers the whole RevokeResponse:
+// the row, and remoteRevocation when an OAuth provider did not confirm the
+// RFC 7009 revocation (the local wipe happened anyway).
+func (c *Client) Revoke(ctx context.Context, appID, slot string) (RevokeResponse, error) {
+	var out RevokeResponse
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/revoke", nil, &out)
+	return out, err
 }
 
 // Reconnect calls POST …/{slot}/reconnect.

@@ -31,7 +31,8 @@ func TestWritersOverTheAPI(t *testing.T) {
 	wantAPIError(t, err, 409, errcode.ConnectionNotDeclared)
 	_, err = c.Reapprove(ctx, app, "mail")
 	wantAPIError(t, err, 409, errcode.NoPendingChange)
-	if row, err = c.Revoke(ctx, app, "mail"); err != nil || row.Status != "revoked" || row.RevokedAt == nil {
+	rev, err := c.Revoke(ctx, app, "mail")
+	if row = rev.Connection; err != nil || row.Status != "revoked" || row.RevokedAt == nil {
 		t.Fatalf("Revoke = %+v, %v", row, err)
 	}
 	if row, err = c.Reconnect(ctx, app, "mail"); err != nil || row.Status != "declared" || row.RevokedAt == nil {

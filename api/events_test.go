@@ -39,7 +39,11 @@ func TestEventsConnectionChanged(t *testing.T) {
 	defer close(stop)
 	go func() {
 		for {
-			for _, step := range []func(context.Context, string, string) (ConnectionJSON, error){e.ctl.Approve, e.ctl.Revoke, e.ctl.Reconnect} {
+			for _, step := range []func(context.Context, string, string) error{
+				func(ctx context.Context, a, s string) error { _, err := e.ctl.Approve(ctx, a, s); return err },
+				func(ctx context.Context, a, s string) error { _, err := e.ctl.Revoke(ctx, a, s); return err },
+				func(ctx context.Context, a, s string) error { _, err := e.ctl.Reconnect(ctx, a, s); return err },
+			} {
 				select {
 				case <-stop:
 					return

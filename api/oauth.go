@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -114,14 +113,4 @@ func (s *Server) oauthWebCallback(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, flowJSON(f))
-}
-
-// RevokeReported calls POST …/{slot}/revoke and answers the whole
-// RevokeResponse: the row, and remoteRevocation when an OAuth provider
-// did not confirm the RFC 7009 revocation (the local wipe happened
-// anyway). Revoke answers the row alone.
-func (c *Client) RevokeReported(ctx context.Context, appID, slot string) (RevokeResponse, error) {
-	var out RevokeResponse
-	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/revoke", nil, &out)
-	return out, err
 }

@@ -138,7 +138,7 @@ func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int 
 		var err error
 		if act == "revoke" {
 			var r api.RevokeResponse
-			r, err = c.client.RevokeReported(ctx, pos[0], pos[1])
+			r, err = c.client.Revoke(ctx, pos[0], pos[1])
 			cn, remote = r.Connection, r.RemoteRevocation
 		} else {
 			cn, err = c.client.Reconnect(ctx, pos[0], pos[1])
