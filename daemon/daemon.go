@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
-		readSecrets: d.cachedSlotSecrets, answered: d.noteAnswer, log: log, now: now,
+		readSecrets: d.cachedSlotSecrets, scrubs: &d.secretCache.scrubs, answered: d.noteAnswer, log: log, now: now,
 	})
 	if err != nil {
 		st.Close()

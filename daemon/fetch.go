@@ -74,6 +74,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/transports"
 )
@@ -198,6 +199,9 @@ type executor struct {
 	// readSecrets is the one credential read (custody.go's cache):
 	// gate 8 calls it at most once per request.
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	// scrubs shares gate 10's compiled spellings between requests that
+	// inject the same values (the secret cache's, forgotten with it).
+	scrubs *scrub.Cache
 	// sources inject each kind's credential at gate 8 (fetch_inject.go);
 	// a kind without an entry gets templateSource.
 	sources map[requirement.Kind]credentialSource
@@ -227,6 +231,7 @@ type execDeps struct {
 	standing    *standingGate
 	journal     *journal
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	scrubs      *scrub.Cache
 	answered    func(ctx context.Context, f *fetch, res NetResult)
 	log         *slog.Logger
 	now         func() time.Time
@@ -255,6 +260,7 @@ func newExecutor(cfg Config, deps execDeps) (*executor, error) {
 		standing:       deps.standing,
 		journal:        deps.journal,
 		readSecrets:    deps.readSecrets,
+		scrubs:         deps.scrubs,
 		answered:       deps.answered,
 		public:         cfg.Public,
 		lan:            cfg.LAN,
@@ -331,6 +337,7 @@ func (d *Daemon) Net(ctx context.Context, call NetCall) NetResult { return d.exe
 
 func (e *executor) net(ctx context.Context, call NetCall) NetResult {
 	f := &fetch{call: call, start: e.now(), index: e.index.Load()}
+	f.scrub.UseCache(e.scrubs)
 	return e.run(ctx, f, gates())
 }
 
@@ -377,6 +384,7 @@ func (e *executor) testConnection(ctx context.Context, appID, slot string) (NetR
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not form a valid request")
 	}
 	f := &fetch{call: NetCall{AppID: appID, Frame: frame, Delivery: DeliveryApp}, probe: true, start: e.now(), index: idx}
+	f.scrub.UseCache(e.scrubs)
 	return e.run(ctx, f, gates()), nil
 }
 

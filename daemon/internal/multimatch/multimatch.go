@@ -21,6 +21,7 @@ package multimatch
 import (
 	"bytes"
 	"slices"
+	"unsafe"
 )
 
 // Match is one occurrence: Pattern is the index of the pattern in the slice
@@ -217,6 +218,12 @@ func (m *Matcher) Each(text []byte, fn func(Match) bool) {
 			}
 		}
 	}
+}
+
+// EachString is Each over a string, without copying it: Each only reads
+// its text.
+func (m *Matcher) EachString(text string, fn func(Match) bool) {
+	m.Each(unsafe.Slice(unsafe.StringData(text), len(text)), fn)
 }
 
 // AppendAll appends every occurrence in text to dst, in Each's order.
