@@ -145,6 +145,10 @@ type NetResult struct {
 	// extract of the provider's error of at most 160 characters (§14.3) for
 	// a host that shows it to a human. It is never in Frame.
 	ProviderError string
+
+	// pooled is Frame's buffer when it is a pooled one (fetch_frame.go):
+	// Release hands it back.
+	pooled *frameBuf
 }
 
 // LocalTransport is a local helper transport (Part V, DESIGN.md), chosen
@@ -401,6 +405,11 @@ func (e *executor) run(ctx context.Context, f *fetch, gates []gate) NetResult {
 	if e.answered != nil {
 		e.answered(ctx, f, res)
 	}
+	if f.resp != nil {
+		// The answer is encoded: nothing aliases the body any more.
+		f.out = wire.NetResponse{}
+		f.resp.done()
+	}
 	return res
 }
 
@@ -429,7 +438,7 @@ func (e *executor) answer(f *fetch) NetResult {
 		return NetResult{Frame: b, Answer: true, Code: f.err.Code}
 	}
 	resp := f.out
-	b, replaced, err := wire.EncodeNetResponse(resp)
+	b, replaced, buf, err := encodeAnswer(resp)
 	if err != nil {
 		e.log.Error("encode net answer", "err", err)
 		b, _ = wire.Encode(wire.NetErrorResponse(f.req.RequestID, f.req.URL, errcode.New(errcode.HostError, "the answer could not be encoded")))
@@ -441,7 +450,7 @@ func (e *executor) answer(f *fetch) NetResult {
 		f.failedGate, f.err = "read", errcode.New(code, "the response exceeds the net frame size class")
 		return NetResult{Frame: b, Answer: true, Code: code}
 	}
-	return NetResult{Frame: b, Answer: true, Status: resp.Status, ProviderError: f.providerError}
+	return NetResult{Frame: b, Answer: true, Status: resp.Status, ProviderError: f.providerError, pooled: buf}
 }
 
 // randomID returns n random bytes in hex: IDs nobody can guess.

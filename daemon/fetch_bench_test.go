@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,7 @@ func BenchmarkNet(b *testing.B) {
 			r := newRig(b)
 			r.up.handle(func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", strconv.Itoa(len(bc.body)))
 				io.WriteString(w, bc.body)
 			})
 			v := apiKeyReq("ex", apiHost)
@@ -30,9 +32,11 @@ func BenchmarkNet(b *testing.B) {
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if res := r.d.Net(ctx, call); res.Code != "" || res.Status != 200 {
+				res := r.d.Net(ctx, call)
+				if res.Code != "" || res.Status != 200 {
 					b.Fatalf("Net = %+v", res)
 				}
+				res.Release() // as the API handler does once the frame is written
 			}
 		})
 	}

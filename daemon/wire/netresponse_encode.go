@@ -22,8 +22,12 @@ import (
 func appendNetResponse(dst []byte, r NetResponse) []byte {
 	if r.Error == nil {
 		// The body dominates; grow once for it, an eighth more for its
-		// escapes (a JSON body's quotes), and the frame around it.
-		dst = slices.Grow(dst, len(r.Body)+len(r.Body)/8+len(r.URL)+len(r.RequestID)+128+64*len(r.Headers))
+		// escapes (a JSON body's quotes), and the frame around it, but
+		// never past the frame's size class: a frame that outgrows it is
+		// replaced anyway, and a dst of the class's size is then reused
+		// without a copy.
+		n := len(r.Body) + len(r.Body)/8 + len(r.URL) + len(r.RequestID) + 128 + 64*len(r.Headers)
+		dst = slices.Grow(dst, min(n, MaxNetFrameBytes+1))
 	}
 	dst = append(dst, `{"type":"`+TypeNetResponse+`","v":`...)
 	dst = strconv.AppendInt(dst, protocolVersion, 10)
