@@ -113,6 +113,8 @@ type Daemon struct {
 	// stopped by Close.
 	services    *services
 	secretCache secretCache
+	// reach remembers the apps each host holds (owners.go).
+	reach reachCache
 	// flows are the pairing flows in progress (flows.go).
 	flows *flowBook
 	// hosts is the host pairing book (daemon/hostauth; hosts.go).
