@@ -87,12 +87,6 @@ func reachOf(tx *store.Tx, appID, host string) (reach, error) {
 	return reachClaim, nil
 }
 
-// mayReach reports whether host may reach appID, inside tx.
-func mayReach(tx *store.Tx, appID, host string) (bool, error) {
-	r, err := reachOf(tx, appID, host)
-	return r != reachNone, err
-}
-
 // AppVisible reports whether the caller of ctx may reach appID: always
 // for the administrator. This is the one check every app-scoped entry
 // point makes (the API's chain calls it for every route that names an app;
