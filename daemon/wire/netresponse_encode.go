@@ -139,17 +139,18 @@ func appendJSONString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		// Eight safe bytes at a time: most of a body needs no escape.
+		// Then byte by byte to the byte that needs one (JSON text has
+		// one every few bytes), and back to words only after it.
 		for i+8 <= len(s) && safeWord(load8(s[i:i+8])) {
 			i += 8
+		}
+		for i < len(s) && s[i] < utf8.RuneSelf && jsonSafe[s[i]] {
+			i++
 		}
 		if i == len(s) {
 			break
 		}
 		if c := s[i]; c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '\\', '"':
