@@ -66,8 +66,11 @@ func (s *Server) testConnection(c echo.Context) error {
 // to a person. It is percent-encoded UTF-8; it never enters the frame.
 const ProviderErrorHeader = "Snugd-Provider-Error"
 
-// frame writes an executor answer as it is: never re-encoded.
+// frame writes an executor answer as it is: never re-encoded. The
+// answer's frame buffer goes back for reuse once it is written (the
+// response writer has copied or sent every byte by then).
 func frame(c echo.Context, res daemon.NetResult) error {
+	defer res.Release()
 	if !res.Answer {
 		return errcode.New(errcode.NetInvalidRequest, "the frame carries no usable requestId, so it is not answered")
 	}

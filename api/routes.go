@@ -196,6 +196,7 @@ func routes() []route {
 // echo routes the request.
 type table struct {
 	routes []*route
+	pats   [][]string // each route's path, split into segments once
 }
 
 func newTable(ctl bool) *table {
@@ -210,6 +211,7 @@ func newTable(ctl bool) *table {
 			continue
 		}
 		t.routes = append(t.routes, &r)
+		t.pats = append(t.pats, strings.Split(r.path, "/"))
 	}
 	return t
 }
@@ -219,8 +221,8 @@ func newTable(ctl bool) *table {
 // methods the path does have (none: an unknown path).
 func (t *table) match(method, escapedPath string) (rt *route, params map[string]string, methods []string) {
 	segs := strings.Split(escapedPath, "/")
-	for _, r := range t.routes {
-		p, ok := matchPattern(r.path, segs)
+	for i, r := range t.routes {
+		p, ok := matchPattern(t.pats[i], segs)
 		if !ok {
 			continue
 		}
@@ -235,8 +237,7 @@ func (t *table) match(method, escapedPath string) (rt *route, params map[string]
 // matchPattern matches a pattern's segments against an escaped path's: a
 // literal segment must be equal byte for byte (so "%761" is not "v1"); a
 // :param takes one non-empty segment, unescaped.
-func matchPattern(pattern string, segs []string) (map[string]string, bool) {
-	pat := strings.Split(pattern, "/")
+func matchPattern(pat, segs []string) (map[string]string, bool) {
 	if len(pat) != len(segs) {
 		return nil, false
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // Credential custody (spec §13): values live in snug_secrets, sealed, under
@@ -310,10 +311,16 @@ func declaredFields(c Connection) []string {
 // clear does not fill it (the generation check), so a revoked or replaced
 // value is never served from the cache after its write returns. Any future
 // writer of snug_secrets must end in connectionChanged too.
+//
+// It also holds the scrub's compiled spellings of the values requests
+// injected (gate 10, scrub.Cache), forgotten with the slices: that cache
+// is keyed by the values themselves, so it cannot serve a stale set, and
+// forgetting it keeps a replaced value from lingering in memory.
 type secretCache struct {
 	mu     sync.Mutex
 	gen    uint64
 	slices map[[2]string]map[string]store.Secret
+	scrubs scrub.Cache
 }
 
 func (c *secretCache) forget() {
@@ -321,6 +328,7 @@ func (c *secretCache) forget() {
 	defer c.mu.Unlock()
 	c.gen++
 	clear(c.slices)
+	c.scrubs.Forget()
 }
 
 // cachedSlotSecrets is the executor's credential read: the slice of

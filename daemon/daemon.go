@@ -113,6 +113,8 @@ type Daemon struct {
 	// stopped by Close.
 	services    *services
 	secretCache secretCache
+	// reach remembers the apps each host holds (owners.go).
+	reach reachCache
 	// flows are the pairing flows in progress (flows.go).
 	flows *flowBook
 	// hosts is the host pairing book (daemon/hostauth; hosts.go).
@@ -183,7 +185,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	exec, err := newExecutor(cfg, execDeps{
 		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
-		readSecrets: d.cachedSlotSecrets, answered: d.noteAnswer, log: log, now: now,
+		readSecrets: d.cachedSlotSecrets, scrubs: &d.secretCache.scrubs, answered: d.noteAnswer, log: log, now: now,
 	})
 	if err != nil {
 		st.Close()

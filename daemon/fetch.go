@@ -74,6 +74,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
+	"github.com/snug/snugd/daemon/scrub"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/transports"
 )
@@ -144,6 +145,10 @@ type NetResult struct {
 	// extract of the provider's error of at most 160 characters (§14.3) for
 	// a host that shows it to a human. It is never in Frame.
 	ProviderError string
+
+	// pooled is Frame's buffer when it is a pooled one (fetch_frame.go):
+	// Release hands it back.
+	pooled *frameBuf
 }
 
 // LocalTransport is a local helper transport (Part V, DESIGN.md), chosen
@@ -198,6 +203,9 @@ type executor struct {
 	// readSecrets is the one credential read (custody.go's cache):
 	// gate 8 calls it at most once per request.
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	// scrubs shares gate 10's compiled spellings between requests that
+	// inject the same values (the secret cache's, forgotten with it).
+	scrubs *scrub.Cache
 	// sources inject each kind's credential at gate 8 (fetch_inject.go);
 	// a kind without an entry gets templateSource.
 	sources map[requirement.Kind]credentialSource
@@ -227,6 +235,7 @@ type execDeps struct {
 	standing    *standingGate
 	journal     *journal
 	readSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
+	scrubs      *scrub.Cache
 	answered    func(ctx context.Context, f *fetch, res NetResult)
 	log         *slog.Logger
 	now         func() time.Time
@@ -255,6 +264,7 @@ func newExecutor(cfg Config, deps execDeps) (*executor, error) {
 		standing:       deps.standing,
 		journal:        deps.journal,
 		readSecrets:    deps.readSecrets,
+		scrubs:         deps.scrubs,
 		answered:       deps.answered,
 		public:         cfg.Public,
 		lan:            cfg.LAN,
@@ -331,6 +341,7 @@ func (d *Daemon) Net(ctx context.Context, call NetCall) NetResult { return d.exe
 
 func (e *executor) net(ctx context.Context, call NetCall) NetResult {
 	f := &fetch{call: call, start: e.now(), index: e.index.Load()}
+	f.scrub.UseCache(e.scrubs)
 	return e.run(ctx, f, gates())
 }
 
@@ -377,6 +388,7 @@ func (e *executor) testConnection(ctx context.Context, appID, slot string) (NetR
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not form a valid request")
 	}
 	f := &fetch{call: NetCall{AppID: appID, Frame: frame, Delivery: DeliveryApp}, probe: true, start: e.now(), index: idx}
+	f.scrub.UseCache(e.scrubs)
 	return e.run(ctx, f, gates()), nil
 }
 
@@ -392,6 +404,11 @@ func (e *executor) run(ctx context.Context, f *fetch, gates []gate) NetResult {
 	e.record(f, res)
 	if e.answered != nil {
 		e.answered(ctx, f, res)
+	}
+	if f.resp != nil {
+		// The answer is encoded: nothing aliases the body any more.
+		f.out = wire.NetResponse{}
+		f.resp.done()
 	}
 	return res
 }
@@ -421,7 +438,7 @@ func (e *executor) answer(f *fetch) NetResult {
 		return NetResult{Frame: b, Answer: true, Code: f.err.Code}
 	}
 	resp := f.out
-	b, replaced, err := wire.EncodeNetResponse(resp)
+	b, replaced, buf, err := encodeAnswer(resp)
 	if err != nil {
 		e.log.Error("encode net answer", "err", err)
 		b, _ = wire.Encode(wire.NetErrorResponse(f.req.RequestID, f.req.URL, errcode.New(errcode.HostError, "the answer could not be encoded")))
@@ -433,7 +450,7 @@ func (e *executor) answer(f *fetch) NetResult {
 		f.failedGate, f.err = "read", errcode.New(code, "the response exceeds the net frame size class")
 		return NetResult{Frame: b, Answer: true, Code: code}
 	}
-	return NetResult{Frame: b, Answer: true, Status: resp.Status, ProviderError: f.providerError}
+	return NetResult{Frame: b, Answer: true, Status: resp.Status, ProviderError: f.providerError, pooled: buf}
 }
 
 // randomID returns n random bytes in hex: IDs nobody can guess.

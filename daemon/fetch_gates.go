@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -59,6 +60,30 @@ type upstream struct {
 	status int
 	header http.Header
 	body   []byte
+	// release, when set, says the executor owns body outright (the
+	// network transports' capped read): gate 10 reads it in place rather
+	// than copying it, and run hands the buffer back (zeroed) once the
+	// answer is encoded and nothing aliases it. A helper's body has no
+	// release: it is copied, as the helper may keep it.
+	release func()
+}
+
+// text returns the body as a string: in place when the executor owns
+// the buffer (valid until release), else a copy.
+func (u *upstream) text() string {
+	if u.release != nil {
+		return unsafe.String(unsafe.SliceData(u.body), len(u.body))
+	}
+	return string(u.body)
+}
+
+// done hands an owned body's buffer back; u's body and every string read
+// from it by text must not be used after it.
+func (u *upstream) done() {
+	if u.release != nil {
+		u.release()
+		u.release, u.body = nil, nil
+	}
 }
 
 // refuse builds a gate's refusal. Messages are fixed sentences: they name
@@ -577,7 +602,8 @@ func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 		}
 		return s
 	}
-	body := string(r.body)
+	raw := r.text() // in place: valid until run hands the buffer back
+	body := raw
 	if !utf8.ValidString(body) { // validate once; convert only what is invalid
 		body = strings.ToValidUTF8(body, "\uFFFD")
 	}
@@ -594,12 +620,14 @@ func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 		header[name] = out
 	}
 	if r.status >= 400 {
-		f.providerError = scrub.ProviderErrorText(string(r.body), f.scrub.Values(), func(s string) string {
+		// Cloned: the extract may be a substring of raw, whose buffer is
+		// reused after the answer, and NetResult outlives it.
+		f.providerError = strings.Clone(scrub.ProviderErrorText(raw, f.scrub.Values(), func(s string) string {
 			if llm {
 				s = scrub.PrivateIPv4(s)
 			}
 			return f.conn.scrubResolved(s) // nil-safe: a no-op without a connection URL
-		})
+		}))
 	}
 	resp, err := wire.NewNetResponse(f.req.RequestID, f.req.URL, r.status, header, body)
 	if err != nil {

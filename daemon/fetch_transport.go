@@ -47,7 +47,7 @@ func (p publicTransport) send(ctx context.Context, f *fetch) (*upstream, *errcod
 	if derr != nil {
 		return nil, transportError(derr)
 	}
-	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}, nil
+	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body, release: resp.Release}, nil
 }
 
 // lanTransport dials the RFC-1918 literal with the row's pin (§12.11).
@@ -65,7 +65,7 @@ func (l lanTransport) send(ctx context.Context, f *fetch) (*upstream, *errcode.E
 		f.pinBad = errors.Is(derr, transports.ErrPinMismatch) // never retried; lan.go marks the row
 		return nil, transportError(derr)
 	}
-	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body}, nil
+	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body, release: resp.Release}, nil
 }
 
 // httpRequest builds the network request from what gates 7 and 8 made.

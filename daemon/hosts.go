@@ -90,6 +90,7 @@ func (d *Daemon) Hosts(ctx context.Context) ([]hostauth.Host, error) {
 // Errors: HOST_NOT_FOUND.
 func (d *Daemon) DeleteHost(ctx context.Context, id string) error {
 	h, err := d.hosts.Unpair(ctx, id, func() { d.confirms.WithdrawHost(id) })
+	d.reach.forget() // the host's apps are no longer held (owners.go)
 	if err == nil {
 		d.journalAct(ctx, actHostUnpair, "", "", fmt.Sprintf("host %s: %q (%s)", h.ID, h.Name, h.Surface))
 	}

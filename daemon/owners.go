@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -86,32 +87,93 @@ func reachOf(tx *store.Tx, appID, host string) (reach, error) {
 	return reachClaim, nil
 }
 
-// mayReach reports whether host may reach appID, inside tx.
-func mayReach(tx *store.Tx, appID, host string) (bool, error) {
-	r, err := reachOf(tx, appID, host)
-	return r != reachNone, err
-}
-
 // AppVisible reports whether the caller of ctx may reach appID: always
 // for the administrator. This is the one check every app-scoped entry
 // point makes (the API's chain calls it for every route that names an app;
 // the writers call it again inside their transaction). Safe for concurrent
 // use.
+//
+// A host's held apps are remembered (reachCache), so the request path
+// (POST /v1/net checks it for every call) reads no SQL once a host has
+// reached an app.
 func (d *Daemon) AppVisible(ctx context.Context, appID string) (bool, error) {
 	host, ok := callerHost(ctx)
 	if !ok {
 		return true, nil
 	}
-	var visible bool
+	if d.reach.holds(appID, host) {
+		return true, nil
+	}
+	gen := d.reach.generation()
+	var r reach
 	err := d.store.View(ctx, func(tx *store.Tx) error {
 		var err error
-		visible, err = mayReach(tx, appID, host)
+		r, err = reachOf(tx, appID, host)
 		return err
 	})
 	if err != nil {
 		return false, d.internal("read app owner", err)
 	}
-	return visible, nil
+	if r == reachHeld {
+		d.reach.remember(gen, appID, host)
+	}
+	return r != reachNone, nil
+}
+
+// reachCache remembers which apps each host holds (owns, or was given),
+// for AppVisible. Only a held app is remembered: "nobody holds it yet"
+// ends with any host's first write, so it is always read afresh, and "not
+// visible" is never cached at all.
+//
+// A held app stops being held only by UnshareApp (the share dropped or the
+// ownership cleared) or by unpairing the host (DeleteHost: its owner
+// records are cleared and its shares dropped with its row); owner records
+// are never deleted or reassigned otherwise (ClaimApp keeps an existing
+// one). Both clear the cache after their write commits, and a read that
+// raced with a clear does not fill it (the generation check), so a revoked
+// app is never answered from the cache after its write returns. Any future
+// writer that takes an app away from a host must end in forget too. The
+// cache is bounded (maxReachEntries; when full it starts over).
+type reachCache struct {
+	mu   sync.Mutex
+	gen  uint64
+	held map[[2]string]struct{}
+}
+
+const maxReachEntries = 4096
+
+func (c *reachCache) holds(appID, host string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.held[[2]string{appID, host}]
+	return ok
+}
+
+func (c *reachCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// remember records a held app read at generation gen, unless a forget
+// came since.
+func (c *reachCache) remember(gen uint64, appID, host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if c.held == nil || len(c.held) >= maxReachEntries {
+		c.held = make(map[[2]string]struct{})
+	}
+	c.held[[2]string{appID, host}] = struct{}{}
+}
+
+func (c *reachCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	clear(c.held)
 }
 
 // CheckApp is AppVisible as an error: nil, or APP_NOT_FOUND.
@@ -233,6 +295,7 @@ func (d *Daemon) UnshareApp(ctx context.Context, appID, hostID string) error {
 		had, err = tx.UnshareApp(appID, hostID)
 		return err
 	})
+	d.reach.forget() // after the commit (or a failed write: harmless)
 	if err != nil {
 		return d.internal("unshare app", err)
 	}

@@ -45,12 +45,57 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 // as received (canonical keys, repeated values kept); the executor filters
 // it. RemoteAddr is the checked address the connection was dialed to, for
 // the journal: it must never be disclosed to an app.
+//
+// A Body of the whole cap's size class may be a pooled buffer: Release
+// hands it back for a later response once nothing uses it (or anything
+// aliasing it) any more. Not calling Release is always safe.
 type Response struct {
 	StatusCode int
 	Proto      string // "HTTP/1.1" or "HTTP/2.0"
 	Header     http.Header
 	Body       []byte
 	RemoteAddr netip.AddrPort
+}
+
+// Release ends the caller's use of Body: a buffer of the cap's size class
+// is zeroed, every byte of its capacity (the raw body can hold a
+// credential the upstream reflected, and a Read may use all of its buffer
+// as scratch), and put back for reuse; Body is then nil. Nothing that
+// aliases Body may be used after Release. A second Release does nothing.
+func (r *Response) Release() {
+	putBody(r.Body)
+	r.Body = nil
+}
+
+// bodyClass is the capacity of a pooled read buffer: a body at the cap,
+// plus the one byte that detects a longer one. Only buffers of exactly
+// this capacity are pooled, so the pool holds nothing else and each
+// buffer in it is bounded.
+const bodyClass = MaxBodyBytes + 1
+
+// bodies holds zeroed read buffers of capacity bodyClass. sync.Pool drops
+// what it holds at garbage collection, so it never pins more than what
+// recent concurrent requests used.
+var bodies sync.Pool
+
+// getBody returns an empty buffer of capacity bodyClass, every byte zero.
+func getBody() []byte {
+	if b, ok := bodies.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, bodyClass)
+}
+
+// putBody zeroes b's whole capacity and pools it, when it has the pooled
+// class's capacity; any other buffer is left to the collector.
+func putBody(b []byte) {
+	if cap(b) != bodyClass {
+		return
+	}
+	b = b[:cap(b)]
+	clear(b)
+	b = b[:0]
+	bodies.Put(&b)
 }
 
 // dialedConn marks a connection the transports dialed, and remembers the
@@ -117,6 +162,7 @@ func roundTrip(ctx context.Context, rt http.RoundTripper, req *http.Request, lim
 		// close_notify, the upstream's handler ends, and its last chunk
 		// arrives before the socket closes (seen with Go 1.26). What was
 		// read may be a truncated body, so it is never delivered (ruling R5).
+		putBody(body)
 		return nil, &FetchError{Op: "read", Err: ctxErr}
 	}
 	out.Body = body
@@ -127,12 +173,15 @@ func roundTrip(ctx context.Context, rt http.RoundTripper, req *http.Request, lim
 // holds more than limit bytes it stops after reading limit+1 and reports
 // ErrBodyTooLarge (ruling R5, Part I R6: capped while reading, never after
 // buffering, never truncated). hint is the declared length, or -1.
+//
+// A buffer of the default cap's full size (bodyClass) comes from the pool
+// of zeroed read buffers; on an error it goes back, zeroed, at once.
 func readCapped(r io.Reader, limit, hint int64) ([]byte, error) {
 	size := int64(512)
 	if hint > 0 {
 		size = min(hint, limit) + 1
 	}
-	buf := make([]byte, 0, size)
+	buf := newBodyBuf(0, size)
 	for {
 		if len(buf) == cap(buf) {
 			// Grow geometrically, but never past limit+1.
@@ -140,22 +189,34 @@ func readCapped(r io.Reader, limit, hint int64) ([]byte, error) {
 			if next <= int64(cap(buf)) {
 				next = int64(cap(buf)) + 1
 			}
-			grown := make([]byte, len(buf), next)
+			grown := newBodyBuf(len(buf), next)
 			copy(grown, buf)
+			putBody(buf)
 			buf = grown
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
+			putBody(buf)
 			return nil, ErrBodyTooLarge
 		}
 		if err == io.EOF {
 			return buf, nil
 		}
 		if err != nil {
+			putBody(buf)
 			return nil, err
 		}
 	}
+}
+
+// newBodyBuf returns a buffer of length n and capacity size: a pooled one
+// when size is the pooled class.
+func newBodyBuf(n int, size int64) []byte {
+	if size == bodyClass {
+		return getBody()[:n]
+	}
+	return make([]byte, n, size)
 }
 
 // failure wraps err for the caller. A refusal by the dial-time SSRF check

@@ -45,8 +45,34 @@ func BenchmarkScrub1MiB(b *testing.B) {
 	})
 	b.Run("build", func(b *testing.B) {
 		for b.Loop() {
-			s.m = nil
+			s.comp = nil
 			s.applyOnce("x")
 		}
 	})
+}
+
+// BenchmarkScrubRequest is gate 10's scrub as a request pays it: a new Set
+// per request holding one api key, over a small answer and a 1 MiB one,
+// compiling its spellings alone ("fresh") or taking them from a warm Cache
+// ("cached").
+func BenchmarkScrubRequest(b *testing.B) {
+	const key = "sk_test_51Hx/Secret+Key=Value&x"
+	big := strings.Repeat("0123456789abcdef", 1<<16)
+	var c Cache
+	for _, bc := range []struct{ name, body string }{{"small", `{"id":1,"name":"lamp","on":true,"level":42}`}, {"1MiB", big}} {
+		for _, mode := range []string{"fresh", "cached"} {
+			b.Run(bc.name+"/"+mode, func(b *testing.B) {
+				b.SetBytes(int64(len(bc.body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					var s Set
+					if mode == "cached" {
+						s.UseCache(&c)
+					}
+					s.Add(key)
+					s.Apply(bc.body)
+				}
+			})
+		}
+	}
 }

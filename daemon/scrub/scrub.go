@@ -43,8 +43,8 @@ import (
 // is the primary wall, and the scrub is a second line, nothing more.
 //
 // The body is scanned once for every spelling (daemon/internal/multimatch,
-// built once per Set) when it is long enough for that to pay; a short text
-// is searched per spelling. Both find every occurrence, overlapping ones
+// built once per value set: per Set, or shared through a Cache) when it is
+// long enough for that to pay; a short text is searched per spelling. Both find every occurrence, overlapping ones
 // included, and replace each maximal run of covered bytes with one Mark.
 
 // Mark replaces every scrubbed value.
@@ -59,10 +59,27 @@ const MinHalf = 8
 // concurrent use: it belongs to one request.
 type Set struct {
 	vals  []string
-	cands []string // every spelling of vals, longest first
-	built int      // len(vals) when cands was built
-	m     *multimatch.Matcher
-	mOf   int // len(vals) when m was built
+	cache *Cache    // nil: compile for this Set alone
+	comp  *compiled // the spellings of vals (and their matcher)
+	of    int       // len(vals) when comp was made
+}
+
+// UseCache makes s take its compiled spellings from c (nil: compile them
+// for s alone). Call it before Apply.
+func (s *Set) UseCache(c *Cache) { s.cache = c }
+
+// compiled returns the spellings of s's values, compiled or fetched from
+// the cache when the values changed since.
+func (s *Set) compiled() *compiled {
+	if s.comp == nil || s.of != len(s.vals) {
+		if s.cache != nil {
+			s.comp = s.cache.lookup(s.vals)
+		} else {
+			s.comp = &compiled{cands: spellings(s.vals)}
+		}
+		s.of = len(s.vals)
+	}
+	return s.comp
 }
 
 // Add records values that were injected (empty ones are ignored).
@@ -95,20 +112,20 @@ func (s *Set) Values() []string { return s.vals }
 
 // Candidates returns every spelling to scrub, longest first. The caller
 // must not modify the result.
-func (s *Set) Candidates() []string {
-	if s.built != len(s.vals) || s.cands == nil {
-		s.cands, s.built = spellings(s.vals), len(s.vals)
-	}
-	return s.cands
-}
+func (s *Set) Candidates() []string { return s.compiled().cands }
 
 // matchMin is the text length from which Apply scans once with the
 // multi-pattern matcher rather than once per spelling: below it, building
 // the matcher costs more than the searches it saves. Both costs grow with
 // the number of spellings (BenchmarkScrub1MiB: about 13 µs per spelling
 // to build, 0.3 ms per spelling and MiB to search), so the crossover is a
-// length, about 40 KiB, whatever the set.
-const matchMin = 32 << 10
+// length, about 40 KiB, whatever the set. With a Cache the matcher is
+// built once per value set, not per request, and only the search costs
+// count: the crossover is then cachedMatchMin.
+const (
+	matchMin       = 32 << 10
+	cachedMatchMin = 1 << 10
+)
 
 // Apply returns x with every byte that lies inside an occurrence of any
 // candidate replaced: each maximal run of such bytes becomes one
@@ -120,7 +137,7 @@ func (s *Set) Apply(x string) string {
 	if len(s.vals) == 0 || x == "" {
 		return x
 	}
-	if len(x) >= matchMin {
+	if len(x) >= matchMin || s.cache != nil && len(x) >= cachedMatchMin {
 		return s.applyOnce(x)
 	}
 	return s.applyEach(x)
@@ -130,16 +147,8 @@ func (s *Set) Apply(x string) string {
 // of their end, so the covered runs are merged on a stack (a later match
 // may start before runs it swallows).
 func (s *Set) applyOnce(x string) string {
-	if s.m == nil || s.mOf != len(s.vals) {
-		cands := s.Candidates()
-		ps := make([][]byte, len(cands))
-		for i, c := range cands {
-			ps[i] = []byte(c)
-		}
-		s.m, s.mOf = multimatch.New(ps), len(s.vals)
-	}
 	var runs [][2]int
-	s.m.Each([]byte(x), func(mt multimatch.Match) bool {
+	s.compiled().matcher().EachString(x, func(mt multimatch.Match) bool {
 		start := mt.Start
 		for len(runs) > 0 && runs[len(runs)-1][1] >= start {
 			start = min(start, runs[len(runs)-1][0])

@@ -63,11 +63,12 @@ func TestScrubOverlap(t *testing.T) {
 // FuzzScrub checks the value scrub against a naive reference: every byte
 // inside any occurrence of any spelling of any value is gone, and every
 // other byte survives in order, on both of Apply's paths (one search per
-// spelling, one pass of the matcher). It also plants the spellings real
+// spelling, one pass of the matcher) and through a shared Cache. It also plants the spellings real
 // encoders give the first value (encoding/json with and without HTML
 // escaping, PHP's json_encode, every spelling the Set derives) around
 // the random text and checks none survives.
 func FuzzScrub(f *testing.F) {
+	var fuzzCache Cache
 	for _, s := range [][3]string{
 		{"abcdefgh", "efghijkl", "xxabcdefghijklyy"},
 		{"abab", "b", "xababab"},
@@ -89,6 +90,13 @@ func FuzzScrub(f *testing.F) {
 			}
 			if got := s.applyOnce(x); got != want {
 				t.Fatalf("scrub(%q, %q).applyOnce(%q) = %q, want %q", v1, v2, x, got, want)
+			}
+			var cs Set // the same values through the shared cache
+			cs.UseCache(&fuzzCache)
+			cs.Add(v1)
+			cs.AddUserPass(v2)
+			if got := cs.Apply(x); got != want {
+				t.Fatalf("scrub(%q, %q) through a Cache, Apply(%q) = %q, want %q", v1, v2, x, got, want)
 			}
 		}
 		got := s.Apply(plant(v1, text))

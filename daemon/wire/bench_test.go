@@ -29,14 +29,19 @@ func BenchmarkParseNetRequest(b *testing.B) {
 }
 
 // BenchmarkEncodeNetResponse measures building and encoding an answer:
-// a 2 KiB JSON body and a 1 MiB one (the net body cap).
+// a 2 KiB JSON body, a 1 MiB one (the net body cap) and 1 MiB that
+// needs no escape.
 func BenchmarkEncodeNetResponse(b *testing.B) {
 	h := http.Header{"Content-Type": {"application/json"}, "Content-Length": {"2048"}, "Set-Cookie": {"s=1"}, "X-Ratelimit-Remaining": {"99"}, "Server": {"nginx"}}
 	item := `{"id":1,"name":"item"},`
 	for _, bc := range []struct {
 		name string
 		body string
-	}{{"2KiB", strings.Repeat(item, 90)}, {"1MiB", strings.Repeat(item, MaxNetResponseBody/len(item))}} {
+	}{
+		{"2KiB", strings.Repeat(item, 90)},
+		{"1MiB", strings.Repeat(item, MaxNetResponseBody/len(item))},
+		{"1MiB-plain", strings.Repeat("0123456789abcdef", MaxNetResponseBody/16)}, // scripts/bench's /big
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
@@ -48,6 +53,24 @@ func BenchmarkEncodeNetResponse(b *testing.B) {
 				if _, err := Encode(r); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendJSONString is the encoder's string escape alone, into a
+// reused buffer: 1 MiB that needs no escape and 1 MiB of JSON (a quote
+// every few bytes).
+func BenchmarkAppendJSONString(b *testing.B) {
+	for _, bc := range []struct{ name, s string }{
+		{"plain", strings.Repeat("0123456789abcdef", MaxNetResponseBody/16)},
+		{"json", strings.Repeat(`{"id":1,"name":"item"},`, MaxNetResponseBody/23)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			dst := make([]byte, 0, 2*len(bc.s))
+			b.SetBytes(int64(len(bc.s)))
+			for b.Loop() {
+				dst = appendJSONString(dst[:0], bc.s)
 			}
 		})
 	}

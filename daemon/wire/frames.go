@@ -159,10 +159,18 @@ func Encode(f Frame) ([]byte, error) {
 // (the API writes it after the executor has journaled the request), so
 // the buffer is the answer's own rather than a pooled one.
 func EncodeNetResponse(r NetResponse) (b []byte, replaced bool, err error) {
+	return AppendNetResponse(nil, r)
+}
+
+// AppendNetResponse is EncodeNetResponse appending to dst (a reused
+// buffer's dst[:0], say): the frame is dst[len(dst):] of the result, in
+// dst's own array when it has the room. A replaced or refused frame is
+// never in dst's array.
+func AppendNetResponse(dst []byte, r NetResponse) (b []byte, replaced bool, err error) {
 	if err := r.Validate(); err != nil {
 		return nil, false, err
 	}
-	b = appendNetResponse(nil, r)
+	b = appendNetResponse(dst, r)[len(dst):]
 	if len(b) <= FrameLimit(TypeNetResponse) {
 		return b, false, nil
 	}

@@ -22,8 +22,12 @@ import (
 func appendNetResponse(dst []byte, r NetResponse) []byte {
 	if r.Error == nil {
 		// The body dominates; grow once for it, an eighth more for its
-		// escapes (a JSON body's quotes), and the frame around it.
-		dst = slices.Grow(dst, len(r.Body)+len(r.Body)/8+len(r.URL)+len(r.RequestID)+128+64*len(r.Headers))
+		// escapes (a JSON body's quotes), and the frame around it, but
+		// never past the frame's size class: a frame that outgrows it is
+		// replaced anyway, and a dst of the class's size is then reused
+		// without a copy.
+		n := len(r.Body) + len(r.Body)/8 + len(r.URL) + len(r.RequestID) + 128 + 64*len(r.Headers)
+		dst = slices.Grow(dst, min(n, MaxNetFrameBytes+1))
 	}
 	dst = append(dst, `{"type":"`+TypeNetResponse+`","v":`...)
 	dst = strconv.AppendInt(dst, protocolVersion, 10)
@@ -98,6 +102,32 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 
 const hexDigits = "0123456789abcdef"
 
+// Word-at-a-time constants: every byte 0x01, and every byte 0x80.
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
+
+// load8 reads the eight bytes of t (len(t) == 8) as a little-endian
+// word: one load.
+func load8(t string) uint64 {
+	return uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+}
+
+// safeWord reports whether the eight bytes of w are all jsonSafe: none
+// below 0x20, none '"' or '\\', none non-ASCII. Each test is exact for
+// the word as a whole (the "has a byte less than n" and "has a zero
+// byte" identities, n ≤ 128), so no unsafe byte is ever skipped.
+func safeWord(w uint64) bool {
+	ctl := (w - lo8*0x20) & ^w           // high bit: a byte < 0x20 (or a borrow past one)
+	q := w ^ (lo8 * '"')                 // a zero byte where w has '"'
+	b := w ^ (lo8 * '\\')                // a zero byte where w has '\\'
+	quote := (q - lo8) & ^q              // high bit: a zero byte in q
+	bslash := (b - lo8) & ^b             // high bit: a zero byte in b
+	return (ctl|quote|bslash|w)&hi8 == 0 // w's own high bits: non-ASCII
+}
+
 // appendJSONString appends s as a JSON string exactly as encoding/json
 // writes it with SetEscapeHTML(false): '"' and '\\' escaped; \b, \f, \n,
 // \r and \t by name; other control bytes as \u00xx; invalid UTF-8 as
@@ -108,11 +138,19 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight safe bytes at a time: most of a body needs no escape.
+		// Then byte by byte to the byte that needs one (JSON text has
+		// one every few bytes), and back to words only after it.
+		for i+8 <= len(s) && safeWord(load8(s[i:i+8])) {
+			i += 8
+		}
+		for i < len(s) && s[i] < utf8.RuneSelf && jsonSafe[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '\\', '"':

@@ -7,9 +7,12 @@
 // Matching is exact, byte for byte, and reports overlapping occurrences:
 // for patterns "ab" and "b" over "abab" it reports four matches. The cost
 // is linear in the text (plus the matches reported), whatever the number
-// of patterns: at the root state it jumps to the next byte that can start
-// a pattern (bytes.IndexByte per first byte when there are few and they
-// are sparse, a table scan otherwise), and walks the DFA from there.
+// of patterns: at the root state it jumps to the first position where a
+// pattern could begin, found by bytes.IndexByte on each pattern's rarest
+// byte (byteRank's guess) when there are few distinct ones and they are
+// sparse, else by a table scan for first bytes, and walks the DFA from
+// there. (Skipping by the first byte alone crawls when that byte is
+// common: "bench-key-…" over a hex body stops every 16 bytes.)
 //
 // Building costs time and memory in the patterns' total length times the
 // number of distinct bytes in them (a dense table): about 0.1 ms for twelve
@@ -21,7 +24,65 @@ package multimatch
 import (
 	"bytes"
 	"slices"
+	"unsafe"
 )
+
+// rare is one skip byte: a byte every pattern it stands for holds at an
+// offset between minOff and maxOff from its start.
+type rare struct {
+	b              byte
+	minOff, maxOff int
+}
+
+// byteRank orders bytes from rarest (low) to commonest (high) in the text
+// the scrub sees (JSON and HTML bodies, hex and base64 blobs): a rough
+// static guess, only used to choose which byte of a pattern to skip by.
+// A wrong guess costs speed, never a match.
+var byteRank = func() (r [256]uint8) {
+	for c := range 256 {
+		r[c] = 10 // control bytes, DEL, non-ASCII, rare punctuation
+	}
+	for _, c := range []byte("!#$%&'()*+-/;<=>?@[\\]^_`|~") {
+		r[c] = 40
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		r[c] = 60
+	}
+	for _, c := range []byte("jqxzJQXZ") {
+		r[c] = 50
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		r[c] = 100
+	}
+	for _, c := range []byte("kvwyg") {
+		r[c] = 90
+	}
+	for c := '0'; c <= '9'; c++ {
+		r[c] = 120
+	}
+	for _, c := range []byte("abcdefABCDEF") { // hex digits: whole blobs of them
+		r[c] = 120
+	}
+	for _, c := range []byte("etaoinsrhl") {
+		r[c] = 140
+	}
+	for _, c := range []byte("\" ,:.{}\n\t\r") {
+		r[c] = 200
+	}
+	return r
+}()
+
+// rarestByte returns the offset of p's rarest byte by byteRank (the first
+// such offset).
+func rarestByte(p []byte) int {
+	best := 0
+	for i := 1; i < len(p); i++ {
+		if byteRank[p[i]] < byteRank[p[best]] {
+			best = i
+		}
+	}
+	return best
+}
 
 // Match is one occurrence: Pattern is the index of the pattern in the slice
 // given to New, and text[Start:End] equals it.
@@ -41,7 +102,7 @@ type Matcher struct {
 	trans    []int32   // state*nclass + class → next state
 	out      [][]int32 // state → patterns ending here (own and by suffix links)
 	lens     []int     // pattern index → length
-	skip     []byte    // the distinct first bytes, when few enough to skip by
+	skip     []rare    // the distinct rare bytes, when few enough to skip by
 	start    [256]bool // the first bytes, for the table scan otherwise
 	patterns int
 }
@@ -73,15 +134,19 @@ func New(patterns [][]byte) *Matcher {
 	for i := range trans {
 		trans[i] = -1
 	}
-	var first []byte
+	var skip []rare
 	for pi, p := range patterns {
 		m.lens[pi] = len(p)
 		if len(p) == 0 {
 			continue
 		}
 		m.start[p[0]] = true
-		if !slices.Contains(first, p[0]) {
-			first = append(first, p[0])
+		off := rarestByte(p)
+		k := slices.IndexFunc(skip, func(r rare) bool { return r.b == p[off] })
+		if k < 0 {
+			skip = append(skip, rare{b: p[off], minOff: off, maxOff: off})
+		} else {
+			skip[k].minOff, skip[k].maxOff = min(skip[k].minOff, off), max(skip[k].maxOff, off)
 		}
 		s := int32(0)
 		for _, b := range p {
@@ -141,8 +206,8 @@ func New(patterns [][]byte) *Matcher {
 		trans[i] = v
 	}
 	m.trans = trans
-	if len(first) <= maxSkipBytes {
-		m.skip = first
+	if len(skip) <= maxSkipBytes {
+		m.skip = skip
 	}
 	return m
 }
@@ -156,7 +221,7 @@ func (m *Matcher) Each(text []byte, fn func(Match) bool) {
 	if len(m.out) <= 1 { // no non-empty pattern
 		return
 	}
-	var next [maxSkipBytes]int // per skip byte: its next position (or len(text))
+	var next [maxSkipBytes]int // per skip byte: its next position (or past the end)
 	for i := range next {
 		next[i] = -1
 	}
@@ -182,22 +247,28 @@ func (m *Matcher) Each(text []byte, fn func(Match) bool) {
 				return
 			}
 		} else if s == 0 {
-			// At the root only a first byte can move the DFA: jump to the
-			// nearest one, each found by bytes.IndexByte and remembered.
+			// At the root no occurrence has begun, and one that begins at
+			// p ≥ i holds some skip byte b at p+off, minOff ≤ off ≤
+			// maxOff: at or after b's next occurrence at ≥ i+minOff. So
+			// none begins before j, the least of those occurrences less
+			// its maxOff, and the DFA restarts at the root there. Each
+			// occurrence is found by bytes.IndexByte and remembered.
 			j := len(text)
-			for k, b := range m.skip {
-				if next[k] < i {
-					if d := bytes.IndexByte(text[i:], b); d >= 0 {
-						next[k] = i + d
-					} else {
-						next[k] = len(text)
+			for k, r := range m.skip {
+				if from := i + r.minOff; next[k] < from {
+					next[k] = len(text) + r.maxOff // none: no start from it
+					if from < len(text) {
+						if d := bytes.IndexByte(text[from:], r.b); d >= 0 {
+							next[k] = from + d
+						}
 					}
 				}
-				j = min(j, next[k])
+				j = min(j, next[k]-r.maxOff)
 			}
-			if j == len(text) {
+			if j >= len(text) {
 				return
 			}
+			j = max(j, i)
 			jumps, jumped = jumps+1, jumped+j-i
 			if jumps == 64 {
 				table = jumped < 64*4*len(m.skip)
@@ -217,6 +288,12 @@ func (m *Matcher) Each(text []byte, fn func(Match) bool) {
 			}
 		}
 	}
+}
+
+// EachString is Each over a string, without copying it: Each only reads
+// its text.
+func (m *Matcher) EachString(text string, fn func(Match) bool) {
+	m.Each(unsafe.Slice(unsafe.StringData(text), len(text)), fn)
 }
 
 // AppendAll appends every occurrence in text to dst, in Each's order.

@@ -267,3 +267,29 @@ func BenchmarkNew(b *testing.B) {
 		New(patterns)
 	}
 }
+
+// TestRareByteSkip covers the skip by each pattern's rarest byte: one
+// rare byte standing for several patterns at different offsets (minOff <
+// maxOff), occurrences near the text's ends, the rare byte thick in the
+// text with the rest of the pattern missing, and patterns whose rarest
+// byte is their first or last.
+func TestRareByteSkip(t *testing.T) {
+	patterns := [][]byte{[]byte("bench-key-7c"), []byte("ab-c"), []byte("-x"), []byte("key_"), []byte("q"), []byte("zz-")}
+	texts := []string{
+		"", "-", "bench-key-7c", "xbench-key-7cx", "ab-cbench-key-7c-x",
+		"0123456789abcdef0123456789abcdef-", "-x-x-x-xab-c-xkey_q",
+		"bench-key-7bench-key-7c", "zz-zz-zzz-", "q", "aaaaaaaaaaaaaaaaaaaaaab-c",
+	}
+	for _, s := range texts {
+		checkAgainstNaive(t, patterns, []byte(s))
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	alpha := []byte("0123456789abcdef-kyq_xz7")
+	for range 2000 {
+		b := make([]byte, r.IntN(400))
+		for i := range b {
+			b[i] = alpha[r.IntN(len(alpha))]
+		}
+		checkAgainstNaive(t, patterns, b)
+	}
+}
