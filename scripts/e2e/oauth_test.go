@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -69,52 +68,24 @@ type opConfig struct {
 // so the test knows the tokens it must find at the API and nowhere else.
 // It serves until its stdin closes.
 func TestOAuthOPHelper(t *testing.T) {
-	name := os.Getenv(opEnv)
-	if name == "" {
-		t.Skip("the OAuth OP helper runs only when TestOAuthE2E starts it")
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cfg opConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, cert := helperStart(t, opEnv, "the OAuth OP helper runs only when TestOAuthE2E starts it", &cfg, func() (string, string, string) { return cfg.Listen, cfg.Cert, cfg.Key })
 	out := &reporter{w: os.Stdout}
 	op := oauthtest.NewOP("https://" + opHosts[0]).Handler()
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			hdr := r.Header.Clone()
-			hdr.Set("Host", r.Host)
-			out.report(event{Kind: "request", Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: hdr, Body: string(body)})
-			if r.Method != http.MethodPost || !isTokenPath(r.URL.Path) {
-				op.ServeHTTP(w, r)
-				return
-			}
-			rec := &teeWriter{ResponseWriter: w}
-			op.ServeHTTP(rec, r)
-			out.report(event{Kind: "token", Path: r.URL.Path, Body: rec.buf.String()})
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
-	}
-	go func() {
-		io.Copy(io.Discard, os.Stdin) // the harness closes stdin to stop us
-		os.Exit(0)
-	}()
-	out.report(event{Kind: "ready"})
-	srv.Serve(tls.NewListener(ln, srv.TLSConfig))
+	helperServe(ln, cert, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		hdr := r.Header.Clone()
+		hdr.Set("Host", r.Host)
+		out.report(event{Kind: "request", Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: hdr, Body: string(body)})
+		if r.Method != http.MethodPost || !isTokenPath(r.URL.Path) {
+			op.ServeHTTP(w, r)
+			return
+		}
+		rec := &teeWriter{ResponseWriter: w}
+		op.ServeHTTP(rec, r)
+		out.report(event{Kind: "token", Path: r.URL.Path, Body: rec.buf.String()})
+	}), out)
 }
 
 // isTokenPath says path is a shipped entry's token endpoint.

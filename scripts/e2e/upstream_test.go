@@ -60,29 +60,45 @@ type event struct {
 // harness inside a network namespace as a re-executed test binary. It
 // serves until its stdin closes.
 func TestUpstreamHelper(t *testing.T) {
-	name := os.Getenv(upstreamEnv)
+	var cfg upstreamConfig
+	ln, cert := helperStart(t, upstreamEnv, "the upstream helper runs only when the harness starts it", &cfg, func() (string, string, string) { return cfg.Listen, cfg.Cert, cfg.Key })
+	out := &reporter{w: os.Stdout}
+	helperServe(&countingListener{Listener: ln, out: out}, cert, upstreamHandler(cfg, out), out)
+}
+
+// helperStart is the start of a server helper re-executed by a test: it
+// reads the JSON config (into cfg) from the file named by env, skipping
+// with why when env is unset, loads the TLS key pair and listens on the
+// address addrs names.
+func helperStart(t *testing.T, env, why string, cfg any, addrs func() (listen, cert, key string)) (net.Listener, tls.Certificate) {
+	name := os.Getenv(env)
 	if name == "" {
-		t.Skip("the upstream helper runs only when the harness starts it")
+		t.Skip(why)
 	}
 	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg upstreamConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
+	if err := json.Unmarshal(data, cfg); err != nil {
 		t.Fatal(err)
 	}
-	cert, err := tls.LoadX509KeyPair(cfg.Cert, cfg.Key)
+	listen, certFile, keyFile := addrs()
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &reporter{w: os.Stdout}
+	return ln, cert
+}
+
+// helperServe serves h over TLS on ln, reports ready, and exits when the
+// harness closes stdin.
+func helperServe(ln net.Listener, cert tls.Certificate, h http.Handler, out *reporter) {
 	srv := &http.Server{
-		Handler:           upstreamHandler(cfg, out),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
 	}
@@ -91,7 +107,7 @@ func TestUpstreamHelper(t *testing.T) {
 		os.Exit(0)
 	}()
 	out.report(event{Kind: "ready"})
-	srv.Serve(tls.NewListener(&countingListener{Listener: ln, out: out}, srv.TLSConfig))
+	srv.Serve(tls.NewListener(ln, srv.TLSConfig))
 }
 
 // reporter writes events as prefixed JSON lines, one at a time.
