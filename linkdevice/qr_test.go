@@ -4,31 +4,24 @@ import (
 	"bytes"
 	"errors"
 	"image"
-	"image/color"
 	"image/png"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/makiuchi-d/gozxing"
-	"github.com/makiuchi-d/gozxing/qrcode"
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // decodeQR reads a QR code from img with gozxing, a decoder independent
 // of the encoder (rsc.io/qr) under test.
-// It finds the code with its detector, as a camera image would need.
 func decodeQR(t *testing.T, img image.Image) string {
 	t.Helper()
-	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
-	if err != nil {
-		t.Fatalf("bitmap: %v", err)
-	}
-	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_TRY_HARDER: true})
+	text, err := testutil.DecodeQR(img)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
-	return res.GetText()
+	return text
 }
 
 var qrPayloads = []string{
@@ -53,54 +46,13 @@ func TestQRPNGDecodes(t *testing.T) {
 	}
 }
 
-// halfBlocksToImage rebuilds the module bitmap a terminal shows from
-// RenderQR's output as a dark terminal shows it: each cell is two
-// modules, upper and lower; ink (the full block, the drawn half of a half
-// block) is light, the background dark, so the code's dark modules are the
-// background. Each module becomes a 4×4 pixel square.
+// halfBlocksToImage rebuilds the module bitmap a dark terminal shows from
+// RenderQR's output (testutil.HalfBlocksImage).
 func halfBlocksToImage(t *testing.T, drawing string) image.Image {
 	t.Helper()
-	lines := strings.Split(strings.TrimSuffix(drawing, "\n"), "\n")
-	width := 0
-	for _, l := range lines {
-		width = max(width, utf8.RuneCountInString(l))
-	}
-	const px = 4
-	img := image.NewGray(image.Rect(0, 0, width*px, len(lines)*2*px))
-	set := func(x, y int, light bool) {
-		c := color.Gray{0}
-		if light {
-			c = color.Gray{255}
-		}
-		for dy := range px {
-			for dx := range px {
-				img.SetGray(x*px+dx, y*px+dy, c)
-			}
-		}
-	}
-	for row, l := range lines {
-		col := 0
-		for _, r := range l {
-			var top, bottom bool
-			switch r {
-			case '█':
-				top, bottom = true, true
-			case '▀':
-				top = true
-			case '▄':
-				bottom = true
-			case ' ':
-			default:
-				t.Fatalf("drawing has %q, not a half block", r)
-			}
-			set(col, 2*row, top)
-			set(col, 2*row+1, bottom)
-			col++
-		}
-		for ; col < width; col++ { // the terminal's background past the line
-			set(col, 2*row, false)
-			set(col, 2*row+1, false)
-		}
+	img, ok := testutil.HalfBlocksImage(drawing)
+	if !ok {
+		t.Fatalf("drawing has something other than half blocks:\n%s", drawing)
 	}
 	return img
 }

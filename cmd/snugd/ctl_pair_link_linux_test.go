@@ -6,18 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/snug/snugd/internal/testutil"
-	"image"
-	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	"github.com/makiuchi-d/gozxing"
-	"github.com/makiuchi-d/gozxing/qrcode"
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/linkdevice"
@@ -234,56 +229,17 @@ func TestCtlPairLinkCancel(t *testing.T) {
 	}
 }
 
-// decodeHalfBlocks rebuilds the module bitmap a dark terminal shows from
-// a half-block drawing (ink light, background dark) and decodes it with
-// gozxing; "" when it does not decode.
+// decodeHalfBlocks decodes the code a dark terminal shows from a
+// half-block drawing with gozxing; "" when it does not decode.
 func decodeHalfBlocks(t *testing.T, drawing string) string {
 	t.Helper()
-	lines := strings.Split(strings.TrimSuffix(drawing, "\n"), "\n")
-	width := 0
-	for _, l := range lines {
-		width = max(width, utf8.RuneCountInString(l))
+	img, ok := testutil.HalfBlocksImage(drawing)
+	if !ok {
+		return "" // not (yet) a whole drawing
 	}
-	const px = 4
-	img := image.NewGray(image.Rect(0, 0, width*px, len(lines)*2*px))
-	set := func(x, y int, light bool) {
-		c := color.Gray{0}
-		if light {
-			c = color.Gray{255}
-		}
-		for dy := range px {
-			for dx := range px {
-				img.SetGray(x*px+dx, y*px+dy, c)
-			}
-		}
-	}
-	for row, l := range lines {
-		col := 0
-		for _, r := range l {
-			var top, bottom bool
-			switch r {
-			case '█':
-				top, bottom = true, true
-			case '▀':
-				top = true
-			case '▄':
-				bottom = true
-			case ' ':
-			default:
-				return "" // not (yet) a whole drawing
-			}
-			set(col, 2*row, top)
-			set(col, 2*row+1, bottom)
-			col++
-		}
-	}
-	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
+	text, err := testutil.DecodeQR(img)
 	if err != nil {
 		return ""
 	}
-	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_TRY_HARDER: true})
-	if err != nil {
-		return ""
-	}
-	return res.GetText()
+	return text
 }
