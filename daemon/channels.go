@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"runtime/debug"
+	"sync"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
@@ -273,19 +276,64 @@ const reconsentRevision = "snugd pin re-consent 1"
 // revision (the parser and Resolve that read them). Either changing is an
 // upgrade, after which every row is checked again.
 func reconsentDigest(reg *registry.Registry) string {
+	bi, _ := debug.ReadBuildInfo()
+	return reconsentDigestOf(reg, bi, executableSum)
+}
+
+// reconsentDigestOf is reconsentDigest for the build bi (nil: none
+// read). A build that carries no VCS revision (built outside a checkout,
+// or with -buildvcs=false; scripts/deb.sh allows both, and puts the
+// release version where the build info does not see it), or one from a
+// modified tree, is told apart from another such build by nothing in bi:
+// two releases whose Resolve differs under one registry would share a
+// digest, and the second would skip the pass. Such a build also names
+// its own executable (exe: its SHA-256, or "" when it cannot be read,
+// which makes the digest one no other start shares, so the pass runs).
+func reconsentDigestOf(reg *registry.Registry, bi *debug.BuildInfo, exe func() string) string {
 	h := sha256.New()
 	h.Write([]byte(reconsentRevision + "\n"))
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	identified := false
+	if bi != nil {
 		fmt.Fprintf(h, "%s@%s\n", bi.Main.Path, bi.Main.Version)
+		revision, modified := false, false
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
 				fmt.Fprintf(h, "%s=%s\n", s.Key, s.Value)
 			}
+			revision = revision || s.Key == "vcs.revision" && s.Value != ""
+			modified = modified || s.Key == "vcs.modified" && s.Value == "true"
 		}
+		identified = revision && !modified
+	}
+	if !identified {
+		sum := exe()
+		if sum == "" {
+			sum = "unread " + randomID(16) // this start's alone: the pass runs
+		}
+		fmt.Fprintf(h, "executable=%s\n", sum)
 	}
 	h.Write(reg.Document())
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// executableSum is the SHA-256 of the running executable, read once per
+// process; "" when it cannot be read.
+var executableSum = sync.OnceValue(func() string {
+	path, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+})
 
 // reconsentAtStart runs the pin re-consent pass unless the last completed
 // one ran under this very registry and build (the record in snugd_meta):

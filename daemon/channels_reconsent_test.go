@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"runtime/debug"
 	"testing"
 
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/registry"
 )
 
 // setRecord writes the re-consent record as a pass under digest would.
@@ -209,5 +211,48 @@ func TestReconsentActsOnEveryCopy(t *testing.T) {
 		if c, _ := d.Connection(ctx, app, "wx"); c.NeedsReapproval() || c.Requirement != nil {
 			t.Fatalf("%s: an invalid row was acted on", app)
 		}
+	}
+}
+
+// Two builds that carry no VCS revision (built outside a checkout, as
+// scripts/deb.sh allows, or with -buildvcs=false), or that come from a
+// modified tree, say nothing in their build info that tells them apart:
+// the digest must still differ when their executables do, or an upgrade
+// whose Resolve borrows differently under the same registry would skip
+// the pass and leave a borrowed pin un-re-consented. A build with a clean
+// revision is named by it and reads no executable; an executable that
+// cannot be read makes a digest no other start shares.
+//
+// conformance: P3-C12.12-10
+func TestReconsentDigestTellsUnrevisionedBuildsApart(t *testing.T) {
+	reg, err := registry.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := func(sum string) func() string { return func() string { return sum } }
+	noVCS := &debug.BuildInfo{Main: debug.Module{Path: "github.com/snug/snugd", Version: "(devel)"}}
+	if reconsentDigestOf(reg, noVCS, exe("aa")) == reconsentDigestOf(reg, noVCS, exe("bb")) {
+		t.Error("two builds without a VCS revision and with different executables share a digest: the second skips the pass")
+	}
+	if reconsentDigestOf(reg, nil, exe("aa")) == reconsentDigestOf(reg, nil, exe("bb")) {
+		t.Error("two builds without build info and with different executables share a digest")
+	}
+	modified := &debug.BuildInfo{Main: noVCS.Main, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}}}
+	if reconsentDigestOf(reg, modified, exe("aa")) == reconsentDigestOf(reg, modified, exe("bb")) {
+		t.Error("two builds of one modified tree with different executables share a digest")
+	}
+	if a, b := reconsentDigestOf(reg, noVCS, exe("")), reconsentDigestOf(reg, noVCS, exe("")); a == b {
+		t.Error("an unread executable gave a digest another start can share")
+	}
+	clean := &debug.BuildInfo{Main: noVCS.Main, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "false"}}}
+	read := false
+	sum := func() string { read = true; return "aa" }
+	if a, b := reconsentDigestOf(reg, clean, sum), reconsentDigestOf(reg, clean, sum); a != b || read {
+		t.Errorf("a clean revision's digest is not stable or read the executable (read %v)", read)
+	}
+	// The running test binary carries no revision: its digest is stable
+	// within the process, so the skip still works between its starts.
+	if a, b := reconsentDigest(reg), reconsentDigest(reg); a != b {
+		t.Error("the running build's digest is not stable")
 	}
 }
