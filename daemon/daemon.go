@@ -139,6 +139,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.DataDir == "" {
 		return nil, fmt.Errorf("daemon: no data directory")
 	}
+	prefetchExecutableSum()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
