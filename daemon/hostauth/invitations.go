@@ -172,6 +172,21 @@ func (b *Book) pairInvited(ctx context.Context, req PairRequest) (Pairing, error
 		return Pairing{}, errcode.New(errcode.BadRequest, fmt.Sprintf("an invitation is %s followed by 43 characters of A-Z, a-z, 0-9, '-' and '_', as snugd ctl hosts invite printed it", InvitationPrefix))
 	}
 	sum := sha256.Sum256([]byte(token))
+	// An invitation snugd does not hold is refused on a read, so a
+	// stream of guesses costs no write transaction; the write below
+	// checks everything again.
+	if err := b.store.View(ctx, func(tx *store.Tx) error {
+		_, err := tx.InvitationByHash(sum[:])
+		if errors.Is(err, store.ErrNotFound) {
+			return errInvitationInvalid()
+		}
+		return err
+	}); err != nil {
+		if _, coded := errcode.CodeOf(err); coded {
+			return Pairing{}, err
+		}
+		return Pairing{}, b.internal("look up invitation", err)
+	}
 	var (
 		p   store.Pairing
 		inv store.Invitation
