@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/lan"
 	"github.com/snug/snugd/lan/huesim"
@@ -37,30 +34,13 @@ func startHueDaemon(t *testing.T) (string, *huesim.Sim, *transports.LAN) {
 		var nd net.Dialer
 		return nd.DialContext(ctx, "tcp", sim.Addr())
 	}}
-	dir := filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := daemon.New(ctx, daemon.Config{DataDir: dir, LAN: lanT,
-		LANDiscover: func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
+	td := startDaemonVersion(t, buildVersion(), func(c *daemon.Config) {
+		c.LAN = lanT
+		c.LANDiscover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
 			return []lan.Bridge{{BridgeID: sim.BridgeID(), Address: ctlHueAddr, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true}}, nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock, err := api.ListenCtl(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcp, err := api.ListenTCP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvAPI := api.New(d, api.Options{Version: buildVersion(), DrainTimeout: time.Second})
-	var wg sync.WaitGroup
-	wg.Go(func() { srvAPI.Serve(ctx, tcp, sock) })
-	t.Cleanup(func() { cancel(); wg.Wait(); d.Close() })
+		}
+	})
+	d := td.d
 	req, _ := json.Marshal(map[string]any{
 		"slot": "hue", "provider": map[string]any{"name": "Philips Hue"}, "kind": "api_key",
 		"fields":  []any{map[string]any{"key": "application_key", "label": "Application key", "type": "secret"}},
@@ -70,7 +50,7 @@ func startHueDaemon(t *testing.T) (string, *huesim.Sim, *transports.LAN) {
 	if _, err := d.ProposeUser(t.Context(), "app", "hue", req); err != nil {
 		t.Fatal(err)
 	}
-	return dir, sim, lanT
+	return td.dir, sim, lanT
 }
 
 // pressWhenAsked presses the bridge's button once snugd asked for a key

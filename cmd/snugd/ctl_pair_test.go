@@ -5,12 +5,8 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
@@ -36,31 +32,14 @@ func startClaimDaemon(t *testing.T) (dir string, b *claimtest.Bridge) {
 	b = &claimtest.Bridge{}
 	srv, roots := claimtest.NewTLSServer(t, b, claimtest.DefaultHost)
 	to := srv.Listener.Addr().String()
-	dir = filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := daemon.New(ctx, daemon.Config{DataDir: dir, Public: &transports.Public{Resolver: claimResolver{}, RootCAs: roots,
-		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var nd net.Dialer
-			return nd.DialContext(ctx, "tcp", to)
-		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock, err := api.ListenCtl(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcp, err := api.ListenTCP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvAPI := api.New(d, api.Options{Version: buildVersion(), DrainTimeout: time.Second})
-	var wg sync.WaitGroup
-	wg.Go(func() { srvAPI.Serve(ctx, tcp, sock) })
-	t.Cleanup(func() { cancel(); wg.Wait(); d.Close() })
+	td := startDaemonVersion(t, buildVersion(), func(c *daemon.Config) {
+		c.Public = &transports.Public{Resolver: claimResolver{}, RootCAs: roots,
+			Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var nd net.Dialer
+				return nd.DialContext(ctx, "tcp", to)
+			}}
+	})
+	d := td.d
 	req, _ := json.Marshal(map[string]any{
 		"slot": "bank", "provider": map[string]any{"name": "SimpleFIN"}, "kind": "basic_auth",
 		"fields":           []any{map[string]any{"key": "access_credentials", "label": "Access credentials", "type": "secret"}},
@@ -73,7 +52,7 @@ func startClaimDaemon(t *testing.T) (dir string, b *claimtest.Bridge) {
 	if _, err := d.Approve(t.Context(), "app", "bank"); err != nil {
 		t.Fatal(err)
 	}
-	return dir, b
+	return td.dir, b
 }
 
 // TestCtlPairClaim: the token comes from standard input and goes nowhere
