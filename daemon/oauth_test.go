@@ -124,14 +124,22 @@ func (o *oauthRig) approveOAuth(t *testing.T, app string, decl map[string]any, v
 	}
 }
 
-// connectSpotify runs the whole desktop flow and returns the ended flow.
-func (o *oauthRig) connectSpotify(t *testing.T, app string) Flow {
+// startSpotify approves app's Spotify row music with the OP's native
+// client and starts its desktop flow.
+func (o *oauthRig) startSpotify(t *testing.T, app string) OAuthStart {
 	t.Helper()
 	o.approveOAuth(t, app, spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
 	st, err := o.d.StartOAuth(t.Context(), app, "music", 4747)
 	if err != nil {
 		t.Fatalf("StartOAuth: %v", err)
 	}
+	return st
+}
+
+// connectSpotify runs the whole desktop flow and returns the ended flow.
+func (o *oauthRig) connectSpotify(t *testing.T, app string) Flow {
+	t.Helper()
+	st := o.startSpotify(t, app)
 	cb := o.op.SignIn(t.Context(), t, st.AuthorizeURL)
 	f, err := o.d.OAuthLoopbackCallback(t.Context(), cb.RawQuery)
 	if err != nil || f.State != FlowConnected {
@@ -173,11 +181,7 @@ func (o *oauthRig) state(t *testing.T, app, slot string) ConnState {
 func TestOAuthCodeFlowThroughTheExecutor(t *testing.T) {
 	o := newOAuthRig(t)
 	ctx := t.Context()
-	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	st, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
-	if err != nil {
-		t.Fatalf("StartOAuth: %v", err)
-	}
+	st := o.startSpotify(t, "app1")
 	u, _ := url.Parse(st.AuthorizeURL)
 	q := u.Query()
 	if u.Host != "accounts.spotify.com" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" ||
@@ -238,11 +242,7 @@ func TestOAuthCodeFlowThroughTheExecutor(t *testing.T) {
 func TestOAuthCallbackRefusals(t *testing.T) {
 	o := newOAuthRig(t)
 	ctx := t.Context()
-	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	st, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := o.startSpotify(t, "app1")
 	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
 	q := cb.Query()
 	state := q.Get("state")
@@ -561,11 +561,7 @@ func TestOAuthClientCredentialsRefetchedWithinTheSkew(t *testing.T) {
 func TestOAuthOneLiveFlowPerSlot(t *testing.T) {
 	o := newOAuthRig(t)
 	ctx := t.Context()
-	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	first, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := o.startSpotify(t, "app1")
 	cb := o.op.SignIn(ctx, t, first.AuthorizeURL)
 	second, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
 	if err != nil {
@@ -630,11 +626,7 @@ func TestOAuthStartWithoutClientID(t *testing.T) {
 func TestOAuthCallbackAnnounces(t *testing.T) {
 	o := newOAuthRig(t)
 	ctx := t.Context()
-	o.approveOAuth(t, "app1", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	st, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := o.startSpotify(t, "app1")
 	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
 	hints := o.d.Hints(ctx)
 	if f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != FlowConnected {
