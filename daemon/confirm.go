@@ -255,15 +255,18 @@ func confirmBytes(c Confirm) int {
 func (b *confirmBroker) resolveBy(p *parkedConfirm, allow bool, remember Remember, by string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.decideLocked(p, allow, remember, "", by)
+	if b.decideLocked(p, allow, remember, "", by) {
+		close(p.done)
+	}
 }
 
 // decideLocked decides p once (a later call is a no-op: deny after
-// decide, decide after decide) and is the only closer of p.done. The
+// decide, decide after decide) and reports whether this call decided it;
+// that caller, and only it, then closes p.done to wake p's request. The
 // caller holds b.mu.
-func (b *confirmBroker) decideLocked(p *parkedConfirm, allow bool, remember Remember, why withdrawal, by string) {
+func (b *confirmBroker) decideLocked(p *parkedConfirm, allow bool, remember Remember, why withdrawal, by string) bool {
 	if p.decided {
-		return
+		return false
 	}
 	p.decided, p.allow, p.withdrawn = true, allow, why
 	if !allow {
@@ -291,15 +294,15 @@ func (b *confirmBroker) decideLocked(p *parkedConfirm, allow bool, remember Reme
 			p.remembered = true
 		}
 	}
-	close(p.done)
+	return true
 }
 
 // withdrawLocked denies p for why: parked, it is decided now; allowed but
 // not yet taken by its request, the allow is void, and so is the session
 // memory it added. The caller holds b.mu.
 func (b *confirmBroker) withdrawLocked(p *parkedConfirm, why withdrawal) {
-	if !p.decided {
-		b.decideLocked(p, false, RememberOnce, why, why.deniedBy())
+	if b.decideLocked(p, false, RememberOnce, why, why.deniedBy()) {
+		close(p.done)
 		return
 	}
 	if b.unclaimed[p] {
@@ -409,20 +412,23 @@ func (b *confirmBroker) ConfirmByID(id string) (Confirm, bool) {
 // fall between them.
 //
 // decided, when not nil, is called with the confirm when this call is the
-// one that decides it, before its waiting request is woken: what it
-// records (the journal's act) is there by the time the request answers.
+// one that decides it, after the broker's lock is let go (it may write to
+// storage) and before the waiting request is woken: what it records (the
+// journal's act) is there by the time the request answers.
 func (b *confirmBroker) DecideConfirm(id string, allow bool, remember Remember, decided func(Confirm)) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, p := range b.queue {
 		if p.c.ID == id {
+			b.decideLocked(p, allow, remember, "", DeniedByUser) // parked: this call decides it
+			b.mu.Unlock()
 			if decided != nil {
 				decided(p.c)
 			}
-			b.decideLocked(p, allow, remember, "", DeniedByUser)
+			close(p.done)
 			return nil
 		}
 	}
+	defer b.mu.Unlock()
 	why, done := b.decided[id]
 	switch {
 	case !done:
