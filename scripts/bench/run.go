@@ -147,8 +147,11 @@ func run(cfg config) error {
 	}
 
 	if cfg.perf != "" {
-		for _, big := range []bool{false, true} {
-			if err := perfRecord(cfg, sd, snugdTarget(sd, token), up, big); err != nil {
+		for _, pc := range []struct {
+			big  bool
+			conc int
+		}{{false, 16}, {true, 16}, {false, 1}} {
+			if err := perfRecord(cfg, sd, snugdTarget(sd, token), up, pc.big, pc.conc); err != nil {
 				fmt.Fprintln(os.Stderr, "bench: perf:", err)
 			}
 		}
@@ -230,9 +233,9 @@ func measureStarts(cfg config, hostsFile, caFile, emptyDir string) (map[int][]st
 }
 
 // perfRecord profiles snugd with perf(1) for 8 seconds while it serves the
-// small (cfg.perf+"-small") or the 1 MiB body (cfg.perf+"-big") at 16
-// concurrent, bounded in time.
-func perfRecord(cfg config, sd *snugd, t *target, up *upstream, big bool) error {
+// small (cfg.perf+"-small") or the 1 MiB body (cfg.perf+"-big") at conc
+// concurrent (a suffix "1" names the one-at-a-time profile), bounded in time.
+func perfRecord(cfg config, sd *snugd, t *target, up *upstream, big bool, conc int) error {
 	if _, err := exec.LookPath("perf"); err != nil {
 		return err
 	}
@@ -242,6 +245,9 @@ func perfRecord(cfg config, sd *snugd, t *target, up *upstream, big bool) error 
 	if big {
 		out = cfg.perf + "-big"
 	}
+	if conc == 1 {
+		out += "1"
+	}
 	rec := exec.CommandContext(ctx, "perf", "record", "-F", "999", "-g", "-p", fmt.Sprint(sd.pid()), "-o", out, "--", "sleep", "8")
 	rec.Stdout, rec.Stderr = os.Stderr, os.Stderr
 	if err := rec.Start(); err != nil {
@@ -250,7 +256,7 @@ func perfRecord(cfg config, sd *snugd, t *target, up *upstream, big bool) error 
 	time.Sleep(300 * time.Millisecond)
 	// The load ends at the time bound, so requests cut off by it fail;
 	// only the profile matters here.
-	_, _ = load(t, up, big, 16, 100_000, 7*time.Second)
+	_, _ = load(t, up, big, conc, 100_000, 7*time.Second)
 	return rec.Wait()
 }
 
