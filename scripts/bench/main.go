@@ -40,6 +40,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "goproxy" {
+		if err := runGoProxy(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench goproxy:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var cfg config
 	flag.StringVar(&cfg.snugd, "snugd", "", "the snugd binary to measure")
 	flag.StringVar(&cfg.dir, "dir", "", "a scratch directory (removed by the caller)")

@@ -52,8 +52,8 @@ func run(cfg config) error {
 		}
 		fmt.Printf("snugd bench (start only), %s; %d repetitions, medians; snugd pinned to CPU %s\n\n",
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), cfg.reps, cfg.serverCPU)
-		fmt.Println("| figure | direct | nginx | snugd | snugd / nginx |")
-		fmt.Println("|---|---|---|---|---|")
+		fmt.Println("| figure | direct | nginx | Go proxy | snugd | snugd / nginx | snugd / Go proxy |")
+		fmt.Println("|---|---|---|---|---|---|---|")
 		printStarts(cfg, starts)
 		return nil
 	}
@@ -68,6 +68,11 @@ func run(cfg config) error {
 		return err
 	}
 	defer ng.stop()
+	gp, gpBase, err := startGoProxy(cfg.dir, cfg.serverCPU, caFile)
+	if err != nil {
+		return err
+	}
+	defer gp.stop()
 	dataDir, port, err := newDataDir(filepath.Join(cfg.dir, "snugd-load"))
 	if err != nil {
 		return err
@@ -85,7 +90,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	targets := []*target{direct, nginxTarget(ng, ngBase), snugdTarget(sd, token)}
+	targets := []*target{direct, nginxTarget(ng, ngBase), goProxyTarget(gp, gpBase), snugdTarget(sd, token)}
 
 	// Idle: after start and set-up, before any load.
 	idle := map[string]int64{}
@@ -158,6 +163,7 @@ func run(cfg config) error {
 		if cfg.profileOnly {
 			sd.stop()
 			ng.stop()
+			gp.stop()
 			return perfStart(cfg, hostsFile, caFile, emptyDir)
 		}
 	}
@@ -181,6 +187,7 @@ func run(cfg config) error {
 	}
 	sd.stop()
 	ng.stop()
+	gp.stop()
 
 	starts, err := measureStarts(cfg, hostsFile, caFile, emptyDir)
 	if err != nil {
@@ -262,16 +269,18 @@ func perfRecord(cfg config, sd *snugd, t *target, up *upstream, big bool, conc i
 
 func printTable(cfg config, cells []cell, peakCell cell, samples map[string]map[cell][]sample, lats map[string]map[cell][]time.Duration, idle, peak map[string]int64, starts map[int][]startSample) {
 	host, _ := os.Hostname()
-	fmt.Printf("snugd bench, %s, %s; %d interleaved repetitions, medians; snugd and nginx pinned to CPU %s\n\n",
+	fmt.Printf("snugd bench, %s, %s; %d interleaved repetitions, medians; snugd, nginx and the Go proxy pinned to CPU %s\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, cfg.reps, cfg.serverCPU)
-	fmt.Println("| figure | direct | nginx | snugd | snugd / nginx |")
-	fmt.Println("|---|---|---|---|---|")
-	row := func(name string, vals [3]float64, unit func(float64) string, ratio bool) {
-		r := "—"
-		if ratio && vals[1] > 0 {
-			r = fmt.Sprintf("%.2f×", vals[2]/vals[1])
+	fmt.Println("| figure | direct | nginx | Go proxy | snugd | snugd / nginx | snugd / Go proxy |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	row := func(name string, vals [4]float64, unit func(float64) string, ratio bool) {
+		ratios := [2]string{"—", "—"}
+		for i, base := range []float64{vals[1], vals[2]} {
+			if ratio && base > 0 && vals[3] >= 0 {
+				ratios[i] = fmt.Sprintf("%.2f×", vals[3]/base)
+			}
 		}
-		cells := [3]string{}
+		cells := [4]string{}
 		for i, v := range vals {
 			if v < 0 {
 				cells[i] = "—"
@@ -279,15 +288,15 @@ func printTable(cfg config, cells []cell, peakCell cell, samples map[string]map[
 				cells[i] = unit(v)
 			}
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", name, cells[0], cells[1], cells[2], r)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", name, cells[0], cells[1], cells[2], cells[3], ratios[0], ratios[1])
 	}
 	us := func(v float64) string { return fmt.Sprintf("%.0f µs", v) }
 	perS := func(v float64) string { return fmt.Sprintf("%.0f/s", v) }
 	mib := func(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
 	num := func(v float64) string { return fmt.Sprintf("%.0f", v) }
-	names := [3]string{"direct", "nginx", "snugd"}
+	names := [4]string{"direct", "nginx", "go", "snugd"}
 	for _, c := range cells {
-		var cpu, p50, p99, thr, conns [3]float64
+		var cpu, p50, p99, thr, conns [4]float64
 		for i, n := range names {
 			var cs, ts []float64
 			var opened, sent int
@@ -308,15 +317,15 @@ func printTable(cfg config, cells []cell, peakCell cell, samples map[string]map[
 		row("throughput, "+c.String(), thr, perS, true)
 		row("upstream connections opened per 10,000 requests (all repetitions), "+c.String(), conns, num, false)
 	}
-	var thr [3]float64
+	var thr [4]float64
 	for i, n := range names {
 		if s := samples[n][peakCell]; len(s) > 0 {
 			thr[i] = s[0].throughput
 		}
 	}
 	row(fmt.Sprintf("throughput, 1 MiB, 64 concurrent (%d requests, once)", peakCell.n), thr, perS, true)
-	row("RSS idle (after start and set-up)", [3]float64{-1, float64(idle["nginx"]), float64(idle["snugd"])}, mib, true)
-	row("RSS peak (VmHWM, whole run incl. 64 concurrent 1 MiB)", [3]float64{-1, float64(peak["nginx"]), float64(peak["snugd"])}, mib, true)
+	row("RSS idle (after start and set-up)", [4]float64{-1, float64(idle["nginx"]), float64(idle["go"]), float64(idle["snugd"])}, mib, true)
+	row("RSS peak (VmHWM, whole run incl. 64 concurrent 1 MiB)", [4]float64{-1, float64(peak["nginx"]), float64(peak["go"]), float64(peak["snugd"])}, mib, true)
 	printStarts(cfg, starts)
 }
 
@@ -331,8 +340,8 @@ func printStarts(cfg config, starts map[int][]startSample) {
 			ts = append(ts, float64(s.took)/float64(time.Millisecond))
 			rs = append(rs, float64(s.rss))
 		}
-		fmt.Printf("| start to healthy, %d connection rows | — | — | %s | — |\n", rows, ms(median(ts)))
-		fmt.Printf("| RSS when healthy, %d connection rows | — | — | %s | — |\n", rows, mib(median(rs)))
+		fmt.Printf("| start to healthy, %d connection rows | — | — | — | %s | — | — |\n", rows, ms(median(ts)))
+		fmt.Printf("| RSS when healthy, %d connection rows | — | — | — | %s | — | — |\n", rows, mib(median(rs)))
 	}
 }
 
