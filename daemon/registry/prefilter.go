@@ -40,16 +40,18 @@ func (g *Registry) MayTrigger(raw []byte) bool {
 	if m.always {
 		return true
 	}
-	s := int32(0)
+	next, class := m.next, &m.class
+	i := 0 // the row of the current state in next
 	for _, b := range raw {
-		c := m.class[b]
+		c := class[b]
 		if c == classFallback {
 			return true
 		}
-		s = m.next[int(s)*m.classes+int(c)]
-		if s < 0 {
-			return true // a state that ends a key
+		s := next[i+int(c)]
+		if s == matched {
+			return true
 		}
+		i = int(s)
 	}
 	return false
 }
@@ -75,15 +77,18 @@ const classFallback = 0xff
 
 // keyMatcher is an Aho-Corasick automaton over keys folded to ASCII lower
 // case, as a full transition table over byte classes (one class per
-// distinct key byte, one for every other byte): next[state*classes+class]
-// is the next state, or -1 when that state ends a key (the automaton stops
-// at the first match).
+// distinct key byte, one for every other byte): next[row+class], row
+// being state*classes, is the next state's row, or matched when that
+// state ends a key (the automaton stops at the first match).
 type keyMatcher struct {
 	always  bool // a key is empty, or there are too many states
 	class   [256]uint8
 	classes int
-	next    []int32
+	next    []uint32
 }
+
+// matched marks a move into a state that ends a key.
+const matched = ^uint32(0)
 
 func newKeyMatcher(keys []string) *keyMatcher {
 	m := &keyMatcher{classes: 1}
@@ -140,11 +145,10 @@ func newKeyMatcher(keys []string) *keyMatcher {
 		}
 	}
 	// Breadth first, each state's missing moves are its failure state's.
-	m.next = trie
 	fail := make([]int32, len(end))
 	queue := make([]int32, 0, len(end))
 	for c := 0; c < m.classes; c++ {
-		if t := m.next[c]; t != 0 {
+		if t := trie[c]; t != 0 {
 			queue = append(queue, t) // fail[t] = 0
 		}
 	}
@@ -154,18 +158,22 @@ func newKeyMatcher(keys []string) *keyMatcher {
 		end[s] = end[s] || end[fail[s]]
 		for c := 0; c < m.classes; c++ {
 			i := int(s)*m.classes + c
-			if t := m.next[i]; t != 0 {
-				fail[t] = m.next[int(fail[s])*m.classes+c]
+			if t := trie[i]; t != 0 {
+				fail[t] = trie[int(fail[s])*m.classes+c]
 				queue = append(queue, t)
 			} else {
-				m.next[i] = m.next[int(fail[s])*m.classes+c]
+				trie[i] = trie[int(fail[s])*m.classes+c]
 			}
 		}
 	}
-	// A move into a state that ends a key becomes -1.
-	for i, t := range m.next {
+	// Each move names its target's row; one into a state that ends a key
+	// is matched.
+	m.next = make([]uint32, len(trie))
+	for i, t := range trie {
 		if end[t] {
-			m.next[i] = -1
+			m.next[i] = matched
+		} else {
+			m.next[i] = uint32(int(t) * m.classes)
 		}
 	}
 	return m
