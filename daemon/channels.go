@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,8 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/snug/snugd/daemon/errcode"
@@ -374,7 +377,7 @@ func (d *Daemon) reconsentAtStart(ctx context.Context) error {
 	if rec == digest {
 		return nil
 	}
-	rows, err := d.store.AllConnections(ctx)
+	rows, total, err := d.reconsentCandidates(ctx)
 	if err != nil {
 		return d.internal("read connections for the pin re-consent", err)
 	}
@@ -382,17 +385,61 @@ func (d *Daemon) reconsentAtStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.reconsentRows = len(rows)
+	d.reconsentRows = total
 	if left > 0 {
 		// Not complete: the next start runs the pass again.
-		d.log.Warn("pin re-consent pass left rows it could not rewrite as they are; the next start checks every row again", "rows", len(rows), "left", left)
+		d.log.Warn("pin re-consent pass left rows it could not rewrite as they are; the next start checks every row again", "rows", total, "left", left)
 		return nil
 	}
 	if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.PutReconsentRecord(digest) }); err != nil {
 		return d.internal("record the pin re-consent", err)
 	}
-	d.log.Info("pin re-consent pass done", "rows", len(rows))
+	d.log.Info("pin re-consent pass done", "rows", total, "parsed", len(rows))
 	return nil
+}
+
+// reconsentCandidates reads, in full and by app and slot, the rows the
+// pass must check, and counts every row it looked at. One scan reads each
+// row's status and requirement texts; a declared or approved row is a
+// candidate unless the registry's pre-filter (Registry.MayTrigger) shows
+// that neither its requirement nor its staged change can trigger an entry.
+// That skip is sound: reconsentPins acts on a row only when
+// Registry.Triggers hits its current requirement or its staged change
+// parsed, and MayTrigger answers false only for text no parse of which
+// triggers, whatever the text (canonical or written around the writers).
+// At 100,000 rows that name no entry this is one scan, not 100,000 parses.
+func (d *Daemon) reconsentCandidates(ctx context.Context) (rows []store.Connection, total int, err error) {
+	type key struct{ app, slot string }
+	var keys []key
+	err = d.store.EachConnectionText(ctx, func(c *store.ConnectionText) error {
+		total++
+		if s := string(c.Status); s != string(StatusDeclared) && s != string(StatusApproved) {
+			return nil // reconsentPins skips it too
+		}
+		if d.registry.MayTrigger(c.RequirementJSON) || c.PendingRequirementJSON != nil && d.registry.MayTrigger(c.PendingRequirementJSON) {
+			keys = append(keys, key{string(c.AppID), string(c.Slot)})
+		}
+		return nil
+	})
+	if err != nil || len(keys) == 0 {
+		return nil, total, err
+	}
+	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(strings.Compare(a.app, b.app), strings.Compare(a.slot, b.slot)) })
+	rows, err = store.Read(ctx, d.store, func(tx *store.Tx) ([]store.Connection, error) {
+		out := make([]store.Connection, 0, len(keys))
+		for _, k := range keys {
+			c, err := tx.Connection(k.app, k.slot)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // gone since the scan (nothing writes at start)
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	})
+	return rows, total, err
 }
 
 // reconsentPins brings every row that names or reaches a registry entry

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 
@@ -176,4 +178,29 @@ func TestStartIndexFailedLoadGrantsNothing(t *testing.T) {
 			t.Fatalf("row %s of a failed load grants or claims", g.slot)
 		}
 	}
+}
+
+// FuzzDecodeHosts: the fast path reads an allowed_hosts column to exactly
+// what encoding/json reads, whenever it accepts one.
+func FuzzDecodeHosts(f *testing.F) {
+	for _, s := range []string{`[]`, `["api.example.com"]`, `["a.example","b.example"]`, `["a,b"]`, `[","]`, `["a" ,"b"]`,
+		`["\u0061"]`, `[""]`, `["a"]x`, `"a"`, `["a""b"]`, `[1]`, `null`, "[\"\xff\"]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, col string) {
+		fast, ok := decodeHostsFast(col)
+		if !ok {
+			return
+		}
+		var want []string
+		if err := json.Unmarshal([]byte(col), &want); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", col, err)
+		}
+		if want == nil {
+			want = []string{}
+		}
+		if !slices.Equal(fast, want) || fast == nil {
+			t.Fatalf("fast path read %q as %q, encoding/json as %q", col, fast, want)
+		}
+	})
 }
