@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/snug/snugd/daemon/internal/store"
@@ -254,5 +255,77 @@ func TestReconsentDigestTellsUnrevisionedBuildsApart(t *testing.T) {
 	// within the process, so the skip still works between its starts.
 	if a, b := reconsentDigest(reg), reconsentDigest(reg); a != b {
 		t.Error("the running build's digest is not stable")
+	}
+}
+
+// After an upgrade the pass still acts on every row whose stored text
+// triggers an entry, however it is spelled: the pre-filter that spares it
+// the parse of the other rows (Registry.MayTrigger) skips none of these.
+// The rows are written around the writers, as a row restored from an old
+// backup or edited by hand is: a host in upper case, in fullwidth letters
+// or behind a JSON escape, the entry named by its id in lower case or by
+// an alias in capitals, and an approved row whose staged change alone
+// reaches a pinned host. A trailing dot is refused by the parser, so that
+// row is left as it is, as it was before the pre-filter; and a row that
+// names no entry is left alone and parsed by nobody.
+//
+// conformance: P3-C12.12-10
+func TestReconsentNonCanonicalStoredText(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	ctx := t.Context()
+	text := func(name, host string) string {
+		r := req("x", host)
+		r["provider"] = map[string]any{"name": name}
+		return string(mustJSON(t, r))
+	}
+	declaredRows := map[string]string{
+		"upper":      text("Acme", "API.SPOTIFY.COM"),
+		"fullwidth":  text("Acme", "api.ｓｐｏｔｉｆｙ.com"),
+		"escaped":    strings.Replace(text("Acme", "api.spotify.com"), "api.spotify", `api.\u0073potify`, 1),
+		"id":         text("spotify", "api.acme.example"),
+		"alias":      text("SPOTIFY WEB API", "api.acme.example"),
+		"dot":        text("Acme", "api.spotify.com."),
+		"unrelated":  text("Acme", "api.acme.example"),
+		"name-escap": strings.Replace(text("Spotify", "api.acme.example"), `"Spotify"`, `"Sp\u006ftify"`, 1),
+	}
+	for slot, raw := range declaredRows {
+		raw = strings.Replace(raw, `"slot":"x"`, `"slot":"`+slot+`"`, 1)
+		declaredRows[slot] = raw
+		c := store.Connection{AppID: "app", Slot: slot, RequirementJSON: raw, RequirementVersion: 1,
+			Provenance: store.ProvenanceUser, Status: store.StatusDeclared, AllowedHosts: "[]"}
+		if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.ForgeConnectionForTest(c) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	approved(t, d, "other", req("wx", "api.example.com"))
+	forgePending(t, d, "other", "wx", []byte(strings.Replace(text("Acme", "API.Spotify.com"), `"slot":"x"`, `"slot":"wx"`, 1)))
+	setRecord(t, d, "the digest of an older registry")
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	if d.reconsentRows != len(declaredRows)+1 {
+		t.Fatalf("the upgrade's start checked %d rows, want %d", d.reconsentRows, len(declaredRows)+1)
+	}
+	for slot, raw := range declaredRows {
+		c, err := d.Connection(ctx, "app", slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acted := c.RequirementJSON != raw
+		if want := slot != "dot" && slot != "unrelated"; acted != want {
+			t.Errorf("%s: re-resolved %v, want %v (stored %s, now %s)", slot, acted, want, raw, c.RequirementJSON)
+		}
+		if acted && (c.Requirement == nil || c.Requirement.Provider.Name != "Spotify" || c.Status != StatusDeclared) {
+			t.Errorf("%s: re-resolved to %s (%s), not to the registry's Spotify, declared", slot, c.RequirementJSON, c.Status)
+		}
+	}
+	c, err := d.Connection(ctx, "other", "wx")
+	if err != nil || !c.NeedsReapproval() || c.Pending == nil || c.Pending.Provider.Name != "Spotify" {
+		t.Fatalf("approved row with a staged change to a pinned host: pending %q, %v; want the registry's Spotify staged", c.PendingJSON, err)
+	}
+	if c.Status != StatusApproved || c.Requirement == nil || c.Requirement.Provider.Name != "Example" {
+		t.Fatalf("the approved row's grant changed: %s %s", c.Status, c.RequirementJSON)
 	}
 }
