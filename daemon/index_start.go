@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -116,12 +117,18 @@ func statusOf(b []byte) Status {
 }
 
 // startIndex scans every row into an index whose entries load on first
-// use. Rows mostly arrive grouped by app (storage order is insert order),
-// so the last app and ceiling are tried before the maps.
+// use. Rows mostly arrive grouped by app and in slot order (storage order
+// is insert order), so the last app, the first slot names met and the last
+// ceiling are tried before the maps, and an app's rows are sorted only
+// when they are out of order. The
+// collector runs less often during the scan: nearly everything it
+// allocates stays live, so collecting only finds the index.
 func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantIndex, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(startGCPercent))
 	var (
 		apps     = map[string]*appLoad{}
 		slots    = map[string]string{}
+		few      []string // the first slot names met, interned: tried before slots
 		hosts    = map[string]string{}
 		ceilings = map[string][]string{}
 		h        maphash.Hash
@@ -139,10 +146,21 @@ func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantI
 			}
 			last = l
 		}
-		slot, ok := slots[string(c.Slot)]
+		slot, ok := "", false
+		for _, s := range few {
+			if s == string(c.Slot) {
+				slot, ok = s, true
+				break
+			}
+		}
 		if !ok {
-			slot = string(c.Slot)
-			slots[slot] = slot
+			if slot, ok = slots[string(c.Slot)]; !ok {
+				slot = string(c.Slot)
+				slots[slot] = slot
+				if len(few) < 16 {
+					few = append(few, slot)
+				}
+			}
 		}
 		if len(slab) == cap(slab) {
 			slab = make([]parsed, 0, 1024)
@@ -174,10 +192,17 @@ func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantI
 		return nil, err
 	}
 	idx := &grantIndex{apps: make(map[string]*appGrants, len(apps))}
+	byslot := func(a, b grantRow) int { return strings.Compare(a.slot, b.slot) }
 	for app, l := range apps {
-		slices.SortFunc(l.rows, func(a, b grantRow) int { return strings.Compare(a.slot, b.slot) })
+		if !slices.IsSortedFunc(l.rows, byslot) {
+			slices.SortFunc(l.rows, byslot)
+		}
 		l.rows = slices.Clip(l.rows)
 		idx.apps[app] = &appGrants{rows: l.rows}
 	}
 	return idx, nil
 }
+
+// startGCPercent is GOGC while the start scans: the heap may grow to five
+// times what is live before a collection, instead of twice.
+const startGCPercent = 400
