@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"encoding/binary"
+	"os"
+	"os/exec"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -327,5 +330,57 @@ func TestReconsentNonCanonicalStoredText(t *testing.T) {
 	}
 	if c.Status != StatusApproved || c.Requirement == nil || c.Requirement.Provider.Name != "Example" {
 		t.Fatalf("the approved row's grant changed: %s %s", c.Status, c.RequirementJSON)
+	}
+}
+
+// The executable is named by the Go build ID go build writes into its
+// ELF note (what go tool buildid prints), not by hashing the file; a note
+// of another form, such as a hand-set -ldflags=-buildid, names nothing
+// and the file is hashed instead.
+//
+// conformance: P3-C12.12-10
+func TestExecutableNamedByItsBuildID(t *testing.T) {
+	note := func(name string, typ uint32, id string) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(len(name)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(id)))
+		b = binary.LittleEndian.AppendUint32(b, typ)
+		return append(append(b, name...), id...)
+	}
+	const part = "HEaiOMi0F6gxPZIS_9Kt"
+	good := part + "/" + "z2ETDkIWp_uy14X0cW21"
+	if got := parseBuildIDNote(note("Go\x00\x00", 4, good), binary.LittleEndian); got != good {
+		t.Errorf("go build's form: %q, want %q", got, good)
+	}
+	for name, data := range map[string][]byte{
+		"one part":      note("Go\x00\x00", 4, part),
+		"hand-set":      note("Go\x00\x00", 4, "v1.2.3/release"),
+		"empty":         note("Go\x00\x00", 4, ""),
+		"empty part":    note("Go\x00\x00", 4, part+"//"+part),
+		"another type":  note("Go\x00\x00", 3, good),
+		"another name":  note("GNU\x00", 4, good),
+		"short":         note("Go\x00\x00", 4, good)[:20],
+		"descsz beyond": append(note("Go\x00\x00", 4, good)[:4], append(binary.LittleEndian.AppendUint32(nil, 1<<31), note("Go\x00\x00", 4, good)[8:]...)...),
+	} {
+		if got := parseBuildIDNote(data, binary.LittleEndian); got != "" {
+			t.Errorf("%s: %q, want none", name, got)
+		}
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to read the test binary's build ID with")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(gobin, "tool", "buildid", self).Output()
+	if err != nil {
+		t.Skipf("go tool buildid: %v", err)
+	}
+	if got, want := goBuildID(self), strings.TrimSpace(string(out)); got != want || got == "" {
+		t.Errorf("goBuildID = %q, go tool buildid says %q", got, want)
+	}
+	if got := executableSum(); got != "go-build-id "+goBuildID(self) {
+		t.Errorf("executableSum = %q, want the build ID", got)
 	}
 }
