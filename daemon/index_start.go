@@ -136,12 +136,14 @@ func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantI
 		lastCol  []byte
 		lastCeil []string
 		slab     []parsed
+		chunk    []grantRow // rows of apps met in one run, each app's a clipped slice of it
+		tail     *appLoad   // the app whose rows end chunk
 	)
 	err := st.EachConnectionHead(ctx, func(c *store.ConnectionHead) error {
 		l := last
 		if l == nil || l.app != string(c.AppID) {
 			if l = apps[string(c.AppID)]; l == nil {
-				l = &appLoad{st: st, log: log, app: string(c.AppID), rows: make([]grantRow, 0, 2)}
+				l = &appLoad{st: st, log: log, app: string(c.AppID)}
 				apps[l.app] = l
 			}
 			last = l
@@ -185,7 +187,25 @@ func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantI
 			}
 			g.ceiling = lastCeil
 		}
-		l.rows = append(l.rows, g)
+		// An app's rows met in one run share a chunk; each app's slice is
+		// clipped (cap == len), so an append that is not the chunk's own
+		// copies instead of writing over the next app's rows.
+		switch n := len(l.rows); {
+		case l == tail && len(chunk) < cap(chunk):
+			chunk = append(chunk, g)
+			l.rows = chunk[len(chunk)-n-1 : len(chunk) : len(chunk)]
+		case l.rows == nil || l == tail:
+			// A new app, or the chunk is full in the middle of one: the
+			// app's rows move to a new chunk when they do not fit.
+			if cap(chunk)-len(chunk) < n+1 {
+				chunk = make([]grantRow, 0, max(1024, 2*(n+1)))
+			}
+			chunk = append(append(chunk, l.rows...), g)
+			l.rows = chunk[len(chunk)-n-1 : len(chunk) : len(chunk)]
+			tail = l
+		default:
+			l.rows = append(l.rows, g) // met again after another app's rows
+		}
 		return nil
 	})
 	if err != nil {
