@@ -473,7 +473,9 @@ func (d *Daemon) reconsentCandidates(ctx context.Context) (rows []store.Connecti
 	var keys []key
 	err = d.store.EachConnectionText(ctx, func(c *store.ConnectionText) error {
 		total++
-		if s := string(c.Status); s != string(StatusDeclared) && s != string(StatusApproved) {
+		switch string(c.Status) {
+		case string(StatusDeclared), string(StatusApproved):
+		default:
 			return nil // reconsentPins skips it too
 		}
 		if d.registry.MayTrigger(c.RequirementJSON) || c.PendingRequirementJSON != nil && d.registry.MayTrigger(c.PendingRequirementJSON) {
