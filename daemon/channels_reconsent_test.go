@@ -1,7 +1,11 @@
 package daemon
 
 import (
+	"encoding/binary"
+	"os"
+	"os/exec"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/snug/snugd/daemon/internal/store"
@@ -254,5 +258,129 @@ func TestReconsentDigestTellsUnrevisionedBuildsApart(t *testing.T) {
 	// within the process, so the skip still works between its starts.
 	if a, b := reconsentDigest(reg), reconsentDigest(reg); a != b {
 		t.Error("the running build's digest is not stable")
+	}
+}
+
+// After an upgrade the pass still acts on every row whose stored text
+// triggers an entry, however it is spelled: the pre-filter that spares it
+// the parse of the other rows (Registry.MayTrigger) skips none of these.
+// The rows are written around the writers, as a row restored from an old
+// backup or edited by hand is: a host in upper case, in fullwidth letters
+// or behind a JSON escape, the entry named by its id in lower case or by
+// an alias in capitals, and an approved row whose staged change alone
+// reaches a pinned host. A trailing dot is refused by the parser, so that
+// row is left as it is, as it was before the pre-filter; and a row that
+// names no entry is left alone and parsed by nobody.
+//
+// conformance: P3-C12.12-10
+func TestReconsentNonCanonicalStoredText(t *testing.T) {
+	open := reopener(t)
+	d := open()
+	ctx := t.Context()
+	text := func(name, host string) string {
+		r := req("x", host)
+		r["provider"] = map[string]any{"name": name}
+		return string(mustJSON(t, r))
+	}
+	declaredRows := map[string]string{
+		"upper":      text("Acme", "API.SPOTIFY.COM"),
+		"fullwidth":  text("Acme", "api.ｓｐｏｔｉｆｙ.com"),
+		"escaped":    strings.Replace(text("Acme", "api.spotify.com"), "api.spotify", `api.\u0073potify`, 1),
+		"id":         text("spotify", "api.acme.example"),
+		"alias":      text("SPOTIFY WEB API", "api.acme.example"),
+		"dot":        text("Acme", "api.spotify.com."),
+		"unrelated":  text("Acme", "api.acme.example"),
+		"name-escap": strings.Replace(text("Spotify", "api.acme.example"), `"Spotify"`, `"Sp\u006ftify"`, 1),
+	}
+	for slot, raw := range declaredRows {
+		raw = strings.Replace(raw, `"slot":"x"`, `"slot":"`+slot+`"`, 1)
+		declaredRows[slot] = raw
+		c := store.Connection{AppID: "app", Slot: slot, RequirementJSON: raw, RequirementVersion: 1,
+			Provenance: store.ProvenanceUser, Status: store.StatusDeclared, AllowedHosts: "[]"}
+		if err := d.store.Update(ctx, func(tx *store.Tx) error { return tx.ForgeConnectionForTest(c) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	approved(t, d, "other", req("wx", "api.example.com"))
+	forgePending(t, d, "other", "wx", []byte(strings.Replace(text("Acme", "API.Spotify.com"), `"slot":"x"`, `"slot":"wx"`, 1)))
+	setRecord(t, d, "the digest of an older registry")
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	if d.reconsentRows != len(declaredRows)+1 {
+		t.Fatalf("the upgrade's start checked %d rows, want %d", d.reconsentRows, len(declaredRows)+1)
+	}
+	for slot, raw := range declaredRows {
+		c, err := d.Connection(ctx, "app", slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acted := c.RequirementJSON != raw
+		if want := slot != "dot" && slot != "unrelated"; acted != want {
+			t.Errorf("%s: re-resolved %v, want %v (stored %s, now %s)", slot, acted, want, raw, c.RequirementJSON)
+		}
+		if acted && (c.Requirement == nil || c.Requirement.Provider.Name != "Spotify" || c.Status != StatusDeclared) {
+			t.Errorf("%s: re-resolved to %s (%s), not to the registry's Spotify, declared", slot, c.RequirementJSON, c.Status)
+		}
+	}
+	c, err := d.Connection(ctx, "other", "wx")
+	if err != nil || !c.NeedsReapproval() || c.Pending == nil || c.Pending.Provider.Name != "Spotify" {
+		t.Fatalf("approved row with a staged change to a pinned host: pending %q, %v; want the registry's Spotify staged", c.PendingJSON, err)
+	}
+	if c.Status != StatusApproved || c.Requirement == nil || c.Requirement.Provider.Name != "Example" {
+		t.Fatalf("the approved row's grant changed: %s %s", c.Status, c.RequirementJSON)
+	}
+}
+
+// The executable is named by the Go build ID go build writes into its
+// ELF note (what go tool buildid prints), not by hashing the file; a note
+// of another form, such as a hand-set -ldflags=-buildid, names nothing
+// and the file is hashed instead.
+//
+// conformance: P3-C12.12-10
+func TestExecutableNamedByItsBuildID(t *testing.T) {
+	note := func(name string, typ uint32, id string) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, uint32(len(name)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(id)))
+		b = binary.LittleEndian.AppendUint32(b, typ)
+		return append(append(b, name...), id...)
+	}
+	const part = "HEaiOMi0F6gxPZIS_9Kt"
+	good := part + "/" + "z2ETDkIWp_uy14X0cW21"
+	if got := parseBuildIDNote(note("Go\x00\x00", 4, good), binary.LittleEndian); got != good {
+		t.Errorf("go build's form: %q, want %q", got, good)
+	}
+	for name, data := range map[string][]byte{
+		"one part":      note("Go\x00\x00", 4, part),
+		"hand-set":      note("Go\x00\x00", 4, "v1.2.3/release"),
+		"empty":         note("Go\x00\x00", 4, ""),
+		"empty part":    note("Go\x00\x00", 4, part+"//"+part),
+		"another type":  note("Go\x00\x00", 3, good),
+		"another name":  note("GNU\x00", 4, good),
+		"short":         note("Go\x00\x00", 4, good)[:20],
+		"descsz beyond": append(note("Go\x00\x00", 4, good)[:4], append(binary.LittleEndian.AppendUint32(nil, 1<<31), note("Go\x00\x00", 4, good)[8:]...)...),
+	} {
+		if got := parseBuildIDNote(data, binary.LittleEndian); got != "" {
+			t.Errorf("%s: %q, want none", name, got)
+		}
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to read the test binary's build ID with")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(gobin, "tool", "buildid", self).Output()
+	if err != nil {
+		t.Skipf("go tool buildid: %v", err)
+	}
+	if got, want := goBuildID(self), strings.TrimSpace(string(out)); got != want || got == "" {
+		t.Errorf("goBuildID = %q, go tool buildid says %q", got, want)
+	}
+	if got := executableSum(); got != "go-build-id "+goBuildID(self) {
+		t.Errorf("executableSum = %q, want the build ID", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -116,12 +117,18 @@ func statusOf(b []byte) Status {
 }
 
 // startIndex scans every row into an index whose entries load on first
-// use. Rows mostly arrive grouped by app (storage order is insert order),
-// so the last app and ceiling are tried before the maps.
+// use. Rows mostly arrive grouped by app and in slot order (storage order
+// is insert order), so the last app, the first slot names met and the last
+// ceiling are tried before the maps, and an app's rows are sorted only
+// when they are out of order. The
+// collector runs less often during the scan: nearly everything it
+// allocates stays live, so collecting only finds the index.
 func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantIndex, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(startGCPercent))
 	var (
 		apps     = map[string]*appLoad{}
 		slots    = map[string]string{}
+		few      []string // the first slot names met, interned: tried before slots
 		hosts    = map[string]string{}
 		ceilings = map[string][]string{}
 		h        maphash.Hash
@@ -129,20 +136,33 @@ func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantI
 		lastCol  []byte
 		lastCeil []string
 		slab     []parsed
+		chunk    []grantRow // rows of apps met in one run, each app's a clipped slice of it
+		tail     *appLoad   // the app whose rows end chunk
 	)
 	err := st.EachConnectionHead(ctx, func(c *store.ConnectionHead) error {
 		l := last
 		if l == nil || l.app != string(c.AppID) {
 			if l = apps[string(c.AppID)]; l == nil {
-				l = &appLoad{st: st, log: log, app: string(c.AppID), rows: make([]grantRow, 0, 2)}
+				l = &appLoad{st: st, log: log, app: string(c.AppID)}
 				apps[l.app] = l
 			}
 			last = l
 		}
-		slot, ok := slots[string(c.Slot)]
+		slot, ok := "", false
+		for _, s := range few {
+			if s == string(c.Slot) {
+				slot, ok = s, true
+				break
+			}
+		}
 		if !ok {
-			slot = string(c.Slot)
-			slots[slot] = slot
+			if slot, ok = slots[string(c.Slot)]; !ok {
+				slot = string(c.Slot)
+				slots[slot] = slot
+				if len(few) < 16 {
+					few = append(few, slot)
+				}
+			}
 		}
 		if len(slab) == cap(slab) {
 			slab = make([]parsed, 0, 1024)
@@ -167,17 +187,42 @@ func startIndex(ctx context.Context, st *store.Store, log *slog.Logger) (*grantI
 			}
 			g.ceiling = lastCeil
 		}
-		l.rows = append(l.rows, g)
+		// An app's rows met in one run share a chunk; each app's slice is
+		// clipped (cap == len), so an append that is not the chunk's own
+		// copies instead of writing over the next app's rows.
+		switch n := len(l.rows); {
+		case l == tail && len(chunk) < cap(chunk):
+			chunk = append(chunk, g)
+			l.rows = chunk[len(chunk)-n-1 : len(chunk) : len(chunk)]
+		case l.rows == nil || l == tail:
+			// A new app, or the chunk is full in the middle of one: the
+			// app's rows move to a new chunk when they do not fit.
+			if cap(chunk)-len(chunk) < n+1 {
+				chunk = make([]grantRow, 0, max(1024, 2*(n+1)))
+			}
+			chunk = append(append(chunk, l.rows...), g)
+			l.rows = chunk[len(chunk)-n-1 : len(chunk) : len(chunk)]
+			tail = l
+		default:
+			l.rows = append(l.rows, g) // met again after another app's rows
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	idx := &grantIndex{apps: make(map[string]*appGrants, len(apps))}
+	byslot := func(a, b grantRow) int { return strings.Compare(a.slot, b.slot) }
 	for app, l := range apps {
-		slices.SortFunc(l.rows, func(a, b grantRow) int { return strings.Compare(a.slot, b.slot) })
+		if !slices.IsSortedFunc(l.rows, byslot) {
+			slices.SortFunc(l.rows, byslot)
+		}
 		l.rows = slices.Clip(l.rows)
 		idx.apps[app] = &appGrants{rows: l.rows}
 	}
 	return idx, nil
 }
+
+// startGCPercent is GOGC while the start scans: the heap may grow to five
+// times what is live before a collection, instead of twice.
+const startGCPercent = 400

@@ -1,6 +1,10 @@
 package daemon
 
 import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 
@@ -174,6 +178,92 @@ func TestStartIndexFailedLoadGrantsNothing(t *testing.T) {
 	for i := range a.rows {
 		if g := &a.rows[i]; g.approved() || g.claimsHost("api.example.com") || g.requirement() != nil {
 			t.Fatalf("row %s of a failed load grants or claims", g.slot)
+		}
+	}
+}
+
+// FuzzDecodeHosts: the fast path reads an allowed_hosts column to exactly
+// what encoding/json reads, whenever it accepts one.
+func FuzzDecodeHosts(f *testing.F) {
+	for _, s := range []string{`[]`, `["api.example.com"]`, `["a.example","b.example"]`, `["a,b"]`, `[","]`, `["a" ,"b"]`,
+		`["\u0061"]`, `[""]`, `["a"]x`, `"a"`, `["a""b"]`, `[1]`, `null`, "[\"\xff\"]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, col string) {
+		fast, ok := decodeHostsFast(col)
+		if !ok {
+			return
+		}
+		var want []string
+		if err := json.Unmarshal([]byte(col), &want); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", col, err)
+		}
+		if want == nil {
+			want = []string{}
+		}
+		if !slices.Equal(fast, want) || fast == nil {
+			t.Fatalf("fast path read %q as %q, encoding/json as %q", col, fast, want)
+		}
+	})
+}
+
+// The start's scan keeps each app's rows apart however they arrive: apps
+// met in one run share chunks (here across a chunk's end), and apps whose
+// rows interleave in storage order get their own; every app ends with
+// exactly its rows, in slot order.
+func TestStartIndexRowsApartInStorageOrder(t *testing.T) {
+	st, err := store.Open(t.Context(), store.Options{Dir: t.TempDir() + "/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	row := func(app string, slot int) store.Connection {
+		s := fmt.Sprintf("s%d", slot)
+		return store.Connection{AppID: app, Slot: s, RequirementJSON: fmt.Sprintf(startRequirement, s, "api.example.com", "api.example.com"),
+			RequirementVersion: 1, Provenance: store.ProvenanceUser, Status: store.StatusDeclared, AllowedHosts: "[]"}
+	}
+	var order []store.Connection
+	for a := range 150 { // 1,050 rows in runs, then 350 interleaved
+		for s := range 7 {
+			order = append(order, row(fmt.Sprintf("a%03d", a), 6-s))
+		}
+	}
+	for s := range 7 {
+		for a := 150; a < 200; a++ {
+			order = append(order, row(fmt.Sprintf("a%03d", a), s))
+		}
+	}
+	order = append(order, row("a000", 7)) // the first app, once more at the end
+	err = st.Update(t.Context(), func(tx *store.Tx) error {
+		for _, c := range order {
+			if _, err := tx.UpsertConnection(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := startIndex(t.Context(), st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.apps) != 200 {
+		t.Fatalf("%d apps, want 200", len(idx.apps))
+	}
+	for app, a := range idx.apps {
+		want := 7
+		if app == "a000" {
+			want = 8
+		}
+		if len(a.rows) != want {
+			t.Fatalf("%s: %d rows, want %d", app, len(a.rows), want)
+		}
+		for i := range a.rows {
+			if g := &a.rows[i]; g.slot != fmt.Sprintf("s%d", i) || g.lazy.app != app {
+				t.Fatalf("%s: row %d is %s of %s", app, i, g.slot, g.lazy.app)
+			}
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/snug/snugd/daemon/requirement"
 )
@@ -32,6 +33,10 @@ type Registry struct {
 	byEndpoints map[endpointPin]*entry
 	// helpers maps a helper's symbolic host to its ID.
 	helpers map[string]string
+	// matcher is MayTrigger's automaton over byName's and byHost's keys,
+	// built on first use (prefilter.go).
+	matcherOnce sync.Once
+	matcher     *keyMatcher
 }
 
 type endpointPin struct{ authorize, token string }

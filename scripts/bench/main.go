@@ -58,6 +58,7 @@ func main() {
 	flag.StringVar(&cfg.perf, "perf", "", "if set, record snugd with perf(1) under the small and the 1 MiB load at 16 concurrent into FILE-small and FILE-big, and the small one at 1 concurrent into FILE-small1")
 	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "with -perf: set up, warm up, record the load profiles and one start on -rows rows (FILE-start), and stop (no table)")
 	flag.BoolVar(&cfg.startOnly, "start-only", false, "measure only the start to healthy at 10 and -rows rows (no upstream, nginx or load)")
+	flag.BoolVar(&cfg.upgrade, "upgrade", true, "also time the first start on -rows rows after an upgrade (the pin re-consent record forgotten before each)")
 	flag.Parse()
 	if cfg.snugd == "" || cfg.dir == "" {
 		fmt.Fprintln(os.Stderr, "usage: bench -snugd BIN -dir DIR (run scripts/bench.sh)")
@@ -75,5 +76,5 @@ type config struct {
 	snugd, dir, upNS, serverCPU, perf string
 	reps, rows                        int
 	scale                             float64
-	profileOnly, startOnly            bool
+	profileOnly, startOnly, upgrade   bool
 }

@@ -240,6 +240,11 @@ const headColumns = "app_id, slot, status, allowed_hosts, imported || ',' || req
 // building a Connection per row: the start's index build reads 100,000
 // rows through it. An error from fn stops the scan and is returned.
 func (s *Store) EachConnectionHead(ctx context.Context, fn func(*ConnectionHead) error) error {
+	err := s.rawHeads(ctx, fn)
+	if !errors.Is(err, errNoRawScan) {
+		return err
+	}
+	s.log.Warn("scan connection heads through database/sql", "err", err)
 	return s.View(ctx, func(tx *Tx) error {
 		return eachHead(tx, false, fn, "SELECT "+headColumns+" FROM snug_connections")
 	})
@@ -279,6 +284,60 @@ func eachHead(tx *Tx, withRequirement bool, fn func(*ConnectionHead) error, quer
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("scan connections: %w", err)
+	}
+	return nil
+}
+
+// ConnectionText is one row as EachConnectionText hands it over: its key,
+// status and requirement texts. Every slice is valid only during the
+// callback; PendingRequirementJSON is nil when the column is NULL.
+type ConnectionText struct {
+	AppID, Slot, Status                     []byte
+	RequirementJSON, PendingRequirementJSON []byte
+}
+
+// EachConnectionText calls fn with every row, in storage order, in one
+// read transaction, without building a Connection per row: the start's pin
+// re-consent pass filters 100,000 rows through it and reads in full only
+// the few it must check. An error from fn stops the scan and is returned.
+func (s *Store) EachConnectionText(ctx context.Context, fn func(*ConnectionText) error) error {
+	err := s.rawTexts(ctx, fn)
+	if !errors.Is(err, errNoRawScan) {
+		return err
+	}
+	s.log.Warn("scan connection requirements through database/sql", "err", err)
+	return s.View(ctx, func(tx *Tx) error { return eachText(tx, fn) })
+}
+
+// eachText is EachConnectionText through database/sql.
+func eachText(tx *Tx, fn func(*ConnectionText) error) error {
+	rows, err := tx.query("SELECT app_id, slot, status, requirement_json, pending_requirement_json, pending_requirement_json IS NOT NULL FROM snug_connections")
+	if err != nil {
+		return fmt.Errorf("scan connection requirements: %w", err)
+	}
+	defer rows.Close()
+	var (
+		c                            ConnectionText
+		app, slot, status, req, pend sql.RawBytes
+		hasPending                   bool
+	)
+	for rows.Next() {
+		if err := rows.Scan(&app, &slot, &status, &req, &pend, &hasPending); err != nil {
+			return fmt.Errorf("scan connection requirements: %w", err)
+		}
+		c.AppID, c.Slot, c.Status, c.RequirementJSON, c.PendingRequirementJSON = app, slot, status, req, nil
+		if hasPending {
+			c.PendingRequirementJSON = pend
+			if c.PendingRequirementJSON == nil {
+				c.PendingRequirementJSON = []byte{}
+			}
+		}
+		if err := fn(&c); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan connection requirements: %w", err)
 	}
 	return nil
 }
