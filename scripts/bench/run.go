@@ -380,8 +380,8 @@ func printStarts(cfg config, starts map[int][]startSample) {
 			ts = append(ts, float64(s.took)/float64(time.Millisecond))
 			rs = append(rs, float64(s.rss))
 		}
-		fmt.Printf("| start to healthy, %d connection rows, first after an upgrade (every row checked for re-consent) | — | — | %s | — |\n", cfg.rows, ms(median(ts)))
-		fmt.Printf("| RSS when healthy, %d connection rows, first after an upgrade | — | — | %s | — |\n", cfg.rows, mib(median(rs)))
+		fmt.Printf("| start to healthy, %d connection rows, first after an upgrade (every row checked for re-consent) | — | — | — | %s | — | — |\n", cfg.rows, ms(median(ts)))
+		fmt.Printf("| RSS when healthy, %d connection rows, first after an upgrade | — | — | — | %s | — | — |\n", cfg.rows, mib(median(rs)))
 	}
 }
 
