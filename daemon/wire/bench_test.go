@@ -58,14 +58,21 @@ func BenchmarkEncodeNetResponse(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendJSONString is the encoder's string escape alone, into a
-// reused buffer: 1 MiB that needs no escape and 1 MiB of JSON (a quote
-// every few bytes).
-func BenchmarkAppendJSONString(b *testing.B) {
-	for _, bc := range []struct{ name, s string }{
+// escapeBenchCases are 1 MiB that needs no escape, 1 MiB of JSON text
+// with a quote every few bytes (an array of small objects, as an API
+// answers), and 1 MiB of mostly non-ASCII text.
+func escapeBenchCases() []struct{ name, s string } {
+	return []struct{ name, s string }{
 		{"plain", strings.Repeat("0123456789abcdef", MaxNetResponseBody/16)},
 		{"json", strings.Repeat(`{"id":1,"name":"item"},`, MaxNetResponseBody/23)},
-	} {
+		{"utf8", strings.Repeat(`{"名前":"日本語のテキスト","city":"Zürich"},`, MaxNetResponseBody/60)},
+	}
+}
+
+// BenchmarkAppendJSONString is the encoder's string escape alone, into a
+// reused buffer, over escapeBenchCases.
+func BenchmarkAppendJSONString(b *testing.B) {
+	for _, bc := range escapeBenchCases() {
 		b.Run(bc.name, func(b *testing.B) {
 			dst := make([]byte, 0, 2*len(bc.s))
 			b.SetBytes(int64(len(bc.s)))
