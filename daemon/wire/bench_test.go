@@ -60,11 +60,14 @@ func BenchmarkEncodeNetResponse(b *testing.B) {
 
 // escapeBenchCases are 1 MiB that needs no escape, 1 MiB of JSON text
 // with a quote every few bytes (an array of small objects, as an API
-// answers), and 1 MiB of mostly non-ASCII text.
+// answers), 1 MiB with one every 17 bytes (as dense as a 1 MiB body's
+// escapes can be and fit the net frame size class), and 1 MiB of mostly
+// non-ASCII text.
 func escapeBenchCases() []struct{ name, s string } {
 	return []struct{ name, s string }{
 		{"plain", strings.Repeat("0123456789abcdef", MaxNetResponseBody/16)},
 		{"json", strings.Repeat(`{"id":1,"name":"item"},`, MaxNetResponseBody/23)},
+		{"json-sparse", strings.Repeat(`{"t":1733011260,"v":[19.01,41.07,1013.03,0.0037,17.11,4.13,61.1,17]},`, MaxNetResponseBody/70)}, // scripts/bench's /big
 		{"utf8", strings.Repeat(`{"名前":"日本語のテキスト","city":"Zürich"},`, MaxNetResponseBody/60)},
 	}
 }
