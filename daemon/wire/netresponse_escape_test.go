@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -232,5 +233,49 @@ func BenchmarkJSONEscapeRef(b *testing.B) {
 				dst = refAppendJSONString(dst[:0], bc.s)
 			}
 		})
+	}
+}
+
+// TestAppendJSONStringBlocks: the 64-byte block path (texts long enough
+// for it) against the reference: every byte value at every offset of two
+// blocks and their read-ahead, and random texts mixing long safe runs,
+// escapes of every kind (dense, sparse, runs of them past 32 bytes) and
+// now and then a non-ASCII byte, at lengths around the block edges.
+func TestAppendJSONStringBlocks(t *testing.T) {
+	base := strings.Repeat("abcdefgh", 26) // 208 bytes
+	for c := range 256 {
+		for p := range len(base) {
+			b := []byte(base)
+			b[p] = byte(c)
+			if got, want := appendJSONString(nil, string(b)), refAppendJSONString(nil, string(b)); !bytes.Equal(got, want) {
+				t.Fatalf("byte %#x at %d: got %q, want %q", c, p, got, want)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	esc := []byte{'"', '\\', '\n', 0, 0x1f, '\t', 0x7f}
+	for range 3000 {
+		b := make([]byte, 90+r.IntN(400))
+		dense := r.IntN(40) + 1
+		for i := range b {
+			switch x := r.IntN(dense * 20); {
+			case x < 20:
+				b[i] = esc[r.IntN(len(esc))]
+			case x == 20 && r.IntN(8) == 0:
+				b[i] = byte(0x80 + r.IntN(0x80))
+			default:
+				b[i] = byte(0x20 + r.IntN(0x5f))
+				if b[i] == '"' || b[i] == '\\' {
+					b[i] = 'x'
+				}
+			}
+		}
+		if r.IntN(10) == 0 { // a run of escapes longer than a copyRun
+			k := r.IntN(len(b) - 70)
+			for j := k; j < k+70; j++ {
+				b[j] = '"'
+			}
+		}
+		checkEscape(t, string(b))
 	}
 }
