@@ -131,8 +131,8 @@ func unsafeBytes(w uint64) uint64 {
 // ASCII byte, as a little-endian word and its length: the byte itself
 // when it is safe (length 1); \" and \\; the five named controls \b,
 // \f, \n, \r and \t; and \u00xx for every other byte below 0x20. The
-// encoder stores the whole word and advances by the length: one store per
-// byte, no branch on whether or how it is escaped.
+// fast loop stores the whole word and advances by the length: one table
+// load and one store per escape, whichever escape it is.
 var jsonEsc = func() (t [utf8.RuneSelf]struct {
 	word uint64
 	n    int
@@ -153,16 +153,6 @@ var jsonEsc = func() (t [utf8.RuneSelf]struct {
 		e string
 	}{{'"', `\"`}, {'\\', `\\`}, {'\b', `\b`}, {'\f', `\f`}, {'\n', `\n`}, {'\r', `\r`}, {'\t', `\t`}} {
 		set(e.c, e.e)
-	}
-	return t
-}()
-
-// jsonEscPacked is jsonEsc with each length in its word's top byte (an
-// escape is at most six bytes long, so the top byte is free; a later store
-// overwrites what it leaves past the escape): one load per byte.
-var jsonEscPacked = func() (t [utf8.RuneSelf]uint64) {
-	for c, e := range jsonEsc {
-		t[c] = e.word | uint64(e.n)<<56
 	}
 	return t
 }()
