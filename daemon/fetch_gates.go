@@ -605,7 +605,9 @@ func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 	// The body's one UTF-8 pass: made valid before the scrub (which sees
 	// what the app would), and the Text kept when the scrub changes
 	// nothing, the common case, since its content is then the same bytes.
-	// Only a body the scrub did rewrite is looked at again.
+	// Only a body the scrub did rewrite is looked at again. raw aliases
+	// the read buffer, which nothing writes until run hands it back after
+	// the answer is encoded, so a Text of it stays what was validated.
 	text := wire.ValidText(raw)
 	if body := clean(text.String()); !sameString(body, text.String()) {
 		text = wire.ValidText(body)
