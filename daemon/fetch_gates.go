@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/snug/snugd/daemon/errcode"
@@ -603,11 +602,16 @@ func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 		return s
 	}
 	raw := r.text() // in place: valid until run hands the buffer back
-	body := raw
-	if !utf8.ValidString(body) { // validate once; convert only what is invalid
-		body = strings.ToValidUTF8(body, "\uFFFD")
+	// The body's one UTF-8 pass: made valid before the scrub (which sees
+	// what the app would), and the Text kept when the scrub changes
+	// nothing, the common case, since its content is then the same bytes.
+	// Only a body the scrub did rewrite is looked at again. raw aliases
+	// the read buffer, which nothing writes until run hands it back after
+	// the answer is encoded, so a Text of it stays what was validated.
+	text := wire.ValidText(raw)
+	if body := clean(text.String()); !sameString(body, text.String()) {
+		text = wire.ValidText(body)
 	}
-	body = clean(body)
 	header := make(map[string][]string, len(r.header))
 	for name, vs := range r.header {
 		if !wire.AllowedResponseHeader(name) {
@@ -629,11 +633,18 @@ func (e *executor) readResponse(_ context.Context, f *fetch) *errcode.Error {
 			return f.conn.scrubResolved(s) // nil-safe: a no-op without a connection URL
 		}))
 	}
-	resp, err := wire.NewNetResponse(f.req.RequestID, f.req.URL, r.status, header, body)
+	resp, err := wire.NewNetResponseText(f.req.RequestID, f.req.URL, r.status, header, text)
 	if err != nil {
 		code, _ := errcode.CodeOf(err)
 		return refuse(code, "the upstream answer cannot be delivered")
 	}
 	f.out = resp
 	return nil
+}
+
+// sameString reports whether a and b are the same string: the same bytes
+// at the same address (what the scrub returns when it replaces nothing),
+// in O(1). Equal content elsewhere reports false.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }

@@ -98,3 +98,49 @@ func TestBodyPoolOnlyClass(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCappedChunkedPooled: a body read without a length (chunked,
+// HTTP/2 without content-length) that outgrows half of poolJump moves to
+// a pooled class buffer instead of doubling on, arrives whole, and is
+// still capped at MaxBodyBytes; a shorter one keeps a buffer to fit.
+//
+// conformance: P1-R6-06
+func TestReadCappedChunkedPooled(t *testing.T) {
+	for _, size := range []int{poolJump/2 - 1, poolJump/2 + 1, poolJump, MaxBodyBytes} {
+		data := bytes.Repeat([]byte("0123456789abcdef"), size/16+1)[:size]
+		got, err := readCapped(&chunkReader{data: data, n: 16 << 10}, MaxBodyBytes, -1)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("readCapped(%d bytes, no length) = %d bytes, %v", size, len(got), err)
+		}
+		if pooled := cap(got) == bodyClass; pooled != (size > poolJump/2) {
+			t.Errorf("readCapped(%d bytes, no length): capacity %d, pooled %v", size, cap(got), pooled)
+		}
+		(&Response{Body: got}).Release()
+	}
+	over := bytes.Repeat([]byte("x"), MaxBodyBytes+1)
+	if got, err := readCapped(&chunkReader{data: over, n: 16 << 10}, MaxBodyBytes, -1); !errors.Is(err, ErrBodyTooLarge) || got != nil {
+		t.Errorf("readCapped(1 MiB + 1, no length) = %d bytes, %v; want ErrBodyTooLarge", len(got), err)
+	}
+}
+
+// BenchmarkReadCapped reads a 1 MiB body in 16 KiB reads (what a TLS
+// connection yields) with its length known and without (chunked).
+func BenchmarkReadCapped(b *testing.B) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), MaxBodyBytes/16)
+	for _, bc := range []struct {
+		name string
+		hint int64
+	}{{"length", MaxBodyBytes}, {"chunked", -1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				body, err := readCapped(&chunkReader{data: data, n: 16 << 10}, MaxBodyBytes, bc.hint)
+				if err != nil {
+					b.Fatal(err)
+				}
+				(&Response{Body: body}).Release()
+			}
+		})
+	}
+}

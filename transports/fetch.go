@@ -169,6 +169,10 @@ func roundTrip(ctx context.Context, rt http.RoundTripper, req *http.Request, lim
 	return out, nil
 }
 
+// poolJump is the size from which readCapped's growth jumps to the pooled
+// class buffer.
+const poolJump = 128 << 10
+
 // readCapped reads r to its end, keeping at most limit bytes in memory. If r
 // holds more than limit bytes it stops after reading limit+1 and reports
 // ErrBodyTooLarge (ruling R5, Part I R6: capped while reading, never after
@@ -184,8 +188,16 @@ func readCapped(r io.Reader, limit, hint int64) ([]byte, error) {
 	buf := newBodyBuf(0, size)
 	for {
 		if len(buf) == cap(buf) {
-			// Grow geometrically, but never past limit+1.
+			// Grow geometrically, but never past limit+1; at the default
+			// cap, a body that outgrows poolJump/2 without an honest
+			// length (chunked, HTTP/2 without content-length) goes
+			// straight to a pooled class buffer rather than on through
+			// the doublings, each a fresh allocation and a copy of all
+			// read so far (a 1 MiB body: a MiB of each).
 			next := min(int64(cap(buf))*2, limit+1)
+			if limit+1 == bodyClass && next >= poolJump {
+				next = bodyClass
+			}
 			if next <= int64(cap(buf)) {
 				next = int64(cap(buf)) + 1
 			}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,14 +59,24 @@ func BenchmarkEncodeNetResponse(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendJSONString is the encoder's string escape alone, into a
-// reused buffer: 1 MiB that needs no escape and 1 MiB of JSON (a quote
-// every few bytes).
-func BenchmarkAppendJSONString(b *testing.B) {
-	for _, bc := range []struct{ name, s string }{
+// escapeBenchCases are 1 MiB that needs no escape, 1 MiB of JSON text
+// with a quote every few bytes (an array of small objects, as an API
+// answers), 1 MiB with one every 17 bytes (as dense as a 1 MiB body's
+// escapes can be and fit the net frame size class), and 1 MiB of mostly
+// non-ASCII text.
+func escapeBenchCases() []struct{ name, s string } {
+	return []struct{ name, s string }{
 		{"plain", strings.Repeat("0123456789abcdef", MaxNetResponseBody/16)},
 		{"json", strings.Repeat(`{"id":1,"name":"item"},`, MaxNetResponseBody/23)},
-	} {
+		{"json-sparse", readingsJSON(MaxNetResponseBody)}, // scripts/bench's /big
+		{"utf8", strings.Repeat(`{"名前":"日本語のテキスト","city":"Zürich"},`, MaxNetResponseBody/60)},
+	}
+}
+
+// BenchmarkAppendJSONString is the encoder's string escape alone, into a
+// reused buffer, over escapeBenchCases.
+func BenchmarkAppendJSONString(b *testing.B) {
+	for _, bc := range escapeBenchCases() {
 		b.Run(bc.name, func(b *testing.B) {
 			dst := make([]byte, 0, 2*len(bc.s))
 			b.SetBytes(int64(len(bc.s)))
@@ -74,4 +85,31 @@ func BenchmarkAppendJSONString(b *testing.B) {
 			}
 		})
 	}
+}
+
+// readingsJSON is scripts/bench's /big (bigJSON there): n bytes of JSON
+// text, an array of small objects whose numbers vary in width, so its
+// escapes (a '"' every 17 bytes or so) fall at irregular places.
+func readingsJSON(n int) string {
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('[')
+	var obj []byte
+	for i := 0; ; i++ {
+		obj = obj[:0]
+		if i > 0 {
+			obj = append(obj, ',')
+		}
+		obj = fmt.Appendf(obj, `{"t":%d,"v":[%d.%02d,%d.%02d,1013.%02d,0.%04d,17.%02d,%d.%02d,%d.%d,%d]}`,
+			1733011200+60*i, 18+i%9, i%100, 40+i%50, i*7%100, i*3%100, i*37%10000, i*11%100, 3+i%6, i*13%100, 60+i%30, i%10, i*17%1000)
+		if b.Len()+len(obj)+1 > n {
+			break
+		}
+		b.Write(obj)
+	}
+	for b.Len() < n-1 {
+		b.WriteByte(' ')
+	}
+	b.WriteByte(']')
+	return b.String()
 }

@@ -157,21 +157,61 @@ func (r NetResponse) MarshalJSON() ([]byte, error) {
 // for a body over MaxNetResponseBody (ruling R5: never truncated). The
 // caller answers that error with NetErrorResponse.
 func NewNetResponse(requestID, url string, status int, header map[string][]string, body string) (NetResponse, error) {
+	if err := checkAnswer(status, len(body)); err != nil {
+		return NetResponse{}, err
+	}
+	return newNetResponse(requestID, url, status, header, ValidText(body)), nil
+}
+
+// NewNetResponseText is NewNetResponse for a body that is already Text:
+// the executor validates an upstream body once, before it scrubs it, and
+// hands the result here rather than have it looked at again. The size
+// and status checks are NewNetResponse's, on the body as given.
+func NewNetResponseText(requestID, url string, status int, header map[string][]string, body Text) (NetResponse, error) {
+	if err := checkAnswer(status, len(body.s)); err != nil {
+		return NetResponse{}, err
+	}
+	return newNetResponse(requestID, url, status, header, body), nil
+}
+
+// checkAnswer refuses an answer that may not pass: a status outside
+// 100–599, or a body over the cap.
+func checkAnswer(status, bodyLen int) error {
 	if status < 100 || status > 599 {
-		return NetResponse{}, errcode.New(errcode.NetFetchFailed, "the upstream answered with an invalid status")
+		return errcode.New(errcode.NetFetchFailed, "the upstream answered with an invalid status")
 	}
-	if len(body) > MaxNetResponseBody {
-		return NetResponse{}, errcode.New(errcode.NetSizeExceeded, fmt.Sprintf("the response body exceeds %d bytes", MaxNetResponseBody))
+	if bodyLen > MaxNetResponseBody {
+		return errcode.New(errcode.NetSizeExceeded, fmt.Sprintf("the response body exceeds %d bytes", MaxNetResponseBody))
 	}
-	if !utf8.ValidString(body) { // the executor hands over valid text: check, do not copy
-		body = strings.ToValidUTF8(body, "\uFFFD")
-	}
+	return nil
+}
+
+func newNetResponse(requestID, url string, status int, header map[string][]string, body Text) NetResponse {
 	h := FilterResponseHeaders(header)
 	if _, ok := h["content-length"]; ok {
-		h["content-length"] = strconv.Itoa(len(body))
+		h["content-length"] = strconv.Itoa(len(body.s))
 	}
-	return NetResponse{RequestID: requestID, Status: status, Headers: h, Body: body, URL: url}, nil
+	return NetResponse{RequestID: requestID, Status: status, Headers: h, Body: body.s, URL: url}
 }
+
+// Text is a string that is valid UTF-8. ValidText is the only way to
+// make one (the zero Text, "", is valid too), so whatever holds a Text
+// holds valid UTF-8 without looking again: a frame built from one never
+// carries invalid UTF-8, whoever built it.
+type Text struct{ s string }
+
+// ValidText returns s as Text: s itself, not copied, when it is valid
+// UTF-8 (one pass over it), else s with each run of invalid bytes
+// replaced by U+FFFD (strings.ToValidUTF8).
+func ValidText(s string) Text {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return Text{s}
+}
+
+// String returns the text.
+func (t Text) String() string { return t.s }
 
 // NetErrorResponse builds the error net-response for err, with the
 // envelope ErrorBodyOf gives (a reserved or unknown code becomes

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -90,105 +92,191 @@ func appendErrorBody(dst []byte, b ErrorBody) []byte {
 	return append(dst, '}')
 }
 
-// jsonSafe marks the ASCII bytes a JSON string holds as they are, the way
-// encoding/json does with HTML escaping off: everything from 0x20 up but
-// '"' and '\\' (0x7f included).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
 // Word-at-a-time constants: every byte 0x01, and every byte 0x80.
 const (
 	lo8 = 0x0101010101010101
 	hi8 = 0x8080808080808080
 )
 
-// load8 reads the eight bytes of t (len(t) == 8) as a little-endian
-// word: one load.
-func load8(t string) uint64 {
+const hexDigits = "0123456789abcdef"
+
+// load8 reads s[i:i+8] as a little-endian word: one load.
+func load8(s string, i int) uint64 {
+	t := s[i : i+8]
 	return uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
 		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
 }
 
-// safeWord reports whether the eight bytes of w are all jsonSafe: none
-// below 0x20, none '"' or '\\', none non-ASCII. Each test is exact for
-// the word as a whole (the "has a byte less than n" and "has a zero
-// byte" identities, n ≤ 128), so no unsafe byte is ever skipped.
-func safeWord(w uint64) bool {
-	ctl := (w - lo8*0x20) & ^w           // high bit: a byte < 0x20 (or a borrow past one)
-	q := w ^ (lo8 * '"')                 // a zero byte where w has '"'
-	b := w ^ (lo8 * '\\')                // a zero byte where w has '\\'
-	quote := (q - lo8) & ^q              // high bit: a zero byte in q
-	bslash := (b - lo8) & ^b             // high bit: a zero byte in b
-	return (ctl|quote|bslash|w)&hi8 == 0 // w's own high bits: non-ASCII
+// unsafeBytes returns the high bit of every byte of w (little-endian)
+// that a JSON string cannot hold as it is, the way encoding/json writes
+// one with HTML escaping off: a byte below 0x20, '"', '\\', or a
+// non-ASCII byte (which may need \ufffd or \u2028). Everything from 0x20
+// up but '"' and '\\' is safe, 0x7f included.
+//
+// It is zero exactly when all eight bytes are safe, and its lowest set
+// bit is exactly the first unsafe byte: a subtraction borrows out of a
+// byte only where that byte is itself flagged (below 0x20, or a '"' or
+// '\\' made zero by the xor), so a borrow can mark a byte above the first
+// unsafe one but never one below it, and a safe byte (0x20–0x7f, neither
+// '"' nor '\\') sets no high bit in any of the four terms. Bytes above
+// the first unsafe one may be flagged wrongly; the encoder looks only at
+// the lowest.
+func unsafeBytes(w uint64) uint64 {
+	q := w ^ (lo8 * '"')
+	b := w ^ (lo8 * '\\')
+	return ((w - lo8*0x20) | (q - lo8) | (b - lo8) | w) & hi8
 }
+
+// jsonEsc is what encoding/json (HTML escaping off) writes for each
+// ASCII byte, as a little-endian word and its length: the byte itself
+// when it is safe (length 1); \" and \\; the five named controls \b,
+// \f, \n, \r and \t; and \u00xx for every other byte below 0x20. The
+// fast loop stores the whole word and advances by the length: one table
+// load and one store per escape, whichever escape it is.
+var jsonEsc = func() (t [utf8.RuneSelf]struct {
+	word uint64
+	n    int
+}) {
+	set := func(c byte, e string) {
+		var w [8]byte
+		copy(w[:], e)
+		t[c].word, t[c].n = binary.LittleEndian.Uint64(w[:]), len(e)
+	}
+	for c := range byte(utf8.RuneSelf) {
+		set(c, string(c))
+	}
+	for c := range byte(0x20) {
+		set(c, `\u00`+hexDigits[c>>4:c>>4+1]+hexDigits[c&0xf:c&0xf+1])
+	}
+	for _, e := range []struct {
+		c byte
+		e string
+	}{{'"', `\"`}, {'\\', `\\`}, {'\b', `\b`}, {'\f', `\f`}, {'\n', `\n`}, {'\r', `\r`}, {'\t', `\t`}} {
+		set(e.c, e.e)
+	}
+	return t
+}()
+
+// The six-byte escapes of the non-ASCII cases, as little-endian words:
+// \ufffd for a byte that is not valid UTF-8, and \u2028 (\u2029 is one
+// more in its last byte).
+var (
+	escBadByte = binary.LittleEndian.Uint64([]byte(`\ufffd` + "\x00\x00"))
+	escU2028   = binary.LittleEndian.Uint64([]byte(`\u2028` + "\x00\x00"))
+)
 
 // appendJSONString appends s as a JSON string exactly as encoding/json
 // writes it with SetEscapeHTML(false): '"' and '\\' escaped; \b, \f, \n,
 // \r and \t by name; other control bytes as \u00xx; invalid UTF-8 as
 // \ufffd, one per bad byte; U+2028 and U+2029 as \u2028 and \u2029 (so the
 // output is also valid JavaScript); everything else, <, > and & included,
-// as it is. Safe runs are copied in one append.
+// as it is.
+//
+// While dst has fastRoom bytes of room and s eight bytes left, appendJSONFast
+// does the work by index in dst's spare capacity; the rest (the last
+// bytes of s, or a full dst) goes one character at a time by append,
+// which grows dst only when the output does not fit: a frame that fits
+// its buffer stays in it.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	start := 0
 	for i := 0; i < len(s); {
-		// Eight safe bytes at a time: most of a body needs no escape.
-		// Then byte by byte to the byte that needs one (JSON text has
-		// one every few bytes), and back to words only after it.
-		for i+8 <= len(s) && safeWord(load8(s[i:i+8])) {
-			i += 8
+		if i+8 <= len(s) && cap(dst)-len(dst) >= fastRoom {
+			dst, i = appendJSONFast(dst, s, i)
+			continue
 		}
-		for i < len(s) && s[i] < utf8.RuneSelf && jsonSafe[s[i]] {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			e := jsonEsc[c]
+			dst = appendWord(dst, e.word, e.n)
 			i++
-		}
-		if i == len(s) {
-			break
-		}
-		if c := s[i]; c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = appendWord(dst, escBadByte, 6)
+		case r == '\u2028' || r == '\u2029':
+			dst = appendWord(dst, escU2028+uint64(r&1)<<40, 6)
+		default:
+			dst = append(dst, s[i:i+size]...)
 		}
 		i += size
 	}
-	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendWord appends the first n bytes of the little-endian word w.
+func appendWord(dst []byte, w uint64, n int) []byte {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], w)
+	return append(dst, b[:n]...)
+}
+
+// fastRoom is the spare capacity one step of appendJSONFast may write
+// into: a stored word, and after up to seven safe bytes of it an escape
+// stored as a word of eight (15 bytes in all).
+const fastRoom = 16
+
+// appendJSONFast is appendJSONString's loop over s[i:] while s has eight
+// bytes left and dst fastRoom bytes of room. It returns dst extended and
+// where it stopped.
+//
+// Each step stores the next eight bytes of s as they are and advances
+// past their safe prefix. When all eight are safe it then tries whole
+// 32-byte blocks (four words, their flags or-ed: one test); else it
+// handles the first unsafe byte alone, an ASCII escape by one table load
+// and one stored word, a non-ASCII byte by decoding its rune, and the next
+// step starts after it. So no safe run, short or long, costs a copy call
+// or an append.
+func appendJSONFast(dst []byte, s string, i int) ([]byte, int) {
+	n := len(dst)
+	buf := dst[:cap(dst)]
+	for i+8 <= len(s) && n+fastRoom <= len(buf) {
+		w := load8(s, i)
+		m := unsafeBytes(w)
+		if m == 0 {
+			binary.LittleEndian.PutUint64(buf[n:], w)
+			i, n = i+8, n+8
+			for i+32 <= len(s) && n+32 <= len(buf) {
+				w0, w1, w2, w3 := load8(s, i), load8(s, i+8), load8(s, i+16), load8(s, i+24)
+				if unsafeBytes(w0)|unsafeBytes(w1)|unsafeBytes(w2)|unsafeBytes(w3) != 0 {
+					break
+				}
+				b := buf[n : n+32]
+				binary.LittleEndian.PutUint64(b[0:], w0)
+				binary.LittleEndian.PutUint64(b[8:], w1)
+				binary.LittleEndian.PutUint64(b[16:], w2)
+				binary.LittleEndian.PutUint64(b[24:], w3)
+				i, n = i+32, n+32
+			}
+			continue
+		}
+		binary.LittleEndian.PutUint64(buf[n:], w)
+		k := bits.TrailingZeros64(m) >> 3
+		i, n = i+k, n+k
+		if c := s[i]; c < utf8.RuneSelf {
+			e := jsonEsc[c]
+			binary.LittleEndian.PutUint64(buf[n:], e.word)
+			i, n = i+1, n+e.n
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			binary.LittleEndian.PutUint64(buf[n:], escBadByte)
+			n += 6
+		case r == '\u2028' || r == '\u2029':
+			binary.LittleEndian.PutUint64(buf[n:], escU2028+uint64(r&1)<<40)
+			n += 6
+		default:
+			// Valid: its bytes as they are (at most four, and the word
+			// stored above already holds those that fall inside it).
+			for j := range size {
+				buf[n+j] = s[i+j]
+			}
+			n += size
+		}
+		i += size
+	}
+	return buf[:n], i
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/snug/snugd/daemon/errcode"
 )
@@ -116,6 +117,39 @@ func TestNewNetResponse(t *testing.T) {
 	}
 	if _, err := NewNetResponse("r1", "", 200, nil, strings.Repeat("x", MaxNetResponseBody)); err != nil {
 		t.Errorf("NewNetResponse(1 MiB body) = %v, want nil", err)
+	}
+}
+
+// TestNewNetResponseText: a Text is valid UTF-8 whoever made it (each
+// run of invalid bytes one U+FFFD, a valid string not copied, the zero
+// Text empty), and building from one is NewNetResponse on its string:
+// the same response, the same refusals.
+//
+// conformance: P1-NET3-11, P1-NET3-13, P1-NET3-14
+func TestNewNetResponseText(t *testing.T) {
+	for in, want := range map[string]string{"": "", "héllo": "héllo", "a\xffb": "a\uFFFDb", "\xff\xfe\xfd": "\uFFFD", "x\xe2\x82": "x\uFFFD", "\xed\xa0\x80": "\uFFFD"} {
+		if got := ValidText(in).String(); got != want {
+			t.Errorf("ValidText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if (Text{}).String() != "" {
+		t.Errorf("the zero Text is not empty")
+	}
+	long := strings.Repeat("0123456789abcdef", 4096)
+	if got := ValidText(long).String(); unsafe.StringData(got) != unsafe.StringData(long) {
+		t.Errorf("ValidText copied a valid string")
+	}
+	h := http.Header{"Content-Type": {"text/plain"}, "Content-Length": {"999"}, "Set-Cookie": {"s=1"}}
+	for _, body := range []string{"", "héllo", "a\xffb", strings.Repeat("x", MaxNetResponseBody), strings.Repeat("x", MaxNetResponseBody+1)} {
+		for _, status := range []int{0, 99, 100, 200, 404, 599, 600} {
+			want, wantErr := NewNetResponse("r1", "https://api.example.com/x", status, h, body)
+			got, err := NewNetResponseText("r1", "https://api.example.com/x", status, h, ValidText(body))
+			code, _ := errcode.CodeOf(err)
+			wantCode, _ := errcode.CodeOf(wantErr)
+			if !reflect.DeepEqual(got, want) || code != wantCode || (err == nil) != (wantErr == nil) {
+				t.Errorf("NewNetResponseText(status %d, body of %d) = %v, %v; NewNetResponse = %v, %v", status, len(body), got.Status, err, want.Status, wantErr)
+			}
+		}
 	}
 }
 

@@ -109,7 +109,8 @@ func snugdTarget(s *snugd, token string) *target {
 			return req, err
 		},
 		// A full decode would cost the shared client CPU; the frame's status
-		// and its size say enough (the body is ASCII, so it is not escaped).
+		// and its size say enough (escaping only lengthens the body, and a
+		// frame replaced by NET_SIZE_EXCEEDED has no status).
 		check: func(status int, body []byte, big bool) error {
 			if status != http.StatusOK || !bytes.Contains(body, []byte(`"status":200`)) || len(body) < want(big) {
 				return fmt.Errorf("answer %d with %d bytes: %.200s", status, len(body), body)

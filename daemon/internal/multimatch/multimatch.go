@@ -9,9 +9,9 @@
 // is linear in the text (plus the matches reported), whatever the number
 // of patterns: at the root state it jumps to the first position where a
 // pattern could begin, found by bytes.IndexByte on each pattern's rarest
-// byte (byteRank's guess) when there are few distinct ones and they are
-// sparse, else by a table scan for first bytes, and walks the DFA from
-// there. (Skipping by the first byte alone crawls when that byte is
+// byte (byteRank's guess, or for a long text the rarest in a sample of
+// it) when there are few distinct ones and they are sparse, else by a
+// table scan for first bytes, and walks the DFA from there. (Skipping by the first byte alone crawls when that byte is
 // common: "bench-key-…" over a hex body stops every 16 bytes.)
 //
 // Building costs time and memory in the patterns' total length times the
@@ -105,6 +105,7 @@ type Matcher struct {
 	skip     []rare    // the distinct rare bytes, when few enough to skip by
 	start    [256]bool // the first bytes, for the table scan otherwise
 	patterns int
+	pats     [][]byte // the non-empty patterns, copied: sampledSkip picks from them
 }
 
 // New compiles patterns. Empty patterns match nothing and are ignored (they
@@ -141,6 +142,7 @@ func New(patterns [][]byte) *Matcher {
 			continue
 		}
 		m.start[p[0]] = true
+		m.pats = append(m.pats, slices.Clone(p))
 		off := rarestByte(p)
 		k := slices.IndexFunc(skip, func(r rare) bool { return r.b == p[off] })
 		if k < 0 {
@@ -206,10 +208,79 @@ func New(patterns [][]byte) *Matcher {
 		trans[i] = v
 	}
 	m.trans = trans
-	if len(skip) <= maxSkipBytes {
-		m.skip = skip
-	}
+	m.skip = skipSet(skip)
 	return m
+}
+
+// skipSet returns skip when it is short enough to skip by, else nil (the
+// table scan).
+func skipSet(skip []rare) []rare {
+	if len(skip) > maxSkipBytes {
+		return nil
+	}
+	return skip
+}
+
+// Sampling: a text of at least sampleMin bytes has its skip bytes chosen
+// by how often each byte occurs in sampleChunks chunks of sampleBytes
+// spread over it, rather than by byteRank alone. byteRank is a guess
+// about text in general, and one text can defeat it: a snake_case JSON
+// API writes '_' in every key, which byteRank takes for rare, so an
+// "sk_live_…" key would stop the skip at every key. The sample costs
+// 3 KiB of counting, against the megabyte it speeds.
+const (
+	sampleMin    = 64 << 10
+	sampleBytes  = 1 << 10
+	sampleChunks = 3
+)
+
+// sampledSkip returns the skip bytes for text: for each pattern, the byte
+// least frequent in a sample of text (byteRank breaking ties, so a text
+// that holds none of a pattern's bytes keeps the static choice), when the
+// sample counts fewer stops for that set than for the static one. Any
+// choice is correct (the skip is exact whatever byte stands for a
+// pattern); the sample only makes the jumps longer.
+func (m *Matcher) sampledSkip(text []byte) []rare {
+	var count [256]uint32
+	for k := range sampleChunks {
+		from := (len(text) - sampleBytes) * k / (sampleChunks - 1)
+		for _, b := range text[from : from+sampleBytes] {
+			count[b]++
+		}
+	}
+	score := func(b byte) uint64 { return uint64(count[b])<<8 | uint64(byteRank[b]) }
+	var skip []rare
+	for _, p := range m.pats {
+		off := 0
+		for i := 1; i < len(p); i++ {
+			if score(p[i]) < score(p[off]) {
+				off = i
+			}
+		}
+		k := slices.IndexFunc(skip, func(r rare) bool { return r.b == p[off] })
+		if k < 0 {
+			skip = append(skip, rare{b: p[off], minOff: off, maxOff: off})
+		} else {
+			skip[k].minOff, skip[k].maxOff = min(skip[k].minOff, off), max(skip[k].maxOff, off)
+		}
+	}
+	// Keep the static choice unless the sample says it stops more often:
+	// the sampled bytes may be more, or spread over more distinct bytes
+	// (past maxSkipBytes: the table scan).
+	stops := func(skip []rare) uint64 {
+		if skip == nil {
+			return ^uint64(0)
+		}
+		var n uint64
+		for _, r := range skip {
+			n += uint64(count[r.b])
+		}
+		return n
+	}
+	if skip = skipSet(skip); stops(skip) < stops(m.skip) {
+		return skip
+	}
+	return m.skip
 }
 
 // Len reports how many patterns m was built from.
@@ -225,10 +296,14 @@ func (m *Matcher) Each(text []byte, fn func(Match) bool) {
 	for i := range next {
 		next[i] = -1
 	}
+	skip := m.skip
+	if len(text) >= sampleMin {
+		skip = m.sampledSkip(text)
+	}
 	// The IndexByte skip pays a call per first byte it passes; when they
 	// come thick (short jumps), the table scan is cheaper: switch to it
 	// for the rest of the text.
-	table := m.skip == nil
+	table := skip == nil
 	var jumps, jumped int
 	trans, class, nc := m.trans, &m.class, m.nclass
 	s := 0 // the current state's row offset in trans
@@ -254,7 +329,7 @@ func (m *Matcher) Each(text []byte, fn func(Match) bool) {
 			// its maxOff, and the DFA restarts at the root there. Each
 			// occurrence is found by bytes.IndexByte and remembered.
 			j := len(text)
-			for k, r := range m.skip {
+			for k, r := range skip {
 				if from := i + r.minOff; next[k] < from {
 					next[k] = len(text) + r.maxOff // none: no start from it
 					if from < len(text) {
@@ -271,7 +346,7 @@ func (m *Matcher) Each(text []byte, fn func(Match) bool) {
 			j = max(j, i)
 			jumps, jumped = jumps+1, jumped+j-i
 			if jumps == 64 {
-				table = jumped < 64*4*len(m.skip)
+				table = jumped < 64*4*len(skip)
 				jumps, jumped = 0, 0
 			}
 			i = j

@@ -293,3 +293,38 @@ func TestRareByteSkip(t *testing.T) {
 		checkAgainstNaive(t, patterns, b)
 	}
 }
+
+// TestSampledSkip covers the skip bytes a long text chooses from its own
+// sample: a snake_case JSON text thick with '_' (byteRank's pick for the
+// key) and with the key's other bytes too, the key planted inside a
+// sampled chunk, between them, across a chunk's edge and at both ends,
+// texts around sampleMin, and random long texts over a small alphabet
+// where every pattern byte is common; every one gives the naive search's
+// matches.
+func TestSampledSkip(t *testing.T) {
+	key := "sk_test_51Hx/Secret+Key=Value&x"
+	patterns := [][]byte{[]byte(key), []byte(strings.ReplaceAll(key, "/", `\/`)), []byte("Key=V"), []byte("_x"), []byte("&")}
+	row := `{"item_id":"a1b2_c3d4","created_at":"2026-12-01T15:04:05Z","tag_list":["x_1","y_2"],"note":"Secret+Key=Val"},`
+	for _, size := range []int{sampleMin - 1, sampleMin, sampleMin + 1, 1 << 20} {
+		base := []byte(strings.Repeat(row, size/len(row)+1)[:size])
+		mid := (len(base) - sampleBytes) / 2
+		for _, at := range []int{0, 100, sampleBytes - 10, sampleBytes + 500, mid, mid + sampleBytes - 5, len(base) - sampleBytes - 3, len(base) - len(key)} {
+			text := slices.Clone(base)
+			copy(text[at:], key)
+			checkAgainstNaive(t, patterns, text)
+		}
+		checkAgainstNaive(t, patterns, base)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	alpha := []byte("sk_te51Hx/=&Vau")
+	for range 4 {
+		b := make([]byte, sampleMin+r.IntN(sampleMin))
+		for i := range b {
+			b[i] = alpha[r.IntN(len(alpha))]
+		}
+		for range 20 {
+			copy(b[r.IntN(len(b)-len(key)):], key)
+		}
+		checkAgainstNaive(t, patterns, b)
+	}
+}

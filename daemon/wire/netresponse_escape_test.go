@@ -1,0 +1,281 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// The reference escape: appendJSONString as it was before the table and
+// word-store rewrite (a branch per escape, an append per safe run), kept
+// verbatim but for its names so the differential tests can hold the new
+// one to it byte for byte.
+
+// refJSONSafe marks the ASCII bytes a JSON string holds as they are, the way
+// encoding/json does with HTML escaping off: everything from 0x20 up but
+// '"' and '\\' (0x7f included).
+var refJSONSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// Word-at-a-time constants: every byte 0x01, and every byte 0x80.
+const (
+	refLo8 = 0x0101010101010101
+	refHi8 = 0x8080808080808080
+)
+
+// refLoad8 reads the eight bytes of t (len(t) == 8) as a little-endian
+// word: one load.
+func refLoad8(t string) uint64 {
+	return uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+}
+
+// refSafeWord reports whether the eight bytes of w are all refJSONSafe: none
+// below 0x20, none '"' or '\\', none non-ASCII. Each test is exact for
+// the word as a whole (the "has a byte less than n" and "has a zero
+// byte" identities, n ≤ 128), so no unsafe byte is ever skipped.
+func refSafeWord(w uint64) bool {
+	ctl := (w - refLo8*0x20) & ^w           // high bit: a byte < 0x20 (or a borrow past one)
+	q := w ^ (refLo8 * '"')                 // a zero byte where w has '"'
+	b := w ^ (refLo8 * '\\')                // a zero byte where w has '\\'
+	quote := (q - refLo8) & ^q              // high bit: a zero byte in q
+	bslash := (b - refLo8) & ^b             // high bit: a zero byte in b
+	return (ctl|quote|bslash|w)&refHi8 == 0 // w's own high bits: non-ASCII
+}
+
+// refAppendJSONString appends s as a JSON string exactly as encoding/json
+// writes it with SetEscapeHTML(false): '"' and '\\' escaped; \b, \f, \n,
+// \r and \t by name; other control bytes as \u00xx; invalid UTF-8 as
+// \ufffd, one per bad byte; U+2028 and U+2029 as \u2028 and \u2029 (so the
+// output is also valid JavaScript); everything else, <, > and & included,
+// as it is. Safe runs are copied in one append.
+func refAppendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		// Eight safe bytes at a time: most of a body needs no escape.
+		// Then byte by byte to the byte that needs one (JSON text has
+		// one every few bytes), and back to words only after it.
+		for i+8 <= len(s) && refSafeWord(refLoad8(s[i:i+8])) {
+			i += 8
+		}
+		for i < len(s) && s[i] < utf8.RuneSelf && refJSONSafe[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// stdJSONString is s as encoding/json writes it with SetEscapeHTML(false),
+// the other reference.
+func stdJSONString(t testing.TB, s string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// checkEscape holds appendJSONString to both references for s, appending
+// to an empty buffer, to a prefix, and into spare capacity of every size
+// from none to a little more than the output (so the fast loop stops at
+// each point short of a full buffer, and append's growth takes over).
+func checkEscape(t testing.TB, s string) {
+	t.Helper()
+	want := stdJSONString(t, s)
+	if ref := refAppendJSONString(nil, s); !bytes.Equal(ref, want) {
+		t.Fatalf("reference escape of %q = %q, encoding/json %q", s, ref, want)
+	}
+	if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+		t.Fatalf("appendJSONString(%q) = %q, want %q", s, got, want)
+	}
+	if got := appendJSONString([]byte("p:"), s); !bytes.Equal(got, append([]byte("p:"), want...)) {
+		t.Fatalf("appendJSONString(p:, %q) = %q, want p:%q", s, got, want)
+	}
+	step := 1
+	if len(want) > 256 {
+		step = len(want)/64 + 1
+	}
+	for room := 0; room <= len(want)+16; room += step {
+		dst := make([]byte, 3, 3+room)
+		got := appendJSONString(dst, s)
+		if !bytes.Equal(got[3:], want) || string(got[:3]) != "\x00\x00\x00" {
+			t.Fatalf("appendJSONString(%q) with %d bytes of room = %q, want %q", s, room, got[3:], want)
+		}
+		if len(got) <= cap(dst) && &got[0] != &dst[0] {
+			t.Fatalf("appendJSONString(%q) with %d bytes of room moved an output that fits", s, room)
+		}
+	}
+}
+
+// escapeSeeds are the cases at the edges of the escape: every control
+// byte, invalid UTF-8 of each kind, U+2028 and U+2029, valid multibyte
+// runes, and safe runs ending on each side of the 8- and 32-byte
+// boundaries the fast loop steps by.
+func escapeSeeds() []string {
+	seeds := []string{
+		"", "a", "\"", "\\", "\x7f", "<>&", "\u2028", "\u2029", "\u2027\u202a",
+		"\xff", "\xc3\x28", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82", "\xe2\x82\xac", "\xf0\x9f\x98",
+		"\xc0\xaf", "\xef\xbf\xbd", "caf\u00e9 \u65e5\u672c \U0001F600",
+		`{"id":1,"name":"lamp <on> & \"off\"","path":"a\/b"},`,
+	}
+	for c := range 0x20 {
+		seeds = append(seeds, string(rune(c)), "ab"+string(rune(c))+"cdefghijk")
+	}
+	for _, n := range []int{6, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 39, 40, 41, 63, 64, 65} {
+		run := strings.Repeat("x", n)
+		for _, e := range []string{`"`, "\n", "\x01", "\xff", "\u2028", "\u00e9", "\U0001F600", "\xe2\x82"} {
+			seeds = append(seeds, run+e, run+e+run, e+run+e)
+		}
+	}
+	return seeds
+}
+
+// TestAppendJSONStringMatchesReferences: the seeds, every byte value at
+// every offset of a 48-byte safe text (each side of every word and block
+// boundary), and the multibyte and invalid sequences straddling them.
+func TestAppendJSONStringMatchesReferences(t *testing.T) {
+	for _, s := range escapeSeeds() {
+		checkEscape(t, s)
+	}
+	base := strings.Repeat("abcdefgh", 6)
+	for c := range 256 {
+		for p := range len(base) {
+			b := []byte(base)
+			b[p] = byte(c)
+			checkEscape(t, string(b))
+		}
+	}
+	for _, seq := range []string{"\u00e9", "\u20ac", "\U0001F600", "\u2028", "\u2029", "\xe2\x80", "\xf0\x9f\x98", "\xed\xa0\x80"} {
+		for p := range len(base) - len(seq) {
+			checkEscape(t, base[:p]+seq+base[p+len(seq):])
+		}
+	}
+	for _, s := range encodeCorpus() {
+		checkEscape(t, s)
+	}
+}
+
+// FuzzJSONEscape: any string escapes as encoding/json and the reference
+// escape write it. Seeds: escapeSeeds, and testdata/fuzz/FuzzJSONEscape.
+func FuzzJSONEscape(f *testing.F) {
+	for _, s := range escapeSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkEscape(t, s)
+		if got := appendJSONString(nil, s); !utf8.Valid(got) {
+			t.Fatalf("appendJSONString(%q) wrote invalid UTF-8", s)
+		}
+	})
+}
+
+// BenchmarkJSONEscapeRef is BenchmarkAppendJSONString's cases through the
+// reference escape: the before to its after, in the same run.
+func BenchmarkJSONEscapeRef(b *testing.B) {
+	for _, bc := range escapeBenchCases() {
+		b.Run(bc.name, func(b *testing.B) {
+			dst := make([]byte, 0, 2*len(bc.s))
+			b.SetBytes(int64(len(bc.s)))
+			for b.Loop() {
+				dst = refAppendJSONString(dst[:0], bc.s)
+			}
+		})
+	}
+}
+
+// TestAppendJSONStringBlocks: the 64-byte block path (texts long enough
+// for it) against the reference: every byte value at every offset of two
+// blocks and their read-ahead, and random texts mixing long safe runs,
+// escapes of every kind (dense, sparse, runs of them past 32 bytes) and
+// now and then a non-ASCII byte, at lengths around the block edges.
+func TestAppendJSONStringBlocks(t *testing.T) {
+	base := strings.Repeat("abcdefgh", 26) // 208 bytes
+	for c := range 256 {
+		for p := range len(base) {
+			b := []byte(base)
+			b[p] = byte(c)
+			if got, want := appendJSONString(nil, string(b)), refAppendJSONString(nil, string(b)); !bytes.Equal(got, want) {
+				t.Fatalf("byte %#x at %d: got %q, want %q", c, p, got, want)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	esc := []byte{'"', '\\', '\n', 0, 0x1f, '\t', 0x7f}
+	for range 3000 {
+		b := make([]byte, 90+r.IntN(400))
+		dense := r.IntN(40) + 1
+		for i := range b {
+			switch x := r.IntN(dense * 20); {
+			case x < 20:
+				b[i] = esc[r.IntN(len(esc))]
+			case x == 20 && r.IntN(8) == 0:
+				b[i] = byte(0x80 + r.IntN(0x80))
+			default:
+				b[i] = byte(0x20 + r.IntN(0x5f))
+				if b[i] == '"' || b[i] == '\\' {
+					b[i] = 'x'
+				}
+			}
+		}
+		if r.IntN(10) == 0 { // a run of escapes longer than a copyRun
+			k := r.IntN(len(b) - 70)
+			for j := k; j < k+70; j++ {
+				b[j] = '"'
+			}
+		}
+		checkEscape(t, string(b))
+	}
+}
