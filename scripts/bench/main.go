@@ -55,7 +55,7 @@ func main() {
 	flag.Float64Var(&cfg.scale, "scale", 1, "scales every request count")
 	flag.IntVar(&cfg.rows, "rows", 100_000, "connection rows for the large start")
 	flag.StringVar(&cfg.serverCPU, "cpu", "1", "the CPU the serving processes are pinned to (taskset -c)")
-	flag.StringVar(&cfg.perf, "perf", "", "if set, record snugd with perf(1) under the small and the 1 MiB load at 16 concurrent into FILE-small and FILE-big, and the small one at 1 concurrent into FILE-small1")
+	flag.StringVar(&cfg.perf, "perf", "", "if set, record snugd with perf(1) under the small and the 1 MiB load at 16 concurrent into FILE-small and FILE-big, and both at 1 concurrent into FILE-small1 and FILE-big1")
 	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "with -perf: set up, warm up, record the load profiles and one start on -rows rows (FILE-start), and stop (no table)")
 	flag.BoolVar(&cfg.startOnly, "start-only", false, "measure only the start to healthy at 10 and -rows rows (no upstream, nginx or load)")
 	flag.BoolVar(&cfg.upgrade, "upgrade", true, "also time the first start on -rows rows after an upgrade (the pin re-consent record forgotten before each)")

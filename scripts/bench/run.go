@@ -156,7 +156,7 @@ func run(cfg config) error {
 		for _, pc := range []struct {
 			big  bool
 			conc int
-		}{{false, 16}, {true, 16}, {false, 1}} {
+		}{{false, 16}, {true, 16}, {false, 1}, {true, 1}} {
 			if err := perfRecord(cfg, sd, snugdTarget(sd, token), up, pc.big, pc.conc); err != nil {
 				fmt.Fprintln(os.Stderr, "bench: perf:", err)
 			}
