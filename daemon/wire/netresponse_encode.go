@@ -133,10 +133,7 @@ func unsafeBytes(w uint64) uint64 {
 // \f, \n, \r and \t; and \u00xx for every other byte below 0x20. The
 // fast loop stores the whole word and advances by the length: one table
 // load and one store per escape, whichever escape it is.
-var jsonEsc = func() (t [utf8.RuneSelf]struct {
-	word uint64
-	n    int
-}) {
+var jsonEsc = func() (t [utf8.RuneSelf]escEntry) {
 	set := func(c byte, e string) {
 		var w [8]byte
 		copy(w[:], e)
@@ -156,6 +153,18 @@ var jsonEsc = func() (t [utf8.RuneSelf]struct {
 	}
 	return t
 }()
+
+// escapeASCIIAside is how far the word loop goes on after escapeASCII
+// stops at a non-ASCII byte, before escapeASCII is tried again.
+const escapeASCIIAside = 256
+
+// escEntry is one entry of jsonEsc: the escape as a little-endian word
+// and its length. Its layout (a word, then an int: 16 bytes) is what
+// escapeASCII's assembly reads.
+type escEntry struct {
+	word uint64
+	n    int
+}
 
 // The six-byte escapes of the non-ASCII cases, as little-endian words:
 // \ufffd for a byte that is not valid UTF-8, and \u2028 (\u2029 is one
@@ -180,8 +189,19 @@ var (
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
+		if haveEscapeASCII && len(s)-i >= escapeASCIIAhead && cap(dst)-len(dst) >= escapeASCIIRoom {
+			w, r := escapeASCII(dst[len(dst):cap(dst)], s[i:], &jsonEsc)
+			dst, i = dst[:len(dst)+w], i+r
+			if i+escapeASCIIAhead <= len(s) && cap(dst)-len(dst) >= escapeASCIIRoom {
+				// It stopped at a non-ASCII byte: word by word through
+				// the next stretch, which decodes its runes (text with
+				// one non-ASCII rune seldom has just one).
+				dst, i = appendJSONFast(dst, s, i, i+escapeASCIIAside)
+			}
+			continue
+		}
 		if i+8 <= len(s) && cap(dst)-len(dst) >= fastRoom {
-			dst, i = appendJSONFast(dst, s, i)
+			dst, i = appendJSONFast(dst, s, i, len(s))
 			continue
 		}
 		c := s[i]
@@ -218,8 +238,8 @@ func appendWord(dst []byte, w uint64, n int) []byte {
 const fastRoom = 16
 
 // appendJSONFast is appendJSONString's loop over s[i:] while s has eight
-// bytes left and dst fastRoom bytes of room. It returns dst extended and
-// where it stopped.
+// bytes left, dst fastRoom bytes of room and i is below end. It returns
+// dst extended and where it stopped (a step may end a rune past end).
 //
 // Each step stores the next eight bytes of s as they are and advances
 // past their safe prefix. When all eight are safe it then tries whole
@@ -228,16 +248,16 @@ const fastRoom = 16
 // and one stored word, a non-ASCII byte by decoding its rune, and the next
 // step starts after it. So no safe run, short or long, costs a copy call
 // or an append.
-func appendJSONFast(dst []byte, s string, i int) ([]byte, int) {
+func appendJSONFast(dst []byte, s string, i, end int) ([]byte, int) {
 	n := len(dst)
 	buf := dst[:cap(dst)]
-	for i+8 <= len(s) && n+fastRoom <= len(buf) {
+	for i+8 <= len(s) && i < end && n+fastRoom <= len(buf) {
 		w := load8(s, i)
 		m := unsafeBytes(w)
 		if m == 0 {
 			binary.LittleEndian.PutUint64(buf[n:], w)
 			i, n = i+8, n+8
-			for i+32 <= len(s) && n+32 <= len(buf) {
+			for i+32 <= len(s) && i < end && n+32 <= len(buf) {
 				w0, w1, w2, w3 := load8(s, i), load8(s, i+8), load8(s, i+16), load8(s, i+24)
 				if unsafeBytes(w0)|unsafeBytes(w1)|unsafeBytes(w2)|unsafeBytes(w3) != 0 {
 					break

@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package wire
+
+import "unicode/utf8"
+
+// haveEscapeASCII is false: the word loop does all the work here.
+const haveEscapeASCII = false
+
+const (
+	escapeASCIIAhead = 32
+	escapeASCIIRoom  = 64
+)
+
+func escapeASCII([]byte, string, *[utf8.RuneSelf]escEntry) (int, int) { return 0, 0 }
