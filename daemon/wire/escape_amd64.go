@@ -11,12 +11,13 @@ import (
 // haveEscapeASCII says escapeASCII runs here: it needs AVX2.
 var haveEscapeASCII = cpu.X86.HasAVX2
 
-// What escapeASCII needs to run a step: 32 bytes of src to load, and
-// room in dst for the 32 it stores and an escape word after up to 31 of
-// them (64, rounded up).
+// What escapeASCII needs to run a step: 64 bytes of src (a chunk of 32
+// and the 32 an escape in it may reload after itself), and room in dst
+// for a chunk's worst output, every byte a six-byte \u00xx, and the 32
+// bytes a reload stores past it (224, rounded up).
 const (
-	escapeASCIIAhead = 32
-	escapeASCIIRoom  = 64
+	escapeASCIIAhead = 64
+	escapeASCIIRoom  = 256
 )
 
 // escapeASCII escapes src into dst as appendJSONString does, 32 bytes at
@@ -26,13 +27,17 @@ const (
 // and read from src. It may store into dst past what it wrote (up to the
 // room it checked); those bytes are not part of the output.
 //
-// A step loads 32 bytes and stores them as they are, then compares them
-// at once against the three kinds of unsafe byte (below 0x20 or from 0x80
-// up, by one signed compare; '"'; '\\'). With none it moves on 32; else
-// it keeps the safe prefix it stored, writes the first unsafe byte's
-// jsonEsc entry as a word and moves past it. Text whose escapes fall at
-// irregular places (JSON) costs no mispredicted branch per escape, which
-// the word loop paid about twice.
+// A step loads a chunk of 32 bytes and stores it as it is, then compares
+// it at once against the three kinds of unsafe byte (below 0x20 or from
+// 0x80 up, by one signed compare; '"'; '\\'). With none it moves on 32.
+// Else, for each unsafe byte of an all-ASCII chunk, lowest first, it
+// stores the byte's jsonEsc entry as a word where the byte lands and the
+// 32 bytes after the byte again after the escape, shifted by what the
+// escape added: the escapes of one chunk depend on each other only by
+// that shift, so they overlap in the pipeline, and a chunk costs one
+// mispredicted branch at most (where its mask runs out) where the word
+// loop paid about two per escape. A chunk holding a non-ASCII byte goes
+// one unsafe byte at a time, up to that byte.
 //
 //go:noescape
 func escapeASCII(dst []byte, src string, tab *[utf8.RuneSelf]escEntry) (written, read int)

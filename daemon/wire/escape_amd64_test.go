@@ -23,17 +23,17 @@ func TestEscapeWordLoopAlone(t *testing.T) {
 
 // TestEscapeASCIIBounds: escapeASCII never reads past src or writes past
 // the room it was given, whatever the text, at the edges of its checks
-// (src of 32 to 40 bytes, room of 64 to 72), and what it wrote and read
+// (src of 64 to 80 bytes, room of 256 to 264), and what it wrote and read
 // is a correct escape of what it read.
 func TestEscapeASCIIBounds(t *testing.T) {
 	if !haveEscapeASCII {
 		t.Skip("no AVX2 here")
 	}
-	texts := []string{strings.Repeat("a", 40), strings.Repeat(`"`, 40), strings.Repeat("\x01", 40), strings.Repeat(`ab"`, 14), strings.Repeat("x", 35) + "\u00e9xx"}
+	texts := []string{strings.Repeat("a", 80), strings.Repeat(`"`, 80), strings.Repeat("\x01", 80), strings.Repeat(`ab"`, 27), strings.Repeat("x", 35) + "\u00e9" + strings.Repeat(`x"`, 21), strings.Repeat("\x01\"", 40)}
 	for _, text := range texts {
-		for n := 32; n <= len(text); n++ {
+		for n := 64; n <= len(text); n++ {
 			src := text[:n]
-			for room := 64; room <= 72; room++ {
+			for room := 256; room <= 264; room++ {
 				buf := make([]byte, room+16)
 				for i := range buf {
 					buf[i] = 0xAA

@@ -8,8 +8,8 @@ import "unicode/utf8"
 const haveEscapeASCII = false
 
 const (
-	escapeASCIIAhead = 32
-	escapeASCIIRoom  = 64
+	escapeASCIIAhead = 64
+	escapeASCIIRoom  = 256
 )
 
 func escapeASCII([]byte, string, *[utf8.RuneSelf]escEntry) (int, int) { return 0, 0 }
