@@ -68,15 +68,20 @@ const ProviderErrorHeader = "Snugd-Provider-Error"
 
 // frame writes an executor answer as it is: never re-encoded. The
 // answer's frame buffer goes back for reuse once it is written (the
-// response writer has copied or sent every byte by then).
+// response writer has copied or sent every byte by then). The length is
+// declared, so a big frame goes out as one body rather than a chunk whose
+// end waits for the handler to return: the host has the whole answer
+// before the buffers are zeroed and handed back.
 func frame(c echo.Context, res daemon.NetResult) error {
 	defer res.Release()
 	if !res.Answer {
 		return errcode.New(errcode.NetInvalidRequest, "the frame carries no usable requestId, so it is not answered")
 	}
+	h := c.Response().Header()
 	if res.ProviderError != "" {
-		c.Response().Header().Set(ProviderErrorHeader, url.PathEscape(res.ProviderError))
+		h.Set(ProviderErrorHeader, url.PathEscape(res.ProviderError))
 	}
+	h.Set("Content-Length", strconv.Itoa(len(res.Frame)))
 	return c.Blob(http.StatusOK, "application/json", res.Frame)
 }
 
