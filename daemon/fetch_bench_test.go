@@ -2,12 +2,13 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snug/snugd/internal/benchdata"
 )
 
 // BenchmarkNet is a GET through the whole executor: gate 1's parse, the
@@ -17,7 +18,7 @@ import (
 // plain text, and JSON text as scripts/bench's /big sends it.
 func BenchmarkNet(b *testing.B) {
 	big := strings.Repeat("0123456789abcdef", 1<<20/16) // scripts/bench's /big before it was JSON
-	for _, bc := range []struct{ name, body string }{{"small", `{"ok":true}`}, {"1MiB", big}, {"1MiB-json", benchJSON(1 << 20)}} {
+	for _, bc := range []struct{ name, body string }{{"small", `{"ok":true}`}, {"1MiB", big}, {"1MiB-json", string(benchdata.Readings(1 << 20))}} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := newRig(b)
 			r.up.handle(func(w http.ResponseWriter, _ *http.Request) {
@@ -57,31 +58,4 @@ func BenchmarkDirectClient(b *testing.B) {
 		io.ReadAll(resp.Body)
 		resp.Body.Close()
 	}
-}
-
-// benchJSON is scripts/bench's /big (bigJSON there): n bytes of JSON text,
-// an array of small objects, with a '"' every 17 bytes or so, as dense as
-// a 1 MiB body's escapes can be and still fit the net frame size class.
-func benchJSON(n int) string {
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteByte('[')
-	var obj []byte
-	for i := 0; ; i++ {
-		obj = obj[:0]
-		if i > 0 {
-			obj = append(obj, ',')
-		}
-		obj = fmt.Appendf(obj, `{"t":%d,"v":[%d.%02d,%d.%02d,1013.%02d,0.%04d,17.%02d,%d.%02d,%d.%d,%d]}`,
-			1733011200+60*i, 18+i%9, i%100, 40+i%50, i*7%100, i*3%100, i*37%10000, i*11%100, 3+i%6, i*13%100, 60+i%30, i%10, i*17%1000)
-		if b.Len()+len(obj)+1 > n {
-			break
-		}
-		b.Write(obj)
-	}
-	for b.Len() < n-1 {
-		b.WriteByte(' ')
-	}
-	b.WriteByte(']')
-	return b.String()
 }

@@ -1,10 +1,11 @@
 package wire
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/snug/snugd/internal/benchdata"
 )
 
 // BenchmarkParseNetRequest measures the parser every app request goes
@@ -68,7 +69,7 @@ func escapeBenchCases() []struct{ name, s string } {
 	return []struct{ name, s string }{
 		{"plain", strings.Repeat("0123456789abcdef", MaxNetResponseBody/16)},
 		{"json", strings.Repeat(`{"id":1,"name":"item"},`, MaxNetResponseBody/23)},
-		{"json-sparse", readingsJSON(MaxNetResponseBody)}, // scripts/bench's /big
+		{"json-sparse", string(benchdata.Readings(MaxNetResponseBody))}, // scripts/bench's /big
 		{"utf8", strings.Repeat(`{"名前":"日本語のテキスト","city":"Zürich"},`, MaxNetResponseBody/60)},
 	}
 }
@@ -85,31 +86,4 @@ func BenchmarkAppendJSONString(b *testing.B) {
 			}
 		})
 	}
-}
-
-// readingsJSON is scripts/bench's /big (bigJSON there): n bytes of JSON
-// text, an array of small objects whose numbers vary in width, so its
-// escapes (a '"' every 17 bytes or so) fall at irregular places.
-func readingsJSON(n int) string {
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteByte('[')
-	var obj []byte
-	for i := 0; ; i++ {
-		obj = obj[:0]
-		if i > 0 {
-			obj = append(obj, ',')
-		}
-		obj = fmt.Appendf(obj, `{"t":%d,"v":[%d.%02d,%d.%02d,1013.%02d,0.%04d,17.%02d,%d.%02d,%d.%d,%d]}`,
-			1733011200+60*i, 18+i%9, i%100, 40+i%50, i*7%100, i*3%100, i*37%10000, i*11%100, 3+i%6, i*13%100, 60+i%30, i%10, i*17%1000)
-		if b.Len()+len(obj)+1 > n {
-			break
-		}
-		b.Write(obj)
-	}
-	for b.Len() < n-1 {
-		b.WriteByte(' ')
-	}
-	b.WriteByte(']')
-	return b.String()
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/snug/snugd/internal/benchdata"
 )
 
 // TestBigJSON: /big is JSON text of exactly bigBodyBytes, an array of
@@ -11,7 +13,7 @@ import (
 // the net frame size class with room for the envelope, so snugd delivers
 // it rather than answering NET_SIZE_EXCEEDED.
 func TestBigJSON(t *testing.T) {
-	b := bigJSON(bigBodyBytes)
+	b := benchdata.Readings(bigBodyBytes)
 	if len(b) != bigBodyBytes {
 		t.Fatalf("len = %d, want %d", len(b), bigBodyBytes)
 	}
