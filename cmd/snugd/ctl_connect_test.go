@@ -39,23 +39,7 @@ func TestCtlConnect(t *testing.T) {
 	if err := td.d.SetCredentials(ctx, "player", "music", map[string]string{"client_id": "my-spotify-app"}); err != nil {
 		t.Fatal(err)
 	}
-	pr, pw := io.Pipe()
-	var errb strings.Builder
-	done := make(chan int, 1)
-	go func() {
-		e := env{stdin: strings.NewReader(""), stdout: pw, stderr: &errb, getenv: func(string) string { return "" }}
-		done <- dispatch(ctx, e, []string{"ctl", "--data-dir", td.dir, "connect", "player", "music"})
-		pw.Close()
-	}()
-	var authorize string
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "https://") {
-			authorize = l
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
+	authorize, _, wait := runCtlConnect(t, td, "player", "music")
 	u, err := url.Parse(authorize)
 	if err != nil || u.Host != "accounts.spotify.com" || u.Query().Get("redirect_uri") != fmt.Sprintf("http://127.0.0.1:%d/oauth/callback", td.port) {
 		t.Fatalf("authorize URL = %q", authorize)
@@ -70,13 +54,47 @@ func TestCtlConnect(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(page), "spotify") || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("callback page = %d %s", resp.StatusCode, page)
 	}
-	select {
-	case code := <-done:
-		if code != exitNo || !strings.Contains(errb.String(), "denied: the sign-in was declined at the provider") {
-			t.Fatalf("ctl connect = %d, stderr %q", code, errb.String())
+	if code, _, errOut := wait(); code != exitNo || !strings.Contains(errOut, "denied: the sign-in was declined at the provider") {
+		t.Fatalf("ctl connect = %d, stderr %q", code, errOut)
+	}
+}
+
+// runCtlConnect runs snugd ctl connect app slot against td and reads its
+// output up to the authorize URL it prints. It returns the URL ("" if the
+// command printed none before it ended), what it printed until then, and
+// wait, which returns the exit code with all it wrote to stdout and
+// stderr (bounded in time).
+func runCtlConnect(t *testing.T, td *testDaemon, app, slot string) (authorize, printed string, wait func() (code int, stdout, stderr string)) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var outb, errb strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		e := env{stdin: strings.NewReader(""), stdout: pw, stderr: &errb, getenv: func(string) string { return "" }}
+		done <- dispatch(t.Context(), e, []string{"ctl", "--data-dir", td.dir, "connect", app, slot})
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		outb.WriteString(sc.Text() + "\n")
+		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "https://") {
+			authorize = l
+			break
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("ctl connect did not end")
+	}
+	printed = outb.String()
+	copied := make(chan struct{})
+	go func() { io.Copy(&outb, pr); close(copied) }()
+	return authorize, printed, func() (int, string, string) {
+		t.Helper()
+		select {
+		case code := <-done:
+			<-copied
+			return code, outb.String(), errb.String()
+		case <-time.After(20 * time.Second):
+			t.Fatal("ctl connect did not end")
+			return 0, "", ""
+		}
 	}
 }
 
@@ -115,27 +133,9 @@ func TestCtlConnectAndRevokeAgainstTheOP(t *testing.T) {
 		"declaredApiHosts": []any{"api.spotify.com"},
 	}, map[string]string{"client_id": oauthtest.NativeClient})
 
-	pr, pw := io.Pipe()
-	var outb, errb strings.Builder
-	done := make(chan int, 1)
-	go func() {
-		e := env{stdin: strings.NewReader(""), stdout: pw, stderr: &errb, getenv: func(string) string { return "" }}
-		done <- dispatch(ctx, e, []string{"ctl", "--data-dir", td.dir, "connect", "player", "music"})
-		pw.Close()
-	}()
-	var authorize string
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		outb.WriteString(sc.Text() + "\n")
-		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "https://") {
-			authorize = l
-			break
-		}
-	}
-	copied := make(chan struct{})
-	go func() { io.Copy(&outb, pr); close(copied) }()
+	authorize, printed, wait := runCtlConnect(t, td, "player", "music")
 	if authorize == "" {
-		t.Fatalf("ctl connect printed no authorize URL: %q", outb.String())
+		t.Fatalf("ctl connect printed no authorize URL: %q", printed)
 	}
 	cb := op.SignIn(ctx, t, authorize)
 	if cb.Host != fmt.Sprintf("127.0.0.1:%d", td.port) {
@@ -150,14 +150,8 @@ func TestCtlConnectAndRevokeAgainstTheOP(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Connected.") {
 		t.Fatalf("callback page = %d %s", resp.StatusCode, page)
 	}
-	select {
-	case code := <-done:
-		<-copied
-		if code != exitOK || !strings.Contains(outb.String(), "player/music: connected") || strings.Contains(outb.String(), cb.Query().Get("code")) {
-			t.Fatalf("ctl connect = %d\n%s%s", code, outb.String(), errb.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("ctl connect did not end")
+	if code, out, errOut := wait(); code != exitOK || !strings.Contains(out, "player/music: connected") || strings.Contains(out, cb.Query().Get("code")) {
+		t.Fatalf("ctl connect = %d\n%s%s", code, out, errOut)
 	}
 
 	twitch := map[string]any{
