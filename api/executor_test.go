@@ -62,6 +62,10 @@ func newExecEnv(t *testing.T) (*env, *upstream) {
 			io.WriteString(w, `{"error":{"message":"invalid key `+r.Header.Get("X-Key")+` for café"}}`)
 			return
 		}
+		if r.URL.Path == "/big" {
+			io.WriteString(w, `"`+strings.Repeat("x", 64<<10)+`"`)
+			return
+		}
 		io.WriteString(w, `{"pong":true}`)
 	}))
 	u.srv.StartTLS()
@@ -187,6 +191,23 @@ func TestProviderErrorHeader(t *testing.T) {
 		header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}})
 	if v := resp.Header.Get(ProviderErrorHeader); v != "" {
 		t.Fatalf("a successful answer carries %s = %q", ProviderErrorHeader, v)
+	}
+}
+
+// TestNetFrameLength: a net-response frame goes out with its length
+// declared, not chunked, however big: the host has the whole answer once
+// its bytes are written, not when the handler returns.
+func TestNetFrameLength(t *testing.T) {
+	e, _ := newExecEnv(t)
+	token := e.pair("desktop", "")
+	body, _ := json.Marshal(NetRequest{AppID: "app1", Frame: netFrame("GET", "https://"+upHost+"/big"), Delivery: "app"})
+	resp, got := e.do(req{method: "POST", path: "/v1/net", body: string(body),
+		header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}})
+	if r := parseFrame(t, []byte(got)); !r.OK() || r.Status != 200 || len(r.Body) < 64<<10 {
+		t.Fatalf("frame = status %d, %d body bytes, want the upstream's 64 KiB answer", r.Status, len(r.Body))
+	}
+	if resp.ContentLength != int64(len(got)) || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("frame of %d bytes sent with Content-Length %d, Transfer-Encoding %v", len(got), resp.ContentLength, resp.TransferEncoding)
 	}
 }
 
