@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/grants"
 )
 
 // AppsResponse is GET /v1/apps (ctl only): every app with a connection
@@ -53,14 +53,14 @@ type AttentionJSON struct {
 
 // apps answers GET /v1/apps.
 func (s *Server) apps(c echo.Context) error {
-	apps, err := s.d.Apps(c.Request().Context())
+	apps, err := s.book.Apps(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, appsJSON(apps))
 }
 
-func appsJSON(apps []daemon.AppSummary) AppsResponse {
+func appsJSON(apps []grants.AppSummary) AppsResponse {
 	out := AppsResponse{Apps: []AppJSON{}}
 	for _, a := range apps {
 		j := AppJSON{AppID: a.AppID, Connections: []AppConnJSON{}, Attention: []AttentionJSON{}, PendingConfirms: a.PendingConfirms}

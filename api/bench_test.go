@@ -20,17 +20,18 @@ func BenchmarkChain(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	runDaemon(b, d)
 	defer d.Close()
-	p, err := d.Pair(b.Context(), hostauth.PairRequest{Name: "bench", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
+	p, err := d.Hosts().Pair(b.Context(), hostauth.PairRequest{Name: "bench", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	d.ApprovePairing(b.Context(), p.Code)
-	r, err := d.RedeemPairing(b.Context(), p.ID, verifier, webOrigin)
+	d.Hosts().Approve(b.Context(), p.Code)
+	r, err := d.Hosts().Redeem(b.Context(), p.ID, verifier, webOrigin)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := New(d, Options{}).TCPHandler(4747)
+	h := New(DepsOf(d), Options{}).TCPHandler(4747)
 	run := func(b *testing.B, path string, header map[string]string) {
 		b.ReportAllocs()
 		for b.Loop() {

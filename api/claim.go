@@ -8,8 +8,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 // ClaimRequest is the body of POST …/{slot}/claim: the SimpleFIN setup
@@ -39,8 +39,8 @@ func (s *Server) claim(c echo.Context) error {
 		return errClaimBody
 	}
 	ctx := c.Request().Context()
-	row, err := s.d.ClaimSetupToken(ctx, param(c, "appId"), param(c, "slot"), req.SetupToken)
-	if ce, ok := errors.AsType[*daemon.ClaimRefusedError](err); ok {
+	row, err := s.ceremonies.ClaimSetupToken(ctx, param(c, "appId"), param(c, "slot"), req.SetupToken)
+	if ce, ok := errors.AsType[*pairing.ClaimRefusedError](err); ok {
 		a := apiRefusal(errcode.ClaimRefused, ce.Error())
 		a.body.Error.Details = []Detail{{Path: "setupToken", Rule: string(ce.Reason)}}
 		return a

@@ -6,15 +6,15 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 )
 
 // connections lists an app's rows with their dynamic state (GET
 // /v1/apps/{appId}/connections). No credential value is ever part of it.
 func (s *Server) connections(c echo.Context) error {
 	ctx := c.Request().Context()
-	rows, err := s.d.Connections(ctx, param(c, "appId"))
+	rows, err := s.book.Connections(ctx, param(c, "appId"))
 	if err != nil {
 		return err
 	}
@@ -30,8 +30,8 @@ func (s *Server) connections(c echo.Context) error {
 }
 
 // connectionJSON adds a row's dynamic state.
-func (s *Server) connectionJSON(ctx context.Context, row daemon.Connection) (ConnectionJSON, error) {
-	st, ok, err := s.d.ConnectionState(ctx, row.AppID, row.Slot)
+func (s *Server) connectionJSON(ctx context.Context, row grants.Connection) (ConnectionJSON, error) {
+	st, ok, err := s.book.ConnectionState(ctx, row.AppID, row.Slot)
 	if err != nil {
 		return ConnectionJSON{}, err
 	}
@@ -41,7 +41,7 @@ func (s *Server) connectionJSON(ctx context.Context, row daemon.Connection) (Con
 	} else {
 		j = connectionJSON(row, nil)
 	}
-	if armed, ok := s.d.StandingFor(row.AppID, row.Slot); ok {
+	if armed, ok := s.exec.StandingFor(row.AppID, row.Slot); ok {
 		sj := standingJSON(armed)
 		j.Standing = &sj
 	}
@@ -50,7 +50,7 @@ func (s *Server) connectionJSON(ctx context.Context, row daemon.Connection) (Con
 
 // writer adapts one of the writers of §12.3 (and reconnect) to a route.
 // The body is optional and must be an empty JSON object when present.
-func (s *Server) writer(c echo.Context, write func(context.Context, string, string) (daemon.Connection, error)) error {
+func (s *Server) writer(c echo.Context, write func(context.Context, string, string) (grants.Connection, error)) error {
 	var empty struct{}
 	if err := bindOptional(c, &empty); err != nil {
 		return err
@@ -70,7 +70,7 @@ func (s *Server) writer(c echo.Context, write func(context.Context, string, stri
 // reviewed adapts approve and reapprove: the body must carry the
 // reviewToken of the review the user saw (GET …/review), and a row that
 // changed since is 409 REVIEW_STALE with nothing written.
-func (s *Server) reviewed(c echo.Context, write func(context.Context, string, string, string) (daemon.Connection, error)) error {
+func (s *Server) reviewed(c echo.Context, write func(context.Context, string, string, string) (grants.Connection, error)) error {
 	var req ApproveRequest
 	if err := bindOptional(c, &req); err != nil {
 		return err
@@ -87,8 +87,8 @@ func (s *Server) reviewed(c echo.Context, write func(context.Context, string, st
 	return c.JSON(http.StatusOK, ConnectionResponse{Connection: j})
 }
 
-func (s *Server) approve(c echo.Context) error   { return s.reviewed(c, s.d.ApproveReviewed) }
-func (s *Server) reapprove(c echo.Context) error { return s.reviewed(c, s.d.ReapproveReviewed) }
+func (s *Server) approve(c echo.Context) error   { return s.reviewed(c, s.book.ApproveReviewed) }
+func (s *Server) reapprove(c echo.Context) error { return s.reviewed(c, s.book.ReapproveReviewed) }
 
 // revoke answers the revoked row and, for an OAuth row whose provider did
 // not confirm the remote revocation, remoteRevocation: a fixed sentence
@@ -99,7 +99,7 @@ func (s *Server) revoke(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	row, rep, err := s.d.RevokeReported(ctx, param(c, "appId"), param(c, "slot"))
+	row, rep, err := s.book.RevokeReported(ctx, param(c, "appId"), param(c, "slot"))
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) revoke(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, RevokeResponse{Connection: j, RemoteRevocation: rep.RemoteFailed})
 }
-func (s *Server) reconnect(c echo.Context) error { return s.writer(c, s.d.Reconnect) }
+func (s *Server) reconnect(c echo.Context) error { return s.writer(c, s.book.Reconnect) }
 
 // credentials stores credential values (PUT …/{slot}/credentials). They
 // are write-only: the answer is 204 and never echoes one.
@@ -121,14 +121,14 @@ func (s *Server) credentials(c echo.Context) error {
 	if req.Fields == nil {
 		return errcode.New(errcode.BadRequest, "fields is required")
 	}
-	if err := s.d.SetCredentials(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Fields); err != nil {
+	if err := s.book.SetCredentials(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Fields); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 // proposalJSON adds the row's dynamic state to a proposal.
-func (s *Server) proposalJSON(ctx context.Context, r daemon.ProposeResult) (ProposalJSON, error) {
+func (s *Server) proposalJSON(ctx context.Context, r grants.ProposeResult) (ProposalJSON, error) {
 	c, err := s.connectionJSON(ctx, r.Connection)
 	if err != nil {
 		return ProposalJSON{}, err
@@ -140,7 +140,7 @@ func (s *Server) proposalJSON(ctx context.Context, r daemon.ProposeResult) (Prop
 }
 
 // proposal answers one proposal.
-func (s *Server) proposal(c echo.Context, r daemon.ProposeResult, err error) error {
+func (s *Server) proposal(c echo.Context, r grants.ProposeResult, err error) error {
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (s *Server) putConnection(c echo.Context) error {
 	if len(req.Requirement) == 0 {
 		return errcode.New(errcode.BadRequest, "requirement is required")
 	}
-	r, err := s.d.ProposeUser(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Requirement)
+	r, err := s.proposers.ProposeUser(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Requirement)
 	return s.proposal(c, r, err)
 }
 
@@ -182,7 +182,7 @@ func (s *Server) directive(c echo.Context) error {
 	if err != nil {
 		return bodyError(err)
 	}
-	r, err := s.d.ProposeDirective(c.Request().Context(), param(c, "appId"), raw, userDocs)
+	r, err := s.proposers.ProposeDirective(c.Request().Context(), param(c, "appId"), raw, userDocs)
 	return s.proposal(c, r, err)
 }
 
@@ -193,7 +193,7 @@ func (s *Server) install(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	rs, err := s.d.InstallStarter(ctx, param(c, "appId"), daemon.StarterInstall{Source: req.StarterID, FactorySHA256: req.FactorySHA256, CurrentSHA256: req.CurrentSHA256})
+	rs, err := s.proposers.InstallStarter(ctx, param(c, "appId"), grants.StarterInstall{Source: req.StarterID, FactorySHA256: req.FactorySHA256, CurrentSHA256: req.CurrentSHA256})
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (s *Server) pickOption(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	r, err := s.d.PickOption(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.OptionID)
+	r, err := s.proposers.PickOption(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.OptionID)
 	return s.proposal(c, r, err)
 }
 
@@ -223,7 +223,7 @@ func (s *Server) pickOption(c echo.Context) error {
 // …/{slot}/review).
 func (s *Server) review(c echo.Context) error {
 	ctx := c.Request().Context()
-	rv, err := s.d.Review(ctx, param(c, "appId"), param(c, "slot"))
+	rv, err := s.proposers.Review(ctx, param(c, "appId"), param(c, "slot"))
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 )
 
 // statusTable maps every code the API answers with to its HTTP status: the
@@ -108,7 +108,7 @@ func apiRefusal(code errcode.Code, msg string) apiError {
 // every violation; an INTERNAL answers bare (the daemon logged it where it
 // happened), and anything uncoded is logged here and answers INTERNAL.
 func errorOf(log *slog.Logger, err error) apiError {
-	var ve *daemon.ValidationError
+	var ve *grants.ValidationError
 	if errors.As(err, &ve) {
 		a := apiRefusal(errcode.RequirementInvalid, "the requirement fails validation")
 		for _, v := range ve.Violations {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/requirement"
 
 	"github.com/snug/snugd/internal/testutil"
@@ -65,8 +65,8 @@ func TestErrorShape(t *testing.T) {
 		code    errcode.Code
 		details int
 	}{
-		{"validation", &daemon.ValidationError{Violations: []requirement.Violation{{Path: "slot", Rule: "slot.pattern", Message: "x"}, {Path: "fields[0].key", Rule: "key.missing"}}}, 422, errcode.RequirementInvalid, 2},
-		{"wrapped validation", fmt.Errorf("put: %w", &daemon.ValidationError{Violations: []requirement.Violation{{Path: "$", Rule: "json.syntax"}}}), 422, errcode.RequirementInvalid, 1},
+		{"validation", &grants.ValidationError{Violations: []requirement.Violation{{Path: "slot", Rule: "slot.pattern", Message: "x"}, {Path: "fields[0].key", Rule: "key.missing"}}}, 422, errcode.RequirementInvalid, 2},
+		{"wrapped validation", fmt.Errorf("put: %w", &grants.ValidationError{Violations: []requirement.Violation{{Path: "$", Rule: "json.syntax"}}}), 422, errcode.RequirementInvalid, 1},
 		{"coded", errcode.New(errcode.ConnectionRevoked, "revoked"), 409, errcode.ConnectionRevoked, 0},
 		{"bare code", errcode.SlotCapReached, 409, errcode.SlotCapReached, 0},
 		{"uncoded", errors.New("disk on fire at /secret/path"), 500, errcode.Internal, 0},

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/hints"
 )
 
 // events streams hints as Server-Sent Events (GET /v1/events). A hint is a
@@ -22,8 +22,7 @@ import (
 // a query string.
 func (s *Server) events(c echo.Context) error {
 	ctx := c.Request().Context()
-	hints := s.d.Hints(ctx)
-	mine := s.d.AppFilter(ctx) // nil on the ctl channel: every hint
+	hints := s.core.Hints(ctx) // the caller's own apps' hints (daemon.Hints)
 	w := c.Response()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -45,9 +44,6 @@ func (s *Server) events(c echo.Context) error {
 			if !ok {
 				return nil
 			}
-			if mine != nil && !s.hintVisible(h, mine) {
-				continue // another host's app: no doorbell either
-			}
 			err = writeEvent(w, h)
 		case <-beat.C:
 			_, err = fmt.Fprint(w, ": ping\n\n")
@@ -59,33 +55,17 @@ func (s *Server) events(c echo.Context) error {
 	}
 }
 
-// hintVisible reports whether a host may hear hint h: a connection hint
-// of one of its apps, a confirm hint of one of its apps' pending confirms
-// (one already decided is no longer anyone's to refetch), and the hints
-// that name no app.
-func (s *Server) hintVisible(h daemon.Hint, mine func(string) bool) bool {
-	switch h.Type {
-	case daemon.HintConnectionChanged:
-		return mine(h.AppID)
-	case daemon.HintConfirmPending:
-		cf, ok := s.d.ConfirmByID(h.ID)
-		return ok && mine(cf.AppID)
-	default:
-		return h.AppID == "" || mine(h.AppID)
-	}
-}
-
 // writeEvent writes one hint as "event: <type>\ndata: <json>\n\n".
-func writeEvent(w *echo.Response, h daemon.Hint) error {
+func writeEvent(w *echo.Response, h hints.Hint) error {
 	var d EventData
 	switch h.Type {
-	case daemon.HintConfirmPending:
+	case hints.ConfirmPending:
 		d.ID = h.ID
-	case daemon.HintConnectionChanged:
+	case hints.ConnectionChanged:
 		d.AppID, d.Slot = h.AppID, h.Slot
-	case daemon.HintFlowUpdated:
+	case hints.FlowUpdated:
 		d.FlowID = h.ID
-	case daemon.HintHelperChanged:
+	case hints.HelperChanged:
 		d.HelperID = h.ID
 	default:
 		return nil // an unknown hint type is not forwarded

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/hints"
 )
 
 // TestEventsConnectionChanged: approving a connection rings the
@@ -143,20 +143,20 @@ func TestEventsEndOnShutdown(t *testing.T) {
 // conformance: P1-R7-02
 func TestWriteEventRebuildsHints(t *testing.T) {
 	tests := []struct {
-		hint daemon.Hint
+		hint hints.Hint
 		want string
 	}{
-		{daemon.Hint{Type: daemon.HintConnectionChanged, AppID: "app1", Slot: "mail", ID: "injected"},
+		{hints.Hint{Type: hints.ConnectionChanged, AppID: "app1", Slot: "mail", ID: "injected"},
 			"event: connection-changed\ndata: {\"appId\":\"app1\",\"slot\":\"mail\"}\n\n"},
-		{daemon.Hint{Type: daemon.HintConfirmPending, ID: "c1", AppID: "app1", Slot: "mail"},
+		{hints.Hint{Type: hints.ConfirmPending, ID: "c1", AppID: "app1", Slot: "mail"},
 			"event: confirm-pending\ndata: {\"id\":\"c1\"}\n\n"},
-		{daemon.Hint{Type: daemon.HintFlowUpdated, ID: "f1", AppID: "app1"},
+		{hints.Hint{Type: hints.FlowUpdated, ID: "f1", AppID: "app1"},
 			"event: flow-updated\ndata: {\"flowId\":\"f1\"}\n\n"},
-		{daemon.Hint{Type: daemon.HintHelperChanged, ID: "h1", Slot: "mail"},
+		{hints.Hint{Type: hints.HelperChanged, ID: "h1", Slot: "mail"},
 			"event: helper-changed\ndata: {\"helperId\":\"h1\"}\n\n"},
-		{daemon.Hint{Type: daemon.HintConnectionChanged, AppID: "a\n\nevent: confirm-pending", Slot: "mail"},
+		{hints.Hint{Type: hints.ConnectionChanged, AppID: "a\n\nevent: confirm-pending", Slot: "mail"},
 			"event: connection-changed\ndata: {\"appId\":\"a\\n\\nevent: confirm-pending\",\"slot\":\"mail\"}\n\n"},
-		{daemon.Hint{Type: "secret-delivery", ID: "x", AppID: "app1"}, ""},
+		{hints.Hint{Type: "secret-delivery", ID: "x", AppID: "app1"}, ""},
 	}
 	for _, tc := range tests {
 		rec := httptest.NewRecorder()

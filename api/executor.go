@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/journal"
 )
 
 // net runs one snug:net-request through the executor (POST /v1/net). The
@@ -30,21 +31,20 @@ func (s *Server) net(c echo.Context) error {
 	if !plainText(req.AppID) {
 		return errcode.New(errcode.BadRequest, "appId holds control characters") // as a path would refuse it
 	}
-	if err := s.d.CheckApp(c.Request().Context(), req.AppID); err != nil {
+	if err := s.book.CheckApp(c.Request().Context(), req.AppID); err != nil {
 		return err // another host's app: as if it did not exist (scopeBody)
 	}
-	var delivery daemon.Delivery
+	var delivery fetch.Delivery
 	switch req.Delivery {
 	case "app":
-		delivery = daemon.DeliveryApp
+		delivery = fetch.DeliveryApp
 	case "llm":
-		delivery = daemon.DeliveryLLM
+		delivery = fetch.DeliveryLLM
 	default:
 		return errcode.New(errcode.BadRequest, `delivery must be "app" or "llm"`)
 	}
 	ctx := c.Request().Context()
-	hostID, _ := daemon.CallerHost(ctx) // "" on the ctl channel
-	return frame(c, s.d.Net(ctx, daemon.NetCall{AppID: req.AppID, Frame: req.Frame, Delivery: delivery, HostID: hostID}))
+	return frame(c, s.exec.Net(ctx, fetch.NetCall{AppID: req.AppID, Frame: req.Frame, Delivery: delivery}))
 }
 
 // testConnection runs the requirement's testRequest (POST …/{slot}/test).
@@ -53,7 +53,7 @@ func (s *Server) testConnection(c echo.Context) error {
 	if err := bindOptional(c, &empty); err != nil {
 		return err
 	}
-	res, err := s.d.TestConnection(c.Request().Context(), param(c, "appId"), param(c, "slot"))
+	res, err := s.exec.TestConnection(c.Request().Context(), param(c, "appId"), param(c, "slot"))
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ const ProviderErrorHeader = "Snugd-Provider-Error"
 // declared, so a big frame goes out as one body rather than a chunk whose
 // end waits for the handler to return: the host has the whole answer
 // before the buffers are zeroed and handed back.
-func frame(c echo.Context, res daemon.NetResult) error {
+func frame(c echo.Context, res fetch.NetResult) error {
 	defer res.Release()
 	if !res.Answer {
 		return errcode.New(errcode.NetInvalidRequest, "the frame carries no usable requestId, so it is not answered")
@@ -88,7 +88,7 @@ func frame(c echo.Context, res daemon.NetResult) error {
 // facts answers the LLM-safe facts of an app's connections.
 func (s *Server) facts(c echo.Context) error {
 	out := FactsResponse{Facts: []FactJSON{}}
-	for _, f := range s.d.Facts(param(c, "appId")) {
+	for _, f := range s.book.Facts(param(c, "appId")) {
 		out.Facts = append(out.Facts, FactJSON{
 			Slot: f.Slot, Provider: f.Provider, Kind: string(f.Kind), Status: string(f.Status), Scopes: f.Scopes,
 			Hosts: nonNil(f.Hosts), Address: f.Address, LAN: f.LAN, Label: f.Label, Armed: f.Armed,
@@ -100,11 +100,7 @@ func (s *Server) facts(c echo.Context) error {
 // confirms lists the pending confirms, oldest first.
 func (s *Server) confirms(c echo.Context) error {
 	out := ConfirmsResponse{Confirms: []ConfirmJSON{}}
-	mine := s.d.AppFilter(c.Request().Context())
-	for _, cf := range s.d.Confirms() {
-		if mine != nil && !mine(cf.AppID) {
-			continue // scopeFiltered: another host's app
-		}
+	for _, cf := range s.exec.Confirms(c.Request().Context()) { // scopeFiltered
 		out.Confirms = append(out.Confirms, confirmJSON(cf))
 	}
 	return c.JSON(http.StatusOK, out)
@@ -121,15 +117,8 @@ func (s *Server) confirm(c echo.Context) error {
 
 // confirmFor returns the pending confirm of the route's :id when the
 // caller may see its app; another host's confirm is not there for it.
-func (s *Server) confirmFor(c echo.Context) (daemon.Confirm, bool) {
-	cf, ok := s.d.ConfirmByID(param(c, "id"))
-	if !ok {
-		return daemon.Confirm{}, false
-	}
-	if mine := s.d.AppFilter(c.Request().Context()); mine != nil && !mine(cf.AppID) {
-		return daemon.Confirm{}, false
-	}
-	return cf, true
+func (s *Server) confirmFor(c echo.Context) (fetch.Confirm, bool) {
+	return s.exec.ConfirmByID(c.Request().Context(), param(c, "id"))
 }
 
 func errNoConfirm() error { return errcode.New(errcode.NotFound, "no pending confirm has that id") }
@@ -149,23 +138,15 @@ func (s *Server) decide(c echo.Context) error {
 	default:
 		return errcode.New(errcode.BadRequest, `decision must be "allow" or "deny"`)
 	}
-	remember := daemon.RememberOnce
+	remember := fetch.RememberOnce
 	switch req.Remember {
 	case "", "once":
 	case "session":
-		remember = daemon.RememberSession
+		remember = fetch.RememberSession
 	default:
 		return errcode.New(errcode.BadRequest, `remember must be "once" or "session"`)
 	}
-	if mine := s.d.AppFilter(c.Request().Context()); mine != nil {
-		// A host decides only its apps' pending confirms: another's is
-		// an unknown id. One no longer pending is the daemon's to
-		// answer (a no-op for a decided id, which nobody can guess).
-		if cf, ok := s.d.ConfirmByID(param(c, "id")); ok && !mine(cf.AppID) {
-			return errcode.New(errcode.NotFound, "no such confirm") // DecideConfirm's answer for an unknown id
-		}
-	}
-	if err := s.d.DecideConfirmBy(c.Request().Context(), param(c, "id"), allow, remember); err != nil {
+	if err := s.exec.DecideConfirmBy(c.Request().Context(), param(c, "id"), allow, remember); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -174,7 +155,7 @@ func (s *Server) decide(c echo.Context) error {
 // standings lists the armed standing approvals.
 func (s *Server) standings(c echo.Context) error {
 	out := StandingsResponse{Standing: []StandingJSON{}}
-	for _, st := range s.standingsFor(c) {
+	for _, st := range s.exec.Standings(c.Request().Context()) {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
 	return c.JSON(http.StatusOK, out)
@@ -190,10 +171,10 @@ func (s *Server) arm(c echo.Context) error {
 	if !plainText(req.AppID) {
 		return errcode.New(errcode.BadRequest, "appId holds control characters") // as a path would refuse it
 	}
-	if err := s.d.CheckApp(c.Request().Context(), req.AppID); err != nil {
+	if err := s.book.CheckApp(c.Request().Context(), req.AppID); err != nil {
 		return err // scopeBody
 	}
-	spec := daemon.StandingSpec{
+	spec := fetch.StandingSpec{
 		AppID: req.AppID, Slot: req.Slot, Target: req.Target, Trigger: req.Trigger, MaxSends: req.MaxSends,
 		Window: time.Duration(req.WindowSeconds) * time.Second, UserGesture: req.UserGesture,
 	}
@@ -207,7 +188,7 @@ func (s *Server) arm(c echo.Context) error {
 		}
 		spec.Quiet = quiet
 	}
-	st, err := s.d.ArmStanding(c.Request().Context(), spec)
+	st, err := s.exec.ArmStanding(c.Request().Context(), spec)
 	if err != nil {
 		return err
 	}
@@ -215,7 +196,7 @@ func (s *Server) arm(c echo.Context) error {
 }
 
 // quietHours reads "HH:MM" times and an IANA zone.
-func quietHours(q QuietHoursJSON) (*daemon.QuietHours, error) {
+func quietHours(q QuietHoursJSON) (*fetch.QuietHours, error) {
 	start, ok1 := parseClock(q.Start)
 	end, ok2 := parseClock(q.End)
 	if !ok1 || !ok2 {
@@ -228,7 +209,7 @@ func quietHours(q QuietHoursJSON) (*daemon.QuietHours, error) {
 			return nil, errcode.New(errcode.BadRequest, "quietHours timeZone is not a known IANA time zone")
 		}
 	}
-	return &daemon.QuietHours{Start: start, End: end, Location: loc}, nil
+	return &fetch.QuietHours{Start: start, End: end, Location: loc}, nil
 }
 
 func parseClock(s string) (time.Duration, bool) {
@@ -245,17 +226,7 @@ func parseClock(s string) (time.Duration, bool) {
 
 // disarm disarms one standing approval (204).
 func (s *Server) disarm(c echo.Context) error {
-	if mine := s.d.AppFilter(c.Request().Context()); mine != nil {
-		id, found := param(c, "id"), false
-		for _, st := range s.standingsFor(c) {
-			found = found || st.ID == id
-		}
-		if !found {
-			// Another host's standing approval is an unknown id.
-			return errcode.New(errcode.NotFound, "no such standing approval")
-		}
-	}
-	if err := s.d.DisarmStanding(param(c, "id")); err != nil {
+	if err := s.exec.DisarmStanding(c.Request().Context(), param(c, "id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -267,40 +238,15 @@ func (s *Server) kill(c echo.Context) error {
 	if err := bindOptional(c, &empty); err != nil {
 		return err
 	}
-	if s.d.AppFilter(c.Request().Context()) != nil {
-		// A host's kill switch disarms its own apps' standing
-		// approvals, and counts only those.
-		n := 0
-		for _, st := range s.standingsFor(c) {
-			if s.d.DisarmStanding(st.ID) == nil {
-				n++
-			}
-		}
-		return c.JSON(http.StatusOK, KillResponse{Disarmed: n})
-	}
-	return c.JSON(http.StatusOK, KillResponse{Disarmed: s.d.KillStanding()})
-}
-
-// standingsFor lists the armed standing approvals the caller may see.
-func (s *Server) standingsFor(c echo.Context) []daemon.Standing {
-	all := s.d.Standings()
-	mine := s.d.AppFilter(c.Request().Context())
-	if mine == nil {
-		return all
-	}
-	var out []daemon.Standing
-	for _, st := range all {
-		if mine(st.Spec.AppID) {
-			out = append(out, st)
-		}
-	}
-	return out
+	// A host's kill switch disarms its own apps' standing approvals,
+	// and counts only those.
+	return c.JSON(http.StatusOK, KillResponse{Disarmed: s.exec.KillStanding(c.Request().Context())})
 }
 
 // journal answers one page of the journal, newest first: ?appId=,
 // ?unattended=true, ?before=<id>, ?limit=1..1000 (default 100).
 func (s *Server) journal(c echo.Context) error {
-	q := daemon.JournalQuery{AppID: c.QueryParam("appId"), Kind: c.QueryParam("kind")}
+	q := journal.JournalQuery{AppID: c.QueryParam("appId"), Kind: c.QueryParam("kind")}
 	switch c.QueryParam("unattended") {
 	case "", "false":
 	case "true":
@@ -322,16 +268,12 @@ func (s *Server) journal(c echo.Context) error {
 		}
 		q.Limit = n
 	}
-	entries, err := s.d.Journal(c.Request().Context(), q)
+	entries, err := s.records.Journal(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
 	out := JournalResponse{Entries: make([]JournalEntryJSON, 0, len(entries))}
-	mine := s.d.AppFilter(c.Request().Context())
-	for _, e := range entries {
-		if mine != nil && (e.AppID == "" || !mine(e.AppID)) {
-			continue // scopeFiltered: another host's app, or the daemon's own
-		}
+	for _, e := range entries { // scopeFiltered below the API: a host's page holds its apps' entries only
 		j := JournalEntryJSON{
 			ID: e.ID, At: Time{e.At}, AppID: e.AppID, Slot: e.Slot, Host: e.Host, ResolvedHost: e.ResolvedHost, Method: e.Method, Outcome: e.Outcome,
 			Gate: e.Gate, Code: e.Code, Status: e.Status, DurationMS: e.Duration.Milliseconds(), Unattended: e.Unattended, Note: e.Note,

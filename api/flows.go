@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 // FlowJSON is GET /v1/flows/{flowId}: a pairing flow (OAuth consent, the
@@ -30,7 +30,7 @@ type FlowJSON struct {
 	ExpiresAt           Time   `json:"expiresAt"`
 }
 
-func flowJSON(f daemon.Flow) FlowJSON {
+func flowJSON(f pairing.Flow) FlowJSON {
 	j := FlowJSON{FlowID: f.ID, Kind: string(f.Kind), AppID: f.AppID, Slot: f.Slot, State: string(f.State),
 		Message: f.Message, QR: f.QR, Label: f.Label, Fingerprint: f.Fingerprint, PreviousFingerprint: f.PreviousFingerprint,
 		CreatedAt: Time{f.CreatedAt}, UpdatedAt: Time{f.UpdatedAt}, ExpiresAt: Time{f.ExpiresAt}}
@@ -46,7 +46,7 @@ func flowJSON(f daemon.Flow) FlowJSON {
 // flow answers one pairing flow; ?format=png answers a device-link
 // flow's QR code as an image (link.go), ?format=json (or none) the JSON.
 func (s *Server) flow(c echo.Context) error {
-	f, err := s.d.Flow(c.Request().Context(), param(c, "flowId"))
+	f, err := s.ceremonies.Flow(c.Request().Context(), param(c, "flowId"))
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func FuzzChain(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	runDaemon(f, d)
 	f.Cleanup(func() { d.Close() })
 	tokens := map[string]string{} // token → origin ("" desktop)
 	for _, origin := range []string{"", webOrigin} {
@@ -37,12 +38,12 @@ func FuzzChain(f *testing.F) {
 		if origin != "" {
 			surface = hostauth.SurfaceWeb
 		}
-		p, err := d.Pair(f.Context(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)}, origin)
+		p, err := d.Hosts().Pair(f.Context(), hostauth.PairRequest{Name: "fuzz", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(verifier)}, origin)
 		if err != nil {
 			f.Fatal(err)
 		}
-		d.ApprovePairing(f.Context(), p.Code)
-		r, err := d.RedeemPairing(f.Context(), p.ID, verifier, origin)
+		d.Hosts().Approve(f.Context(), p.Code)
+		r, err := d.Hosts().Redeem(f.Context(), p.ID, verifier, origin)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func FuzzChain(f *testing.F) {
 			web = tok
 		}
 	}
-	s := New(d, Options{Version: testVersion})
+	s := New(DepsOf(d), Options{Version: testVersion})
 	h := s.TCPHandler(port)
 	allowed := allowedHosts(port)
 

@@ -22,7 +22,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/hostauth"
 )
@@ -171,7 +170,7 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 			// random bits; the limit is on failures, which past the burst
 			// answer 429 instead of 401.
 			token, _ := bearer(r)
-			h, err := ch.s.d.AuthenticateHost(ctx, token, origin)
+			h, err := ch.s.hostBook.Authenticate(ctx, token, origin)
 			if err != nil {
 				keys := failureKeys(origin, token)
 				if wait := ch.s.fails.blocked(keys); wait > 0 {
@@ -182,7 +181,7 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 			}
 			// Unpairing the host cancels this request wherever it is:
 			// a parked confirm is denied, an event stream ends.
-			bound, release, err := ch.s.d.BindHost(ctx, h.ID)
+			bound, release, err := ch.s.hostBook.Bind(ctx, h.ID)
 			if err != nil {
 				return errorOf(ch.s.log, err), false
 			}
@@ -190,7 +189,7 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 			// Every daemon call of this request acts for the host: it
 			// reaches only the apps the host owns or was given, and what it
 			// parks is the host's (unpairing withdraws it).
-			ctx = daemon.WithHost(bound, h.ID)
+			ctx = hostauth.WithHost(bound, h.ID)
 		}
 		// A redeem is not held back here: one that presents the right
 		// verifier always passes, and a wrong one is limited per pairing
@@ -210,7 +209,7 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 	// (scopeBody and scopeFiltered routes check in their handlers; the
 	// ctl socket's context names no host and sees everything).
 	if rt.app == scopePath {
-		if err := ch.s.d.CheckApp(ctx, params["appId"]); err != nil {
+		if err := ch.s.book.CheckApp(ctx, params["appId"]); err != nil {
 			return errorOf(ch.s.log, err), false
 		}
 	}
@@ -225,7 +224,7 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 
 // admits reports whether route rt admits a request from origin.
 func (ch *listenerChain) admits(ctx context.Context, rt *route, params map[string]string, origin string) bool {
-	d := ch.s.d
+	d := ch.s.hostBook
 	if rt.access != open {
 		return d.PairedOrigin(ctx, origin)
 	}

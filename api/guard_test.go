@@ -428,7 +428,7 @@ func TestNoAppSurface(t *testing.T) {
 // /v1/standing/{id}), and a parameter that spells a literal segment
 // ("pair", "kill") still reaches the parameter route of its method.
 func TestRouteOnce(t *testing.T) {
-	s := New(newEnv(t).d, Options{Version: testVersion})
+	s := New(DepsOf(newEnv(t).d), Options{Version: testVersion})
 	for _, ctl := range []bool{false, true} {
 		ch := s.chain(ctl)
 		ch.hosts = allowedHosts(1)

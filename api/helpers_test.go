@@ -95,7 +95,8 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
-	e.s = New(e.d, Options{Version: testVersion, Logger: log, Now: e.clock.Now, Heartbeat: 50 * time.Millisecond, DrainTimeout: 2 * time.Second})
+	runDaemon(t, e.d)
+	e.s = New(DepsOf(e.d), Options{Version: testVersion, Logger: log, Now: e.clock.Now, Heartbeat: 50 * time.Millisecond, DrainTimeout: 2 * time.Second})
 	tcp, err := ListenTCP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -261,4 +262,19 @@ func jsonHeader(extra ...string) map[string]string {
 		h[extra[i]] = extra[i+1]
 	}
 	return h
+}
+
+// runDaemon runs d until the test ends, as main runs it beside the API
+// server.
+func runDaemon(t testing.TB, d *daemon.Daemon) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }

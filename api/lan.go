@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 // The exchange pairing family's routes (Philips Hue, §12.11, §12.12):
@@ -77,7 +77,7 @@ func (s *Server) lanDiscover(c echo.Context) error {
 	if req.TimeoutMS < 0 || req.TimeoutMS > maxDiscoverMS {
 		return errcode.New(errcode.BadRequest, "timeoutMs must be 0 to 10000")
 	}
-	bridges, err := s.d.DiscoverLAN(c.Request().Context(), time.Duration(req.TimeoutMS)*time.Millisecond)
+	bridges, err := s.devices.DiscoverLAN(c.Request().Context(), time.Duration(req.TimeoutMS)*time.Millisecond)
 	if err != nil {
 		return err
 	}
@@ -96,14 +96,14 @@ func (s *Server) lanAddress(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	r, err := s.d.CollectLANAddress(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Address)
+	r, err := s.devices.CollectLANAddress(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Address)
 	return s.proposal(c, r, err)
 }
 
 // lanProbe is POST …/{slot}/lan/probe: the verify probe at the frozen
 // address, storing nothing.
 func (s *Server) lanProbe(c echo.Context) error {
-	p, err := s.d.ProbeLAN(c.Request().Context(), param(c, "appId"), param(c, "slot"))
+	p, err := s.devices.ProbeLAN(c.Request().Context(), param(c, "appId"), param(c, "slot"))
 	if err != nil {
 		return err
 	}
@@ -118,8 +118,8 @@ func (s *Server) lanPair(c echo.Context) error {
 	if err := bindOptional(c, &req); err != nil {
 		return err
 	}
-	f, err := s.d.PairLAN(c.Request().Context(), param(c, "appId"), param(c, "slot"),
-		daemon.LANPairOptions{Repin: req.Repin, Accept: req.Fingerprint})
+	f, err := s.devices.PairLAN(c.Request().Context(), param(c, "appId"), param(c, "slot"),
+		pairing.LANPairOptions{Repin: req.Repin, Accept: req.Fingerprint})
 	if err != nil {
 		return err
 	}

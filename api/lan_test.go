@@ -11,6 +11,7 @@ import (
 
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/lan"
 	"github.com/snug/snugd/lan/huesim"
 	"github.com/snug/snugd/transports"
@@ -21,7 +22,7 @@ const apiHueAddr = "192.168.77.10"
 // hueEnv is an env whose LAN transport reaches one simulated bridge at
 // apiHueAddr through an injected dialer (loopback TLS; nothing else is
 // reachable), and whose discovery answers that bridge.
-func hueEnv(t *testing.T, policy daemon.TransportPolicy) (*env, *huesim.Sim) {
+func hueEnv(t *testing.T, policy fetch.TransportPolicy) (*env, *huesim.Sim) {
 	t.Helper()
 	sim, err := huesim.Start(huesim.Config{})
 	if err != nil {
@@ -144,7 +145,7 @@ func TestLANRoutes(t *testing.T) {
 
 // TestLANRoutesBrowserPolicy: the browser profile admits no LAN act.
 func TestLANRoutesBrowserPolicy(t *testing.T) {
-	e, sim := hueEnv(t, daemon.PolicyBrowser)
+	e, sim := hueEnv(t, fetch.PolicyBrowser)
 	_, err := e.ctl.DiscoverLAN(t.Context(), 0)
 	apiCode(t, err, errcode.Forbidden)
 	_, err = e.ctl.PairLAN(t.Context(), "app1", "hue", LANPairRequest{})

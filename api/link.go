@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 // LinkStartResponse is POST …/{slot}/link/start: the device-link flow to
@@ -20,7 +20,7 @@ type LinkStartResponse struct {
 // CONNECTION_NOT_APPROVED, NOT_FOUND (no device-link pairing) and
 // NET_FETCH_FAILED (no helper, or it could not start) refuse.
 func (s *Server) linkStart(c echo.Context) error {
-	f, err := s.d.StartLink(c.Request().Context(), param(c, "appId"), param(c, "slot"))
+	f, err := s.devices.StartLink(c.Request().Context(), param(c, "appId"), param(c, "slot"))
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (s *Server) linkStart(c echo.Context) error {
 // ends failed ("the link was cancelled") and the helper's attempt is
 // cancelled. Another host's flow answers as an unknown id.
 func (s *Server) cancelFlow(c echo.Context) error {
-	f, err := s.d.CancelLink(c.Request().Context(), param(c, "flowId"))
+	f, err := s.devices.CancelLink(c.Request().Context(), param(c, "flowId"))
 	if err != nil {
 		return err
 	}
@@ -41,8 +41,8 @@ func (s *Server) cancelFlow(c echo.Context) error {
 // flowPNG answers a device-link flow's current QR code as a PNG image
 // (GET /v1/flows/{flowId}?format=png). Reading it changes nothing; a flow
 // with no code (not device-link, ended, or before the first code) is 404.
-func flowPNG(c echo.Context, f daemon.Flow) error {
-	img, err := daemon.FlowQRPNG(f)
+func flowPNG(c echo.Context, f pairing.Flow) error {
+	img, err := pairing.FlowQRPNG(f)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func newLinkEnv(t *testing.T) (*env, *Client, string) {
 		Env:      []string{simHelperEnv + "=1"},
 		OnEvent: func(ev linkdevice.Event) {
 			if d := target.Load(); d != nil {
-				d.HelperEvent(ev)
+				d.Devices().HelperEvent(ev)
 			}
 		},
 	})

@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 // The OAuth routes (spec §12.5, §12.12, §13; API.md "Flows"): start a
@@ -67,7 +67,7 @@ func (s *Server) oauthStart(c echo.Context) error {
 	if port == 0 {
 		return errcode.New(errcode.BadRequest, "the loopback API is not listening, so no sign-in redirect can reach snugd")
 	}
-	st, err := s.d.StartOAuth(c.Request().Context(), req.AppID, req.Slot, port)
+	st, err := s.ceremonies.StartOAuth(c.Request().Context(), req.AppID, req.Slot, port)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ const (
 //
 // conformance: P3-C13-18
 func (s *Server) oauthLoopback(c echo.Context) error {
-	f, err := s.d.OAuthLoopbackCallback(c.Request().Context(), c.Request().URL.RawQuery)
+	f, err := s.ceremonies.OAuthLoopbackCallback(c.Request().Context(), c.Request().URL.RawQuery)
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -94,7 +94,7 @@ func (s *Server) oauthLoopback(c echo.Context) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'")
 	page, status := pageConnected, http.StatusOK
-	if err != nil || f.State != daemon.FlowConnected {
+	if err != nil || f.State != pairing.FlowConnected {
 		page, status = pageNotDone, http.StatusBadRequest
 	}
 	c.Response().WriteHeader(status)
@@ -108,7 +108,7 @@ func (s *Server) oauthWebCallback(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	f, err := s.d.OAuthWebCallback(c.Request().Context(), req.Code, req.State, req.Error)
+	f, err := s.ceremonies.OAuthWebCallback(c.Request().Context(), req.Code, req.State, req.Error)
 	if err != nil {
 		return err
 	}

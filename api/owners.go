@@ -15,7 +15,7 @@ import (
 // appAccess answers GET /v1/apps/{appId}/access (ctl).
 func (s *Server) appAccess(c echo.Context) error {
 	app := param(c, "appId")
-	owner, shared, err := s.d.AppAccess(c.Request().Context(), app)
+	owner, shared, err := s.book.AppAccess(c.Request().Context(), app)
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (s *Server) shareApp(c echo.Context) error {
 	if req.HostID == "" {
 		return errcode.New(errcode.BadRequest, "hostId is required")
 	}
-	if err := s.d.ShareApp(c.Request().Context(), param(c, "appId"), req.HostID); err != nil {
+	if err := s.book.ShareApp(c.Request().Context(), param(c, "appId"), req.HostID); err != nil {
 		return err
 	}
 	return s.appAccess(c)
@@ -41,7 +41,7 @@ func (s *Server) shareApp(c echo.Context) error {
 // unshareApp takes the app away from a host (DELETE
 // /v1/apps/{appId}/shares/{hostId}, ctl): its share, or its ownership.
 func (s *Server) unshareApp(c echo.Context) error {
-	if err := s.d.UnshareApp(c.Request().Context(), param(c, "appId"), param(c, "hostId")); err != nil {
+	if err := s.book.UnshareApp(c.Request().Context(), param(c, "appId"), param(c, "hostId")); err != nil {
 		return err
 	}
 	return s.appAccess(c)

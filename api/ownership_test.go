@@ -16,6 +16,7 @@ import (
 
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/transports"
 )
@@ -120,8 +121,8 @@ func newOwnedEnv(t *testing.T) (*env, *upstream) {
 			return d.DialContext(ctx, network, to)
 		}}
 		c.ConfirmTimeout = time.Minute
-		c.StandingTargets = func(*requirement.Requirement) []daemon.StandingTarget {
-			return []daemon.StandingTarget{{Trigger: "reply", Method: "POST", PathPattern: "/v1/threads/{target}/messages", BodyField: "message.thread_id"}}
+		c.StandingTargets = func(*requirement.Requirement) []fetch.StandingTarget {
+			return []fetch.StandingTarget{{Trigger: "reply", Method: "POST", PathPattern: "/v1/threads/{target}/messages", BodyField: "message.thread_id"}}
 		}
 	}, seed{app: "app1", slot: "mail", status: "approved", hosts: []string{upHost}})
 	return e, u

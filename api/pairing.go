@@ -35,7 +35,7 @@ func (s *Server) pair(c echo.Context) error {
 	if wait := s.pairs.take(keys); wait > 0 {
 		return rateLimitedMsg(c.Response(), wait, msg)
 	}
-	p, err := s.d.Pair(c.Request().Context(), hostauth.PairRequest{
+	p, err := s.hostBook.Pair(c.Request().Context(), hostauth.PairRequest{
 		Name: req.Name, Surface: hostauth.Surface(req.Surface), Origin: req.Origin, Challenge: req.Challenge,
 	}, requestOrigin(c))
 	if err != nil {
@@ -55,7 +55,7 @@ func (s *Server) pair(c echo.Context) error {
 // burst answers 429 instead; guessing 256 bits is hopeless anyway.
 func (s *Server) pairInvited(c echo.Context, req PairRequest) error {
 	origin := requestOrigin(c)
-	p, err := s.d.Pair(c.Request().Context(), hostauth.PairRequest{
+	p, err := s.hostBook.Pair(c.Request().Context(), hostauth.PairRequest{
 		Name: req.Name, Surface: hostauth.Surface(req.Surface), Origin: req.Origin, Challenge: req.Challenge,
 		Invitation: hostauth.InvitationTokenOf(req.Invitation),
 	}, origin)
@@ -94,7 +94,7 @@ func (s *Server) redeem(c echo.Context) error {
 		return err
 	}
 	origin := requestOrigin(c)
-	r, err := s.d.RedeemPairing(c.Request().Context(), param(c, "pairingId"), req.Verifier, origin)
+	r, err := s.hostBook.Redeem(c.Request().Context(), param(c, "pairingId"), req.Verifier, origin)
 	if code, _ := errcode.CodeOf(err); code == errcode.VerifierMismatch || code == errcode.PairingNotFound {
 		keys := failureKeys(origin, "")
 		if wait := s.fails.blocked(keys); wait > 0 {
@@ -111,15 +111,15 @@ func (s *Server) redeem(c echo.Context) error {
 // hosts lists paired hosts and waiting pairing requests (ctl).
 func (s *Server) hosts(c echo.Context) error {
 	ctx := c.Request().Context()
-	hs, err := s.d.Hosts(ctx)
+	hs, err := s.hostBook.Hosts(ctx)
 	if err != nil {
 		return err
 	}
-	ps, err := s.d.PendingPairings(ctx)
+	ps, err := s.hostBook.Pending(ctx)
 	if err != nil {
 		return err
 	}
-	invs, err := s.d.Invitations(ctx)
+	invs, err := s.hostBook.Invitations(ctx)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (s *Server) inviteHost(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	inv, tok, err := s.d.InviteHost(c.Request().Context(), req.Name, hostauth.Surface(req.Surface))
+	inv, tok, err := s.hostBook.Invite(c.Request().Context(), req.Name, hostauth.Surface(req.Surface))
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (s *Server) approveHost(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	p, err := s.d.ApprovePairing(c.Request().Context(), req.Code)
+	p, err := s.hostBook.Approve(c.Request().Context(), req.Code)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (s *Server) denyHost(c echo.Context) error {
 	if err := bind(c, &req); err != nil {
 		return err
 	}
-	p, err := s.d.DenyPairing(c.Request().Context(), req.Code)
+	p, err := s.hostBook.Deny(c.Request().Context(), req.Code)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (s *Server) denyHost(c echo.Context) error {
 // deleteHost unpairs a host (ctl); its token stops working at once.
 func (s *Server) deleteHost(c echo.Context) error {
 	id := param(c, "hostId")
-	if err := s.d.DeleteHost(c.Request().Context(), id); err != nil {
+	if _, err := s.hostBook.Unpair(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, DeletedResponse{HostID: id, Deleted: true})

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/hints"
 )
 
 // TestRevokeEndsInflight: unpairing a host takes effect at once for what
@@ -85,7 +85,7 @@ func TestRevokeEndsInflight(t *testing.T) {
 
 // waitConfirm waits, on the daemon's hint stream (subscribed before the
 // call that parks), until exactly one confirm is pending, and returns it.
-func waitConfirm(ctx context.Context, t *testing.T, e *env, hints <-chan daemon.Hint) ConfirmJSON {
+func waitConfirm(ctx context.Context, t *testing.T, e *env, hints <-chan hints.Hint) ConfirmJSON {
 	t.Helper()
 	for {
 		cs, err := e.ctl.Confirms(ctx)

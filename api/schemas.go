@@ -25,5 +25,5 @@ func (s *Server) schema(c echo.Context) error {
 // registry serves the pinned provider registry, the reviewed entry files
 // byte for byte.
 func (s *Server) registry(c echo.Context) error {
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.d.RegistryDocument())
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.proposers.RegistryDocument())
 }

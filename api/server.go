@@ -14,6 +14,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/hints"
+	"github.com/snug/snugd/daemon/hostauth"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 // Options configures a Server. Every zero value is documented.
@@ -51,13 +56,20 @@ const cancelGrace = 3 * time.Second
 // table and guarded by one security chain. Echo stays inside; the Server
 // exposes only net/http types.
 type Server struct {
-	d         *daemon.Daemon
-	log       *slog.Logger
-	now       func() time.Time
-	version   string
-	drain     time.Duration
-	heartbeat time.Duration
-	started   time.Time
+	book       *grants.Book
+	proposers  *grants.Proposers
+	records    *grants.Records
+	exec       *fetch.Executor
+	ceremonies *pairing.Service
+	devices    *pairing.Devices
+	hostBook   *hostauth.Book
+	core       Core
+	log        *slog.Logger
+	now        func() time.Time
+	version    string
+	drain      time.Duration
+	heartbeat  time.Duration
+	started    time.Time
 
 	fails *limiter // failed authentications
 	pairs *limiter // pairing requests
@@ -69,10 +81,44 @@ type Server struct {
 	listen string // the TCP address served, for status
 }
 
-// New returns a Server for d. It does not listen: call Serve.
-func New(d *daemon.Daemon, opts Options) *Server {
+// Deps are the daemon's parts the API serves. Each handler calls the
+// part that owns what it serves; who may see an item is decided there,
+// from the caller the security chain put in the request's context.
+type Deps struct {
+	Grants    *grants.Book
+	Proposers *grants.Proposers
+	Records   *grants.Records
+	Fetch     *fetch.Executor
+	Pairing   *pairing.Service
+	Devices   *pairing.Devices
+	Hosts     *hostauth.Book
+	// Core is the composition root's own: the status report, the data
+	// directory and the start of shutdown.
+	Core Core
+}
+
+// Core is what the API reads of the composition root.
+type Core interface {
+	StatusReport(ctx context.Context) (daemon.StatusReport, error)
+	Hints(ctx context.Context) <-chan hints.Hint
+	DataDir() string
+	BeginShutdown()
+}
+
+// DepsOf returns the parts of d.
+func DepsOf(d *daemon.Daemon) Deps {
+	return Deps{
+		Grants: d.Grants(), Proposers: d.Proposers(), Records: d.Records(), Fetch: d.Fetch(),
+		Pairing: d.Pairing(), Devices: d.Devices(), Hosts: d.Hosts(), Core: d,
+	}
+}
+
+// New returns a Server over deps. It does not listen: call Serve.
+func New(deps Deps, opts Options) *Server {
 	s := &Server{
-		d: d, log: opts.Logger, now: opts.Now, version: opts.Version,
+		book: deps.Grants, proposers: deps.Proposers, records: deps.Records, exec: deps.Fetch,
+		ceremonies: deps.Pairing, devices: deps.Devices, hostBook: deps.Hosts, core: deps.Core,
+		log: opts.Logger, now: opts.Now, version: opts.Version,
 		drain: opts.DrainTimeout, heartbeat: opts.Heartbeat, stop: make(chan struct{}),
 	}
 	if s.log == nil {
@@ -206,7 +252,7 @@ func (s *Server) shutdown(servers []*http.Server, cancelRequests context.CancelF
 	// Nobody can decide a parked confirm once the listeners close: the
 	// daemon denies every one now, and every one asked while the drain
 	// lasts, instead of letting them hold the shutdown for the drain bound.
-	s.d.BeginShutdown()
+	s.core.BeginShutdown()
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.drain)
 	defer cancel()
 	var wg sync.WaitGroup

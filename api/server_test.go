@@ -58,8 +58,9 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runDaemon(t, d)
 	defer d.Close()
-	s := New(d, Options{})
+	s := New(DepsOf(d), Options{})
 	for _, a := range []net.Addr{
 		&net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 4747},
 		&net.TCPAddr{IP: net.IPv4zero, Port: 4747},
@@ -268,8 +269,9 @@ func TestShutdownDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runDaemon(t, d)
 	defer d.Close()
-	s := New(d, Options{Logger: slog.New(slog.DiscardHandler), DrainTimeout: 5 * time.Second})
+	s := New(DepsOf(d), Options{Logger: slog.New(slog.DiscardHandler), DrainTimeout: 5 * time.Second})
 	tcp, err := ListenTCP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestShutdownDeniesParkedConfirms(t *testing.T) {
 	tok := e.pair("desktop", "")
 	// A second server on the same daemon, with a drain bound far longer
 	// than the test waits.
-	s := New(e.d, Options{Version: testVersion, DrainTimeout: 10 * time.Minute})
+	s := New(DepsOf(e.d), Options{Version: testVersion, DrainTimeout: 10 * time.Minute})
 	tcp, err := ListenTCP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 // status answers GET /v1/status: the daemon's report with the server's
 // version, uptime, address and transport policy. Never a credential.
 func (s *Server) status(c echo.Context) error {
-	r, err := s.d.StatusReport(c.Request().Context())
+	r, err := s.core.StatusReport(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -18,22 +18,17 @@ func (s *Server) status(c echo.Context) error {
 	s.mu.Unlock()
 	out := StatusResponse{
 		Version: s.version, StartedAt: Time{s.started}, UptimeSeconds: int64(s.now().Sub(s.started).Seconds()),
-		DataDir: r.DataDir, Listen: listen, TransportPolicy: string(s.d.TransportPolicy()), Apps: r.Apps,
+		DataDir: r.DataDir, Listen: listen, TransportPolicy: string(s.exec.TransportPolicy()), Apps: r.Apps,
 		Connections:     ConnectionCounts(r.Connections),
 		Hosts:           HostCounts(r.Hosts),
 		Helpers:         []HelperStatusJSON{},
 		Standing:        []StandingJSON{},
 		PendingConfirms: 0,
 	}
-	// A host sees its own apps' counts only (scopeFiltered); the ctl
-	// channel sees everything.
-	mine := s.d.AppFilter(c.Request().Context())
-	for _, cf := range s.d.Confirms() {
-		if mine == nil || mine(cf.AppID) {
-			out.PendingConfirms++
-		}
-	}
-	for _, st := range s.standingsFor(c) {
+	// A host sees its own apps' counts only (scopeFiltered, decided by
+	// the daemon's StatusReport); the ctl channel sees everything.
+	out.PendingConfirms = r.PendingConfirms
+	for _, st := range r.Standing {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
 	for _, h := range r.Helpers {

@@ -22,7 +22,7 @@ const sqliteType = "application/vnd.sqlite3"
 // spool makes a private (0700) directory for one transfer; the caller
 // removes it.
 func (s *Server) spool() (string, error) {
-	dir, err := os.MkdirTemp(s.d.DataDir(), ".transfer-")
+	dir, err := os.MkdirTemp(s.core.DataDir(), ".transfer-")
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +37,7 @@ func (s *Server) export(c echo.Context) error {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "export.db")
-	if err := s.d.Export(c.Request().Context(), path); err != nil {
+	if err := s.records.Export(c.Request().Context(), path); err != nil {
 		return err
 	}
 	f, err := os.Open(path)
@@ -72,7 +72,7 @@ func (s *Server) importDB(c echo.Context) error {
 	if err != nil {
 		return bodyError(err)
 	}
-	r, err := s.d.Import(c.Request().Context(), path)
+	r, err := s.records.Import(c.Request().Context(), path)
 	if err != nil {
 		return err
 	}

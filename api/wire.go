@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/hostauth"
 )
 
@@ -282,7 +283,7 @@ type LANPinJSON struct {
 	CN          string `json:"cn,omitempty"`
 }
 
-func connectionJSON(c daemon.Connection, st *daemon.ConnState) ConnectionJSON {
+func connectionJSON(c grants.Connection, st *grants.ConnState) ConnectionJSON {
 	j := ConnectionJSON{
 		AppID: c.AppID, Slot: c.Slot, Status: string(c.Status), NeedsReapproval: c.NeedsReapproval(),
 		Requirement: json.RawMessage(c.RequirementJSON), PendingRequirement: json.RawMessage("null"),
@@ -540,7 +541,7 @@ type ConfirmJSON struct {
 	ExpiresAt Time   `json:"expiresAt"` // a confirm not decided by then is denied
 }
 
-func confirmJSON(c daemon.Confirm) ConfirmJSON {
+func confirmJSON(c fetch.Confirm) ConfirmJSON {
 	return ConfirmJSON{
 		ID: c.ID, AppID: c.AppID, Host: c.Host, Method: c.Method, URL: c.URL, Slot: c.Slot, BodyPreview: c.Body,
 		Probe: c.Probe, Delivery: string(c.Delivery), CreatedAt: Time{c.CreatedAt}, ExpiresAt: Time{c.ExpiresAt},
@@ -600,7 +601,7 @@ type StandingJSON struct {
 	SendsInWindow int             `json:"sendsInWindow"`
 }
 
-func standingJSON(st daemon.Standing) StandingJSON {
+func standingJSON(st fetch.Standing) StandingJSON {
 	j := StandingJSON{
 		ID: st.ID, AppID: st.Spec.AppID, Slot: st.Spec.Slot, Target: st.Spec.Target, Trigger: st.Spec.Trigger,
 		MaxSends: st.Spec.MaxSends, WindowSeconds: int64(st.Spec.Window / time.Second), ArmedAt: Time{st.ArmedAt},

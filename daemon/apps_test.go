@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 )
 
@@ -25,20 +27,20 @@ func TestApps(t *testing.T) {
 	r.connect(t, "app2", apiKeyReq("gone", "d.example.com"), map[string]string{"api_key": secretKey})
 	r.connect(t, "app2", lanReq("bridge", "192.168.1.20"), map[string]string{"username": secretKey})
 	r.connect(t, "app2", apiKeyReq("old", "e.example.com"), map[string]string{"api_key": secretKey})
-	if _, err := r.d.Revoke(ctx, "app2", "old"); err != nil {
+	if _, err := r.d.grants.Revoke(ctx, "app2", "old"); err != nil {
 		t.Fatal(err)
 	}
 	// Tokens obtained an hour ago: one lasts two hours (expires within a
 	// day), one lasted half an hour.
 	expire := func(slot string, in time.Duration) {
 		err := r.d.store.Update(ctx, func(tx *store.Tx) error {
-			st, _, err := readConnState(tx, "app2", slot)
+			st, _, err := grants.ReadConnState(tx, "app2", slot)
 			if err != nil {
 				return err
 			}
 			at, secs := now.Add(-time.Hour).UnixMilli(), int64(in/time.Second)
 			st.ObtainedAt, st.ExpiresIn = &at, &secs
-			return writeConnState(tx, "app2", slot, st)
+			return grants.WriteConnState(tx, "app2", slot, st)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +51,7 @@ func TestApps(t *testing.T) {
 	parked := r.parkedNet(ctx, t, "app1", post(`{"n":1}`))
 	waitConfirms(t, r.d, 1)
 
-	apps, err := r.d.Apps(ctx)
+	apps, err := r.d.grants.Apps(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestApps(t *testing.T) {
 	if apps[0].PendingConfirms != 1 {
 		t.Errorf("app1 pending confirms = %d, want 1", apps[0].PendingConfirms)
 	}
-	got := map[string]AttentionKind{}
+	got := map[string]grants.AttentionKind{}
 	for _, a := range apps {
 		for _, at := range a.Attention {
 			got[a.AppID+"/"+at.Slot] = at.Kind
@@ -68,13 +70,13 @@ func TestApps(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]AttentionKind{
-		"app1/proposed": AttentionProposal,
-		"app1/nokey":    AttentionCredentials,
-		"app1/":         AttentionConfirm,
-		"app2/soon":     AttentionExpiring,
-		"app2/gone":     AttentionExpired,
-		"app2/bridge":   AttentionPin,
+	want := map[string]grants.AttentionKind{
+		"app1/proposed": grants.AttentionProposal,
+		"app1/nokey":    grants.AttentionCredentials,
+		"app1/":         grants.AttentionConfirm,
+		"app2/soon":     grants.AttentionExpiring,
+		"app2/gone":     grants.AttentionExpired,
+		"app2/bridge":   grants.AttentionPin,
 	}
 	for k, w := range want {
 		if got[k] != w {
@@ -88,7 +90,7 @@ func TestApps(t *testing.T) {
 	}
 	// The connection rows carry state, expiry and a pin once recorded.
 	r.setPin(t, "app2", "bridge", r.lanPin())
-	apps, _ = r.d.Apps(ctx)
+	apps, _ = r.d.grants.Apps(ctx)
 	for _, cs := range apps[1].Connections {
 		switch cs.Slot {
 		case "bridge":
@@ -96,16 +98,16 @@ func TestApps(t *testing.T) {
 				t.Errorf("bridge pin = %q, want the recorded one", cs.LANPin)
 			}
 		case "soon":
-			if cs.Credentials != ConnConnected || cs.ExpiresAt == nil || !cs.ExpiresAt.Equal(now.Add(time.Hour).Truncate(time.Millisecond)) {
+			if cs.Credentials != grants.ConnConnected || cs.ExpiresAt == nil || !cs.ExpiresAt.Equal(now.Add(time.Hour).Truncate(time.Millisecond)) {
 				t.Errorf("soon = %+v", cs)
 			}
 		}
 	}
 	for _, at := range apps[1].Attention {
-		if at.Kind == AttentionPin {
+		if at.Kind == grants.AttentionPin {
 			t.Errorf("a pinned LAN device still needs attention: %+v", at)
 		}
 	}
-	r.d.DecideConfirm(r.d.Confirms()[0].ID, false, RememberOnce)
+	r.d.exec.DecideConfirm(r.d.exec.Confirms(context.Background())[0].ID, false, fetch.RememberOnce)
 	<-parked
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/registry"
 )
@@ -26,10 +27,10 @@ func setRecord(t *testing.T, d *Daemon, digest string) {
 func oldPins(t *testing.T, d *Daemon) string {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := d.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false); err != nil {
+	if _, err := d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false); err != nil {
 		t.Fatal(err)
 	}
-	c, err := d.Approve(ctx, "app", "music")
+	c, err := d.grants.Approve(ctx, "app", "music")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,18 +49,18 @@ func oldPins(t *testing.T, d *Daemon) string {
 func TestReconsentSkippedUnderTheSameRegistry(t *testing.T) {
 	open := reopener(t)
 	d := open()
-	if d.reconsentRows != 0 {
-		t.Fatalf("first start checked %d rows of an empty database", d.reconsentRows)
+	if d.proposers.ReconsentRows() != 0 {
+		t.Fatalf("first start checked %d rows of an empty database", d.proposers.ReconsentRows())
 	}
 	oldJSON := oldPins(t, d)
-	setRecord(t, d, reconsentDigest(d.registry))
+	setRecord(t, d, grants.ReconsentDigest(d.registry))
 	d.Close()
 
 	d = open()
-	if d.reconsentRows != 0 {
-		t.Fatalf("a start under an unchanged registry checked %d rows", d.reconsentRows)
+	if d.proposers.ReconsentRows() != 0 {
+		t.Fatalf("a start under an unchanged registry checked %d rows", d.proposers.ReconsentRows())
 	}
-	c, err := d.Connection(t.Context(), "app", "music")
+	c, err := d.grants.Connection(t.Context(), "app", "music")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +84,10 @@ func TestReconsentRunsAfterAnUpgrade(t *testing.T) {
 	d.Close()
 
 	d = open()
-	if d.reconsentRows != 1 {
-		t.Fatalf("the upgrade's start checked %d rows, want 1", d.reconsentRows)
+	if d.proposers.ReconsentRows() != 1 {
+		t.Fatalf("the upgrade's start checked %d rows, want 1", d.proposers.ReconsentRows())
 	}
-	c, err := d.Connection(t.Context(), "app", "music")
+	c, err := d.grants.Connection(t.Context(), "app", "music")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,15 +95,15 @@ func TestReconsentRunsAfterAnUpgrade(t *testing.T) {
 		t.Fatalf("after the upgrade: requirement %q, pending %q; want the old grant serving and the new pins staged", c.RequirementJSON, c.PendingJSON)
 	}
 	rec, err := store.Read(t.Context(), d.store, (*store.Tx).ReconsentRecord)
-	if err != nil || rec != reconsentDigest(d.registry) {
+	if err != nil || rec != grants.ReconsentDigest(d.registry) {
 		t.Fatalf("record after the pass = %q, %v; want this registry's digest", rec, err)
 	}
 	d.Close()
 
 	d = open()
 	defer d.Close()
-	if d.reconsentRows != 0 {
-		t.Fatalf("the start after a completed pass checked %d rows", d.reconsentRows)
+	if d.proposers.ReconsentRows() != 0 {
+		t.Fatalf("the start after a completed pass checked %d rows", d.proposers.ReconsentRows())
 	}
 }
 
@@ -128,7 +129,8 @@ func TestReconsentRedoneAfterAnIncompletePass(t *testing.T) {
 	if err != nil {
 		t.Fatalf("one row the pass cannot rewrite stopped the start: %v", err)
 	}
-	if c, _ := d.Connection(ctx, "app", "music"); !c.NeedsReapproval() {
+	run(t, d)
+	if c, _ := d.grants.Connection(ctx, "app", "music"); !c.NeedsReapproval() {
 		t.Fatal("the good row's moved pin was not staged beside the refused row")
 	}
 	d.Close()
@@ -155,9 +157,9 @@ func TestReconsentRedoneAfterAnIncompletePass(t *testing.T) {
 	}
 	d = open()
 	defer d.Close()
-	c, _ := d.Connection(ctx, "app", "music")
-	if d.reconsentRows != 2 || !c.NeedsReapproval() {
-		t.Fatalf("after an incomplete pass: %d rows checked, staged %v; want the pass run again over both rows", d.reconsentRows, c.NeedsReapproval())
+	c, _ := d.grants.Connection(ctx, "app", "music")
+	if d.proposers.ReconsentRows() != 2 || !c.NeedsReapproval() {
+		t.Fatalf("after an incomplete pass: %d rows checked, staged %v; want the pass run again over both rows", d.proposers.ReconsentRows(), c.NeedsReapproval())
 	}
 }
 
@@ -168,18 +170,18 @@ func TestReconnectForgetsTheReconsentRecord(t *testing.T) {
 	d := open()
 	ctx := t.Context()
 	approved(t, d, "app", req("wx", "api.example.com"))
-	if _, err := d.Revoke(ctx, "app", "wx"); err != nil {
+	if _, err := d.grants.Revoke(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
-	setRecord(t, d, reconsentDigest(d.registry))
-	if _, err := d.Reconnect(ctx, "app", "wx"); err != nil {
+	setRecord(t, d, grants.ReconsentDigest(d.registry))
+	if _, err := d.grants.Reconnect(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
 	d.Close()
 	d = open()
 	defer d.Close()
-	if d.reconsentRows != 1 {
-		t.Fatalf("the start after a reconnect checked %d rows, want 1", d.reconsentRows)
+	if d.proposers.ReconsentRows() != 1 {
+		t.Fatalf("the start after a reconnect checked %d rows, want 1", d.proposers.ReconsentRows())
 	}
 }
 
@@ -191,10 +193,10 @@ func TestReconsentActsOnEveryCopy(t *testing.T) {
 	d := open()
 	ctx := t.Context()
 	for _, app := range []string{"app", "other"} {
-		if _, err := d.ProposeDirective(ctx, app, directiveJSON(t, spotifyish("music"), nil), false); err != nil {
+		if _, err := d.proposers.ProposeDirective(ctx, app, directiveJSON(t, spotifyish("music"), nil), false); err != nil {
 			t.Fatal(err)
 		}
-		c, err := d.Approve(ctx, app, "music")
+		c, err := d.grants.Approve(ctx, app, "music")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,10 +211,10 @@ func TestReconsentActsOnEveryCopy(t *testing.T) {
 	d = open()
 	defer d.Close()
 	for _, app := range []string{"app", "other"} {
-		if c, err := d.Connection(ctx, app, "music"); err != nil || !c.NeedsReapproval() {
+		if c, err := d.grants.Connection(ctx, app, "music"); err != nil || !c.NeedsReapproval() {
 			t.Fatalf("%s: staged %v, %v; want the new pins staged on every copy", app, c.NeedsReapproval(), err)
 		}
-		if c, _ := d.Connection(ctx, app, "wx"); c.NeedsReapproval() || c.Requirement != nil {
+		if c, _ := d.grants.Connection(ctx, app, "wx"); c.NeedsReapproval() || c.Requirement != nil {
 			t.Fatalf("%s: an invalid row was acted on", app)
 		}
 	}
@@ -235,28 +237,28 @@ func TestReconsentDigestTellsUnrevisionedBuildsApart(t *testing.T) {
 	}
 	exe := func(sum string) func() string { return func() string { return sum } }
 	noVCS := &debug.BuildInfo{Main: debug.Module{Path: "github.com/snug/snugd", Version: "(devel)"}}
-	if reconsentDigestOf(reg, noVCS, exe("aa")) == reconsentDigestOf(reg, noVCS, exe("bb")) {
+	if grants.ReconsentDigestOf(reg, noVCS, exe("aa")) == grants.ReconsentDigestOf(reg, noVCS, exe("bb")) {
 		t.Error("two builds without a VCS revision and with different executables share a digest: the second skips the pass")
 	}
-	if reconsentDigestOf(reg, nil, exe("aa")) == reconsentDigestOf(reg, nil, exe("bb")) {
+	if grants.ReconsentDigestOf(reg, nil, exe("aa")) == grants.ReconsentDigestOf(reg, nil, exe("bb")) {
 		t.Error("two builds without build info and with different executables share a digest")
 	}
 	modified := &debug.BuildInfo{Main: noVCS.Main, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}}}
-	if reconsentDigestOf(reg, modified, exe("aa")) == reconsentDigestOf(reg, modified, exe("bb")) {
+	if grants.ReconsentDigestOf(reg, modified, exe("aa")) == grants.ReconsentDigestOf(reg, modified, exe("bb")) {
 		t.Error("two builds of one modified tree with different executables share a digest")
 	}
-	if a, b := reconsentDigestOf(reg, noVCS, exe("")), reconsentDigestOf(reg, noVCS, exe("")); a == b {
+	if a, b := grants.ReconsentDigestOf(reg, noVCS, exe("")), grants.ReconsentDigestOf(reg, noVCS, exe("")); a == b {
 		t.Error("an unread executable gave a digest another start can share")
 	}
 	clean := &debug.BuildInfo{Main: noVCS.Main, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "false"}}}
 	read := false
 	sum := func() string { read = true; return "aa" }
-	if a, b := reconsentDigestOf(reg, clean, sum), reconsentDigestOf(reg, clean, sum); a != b || read {
+	if a, b := grants.ReconsentDigestOf(reg, clean, sum), grants.ReconsentDigestOf(reg, clean, sum); a != b || read {
 		t.Errorf("a clean revision's digest is not stable or read the executable (read %v)", read)
 	}
 	// The running test binary carries no revision: its digest is stable
 	// within the process, so the skip still works between its starts.
-	if a, b := reconsentDigest(reg), reconsentDigest(reg); a != b {
+	if a, b := grants.ReconsentDigest(reg), grants.ReconsentDigest(reg); a != b {
 		t.Error("the running build's digest is not stable")
 	}
 }
@@ -308,11 +310,11 @@ func TestReconsentNonCanonicalStoredText(t *testing.T) {
 
 	d = open()
 	defer d.Close()
-	if d.reconsentRows != len(declaredRows)+1 {
-		t.Fatalf("the upgrade's start checked %d rows, want %d", d.reconsentRows, len(declaredRows)+1)
+	if d.proposers.ReconsentRows() != len(declaredRows)+1 {
+		t.Fatalf("the upgrade's start checked %d rows, want %d", d.proposers.ReconsentRows(), len(declaredRows)+1)
 	}
 	for slot, raw := range declaredRows {
-		c, err := d.Connection(ctx, "app", slot)
+		c, err := d.grants.Connection(ctx, "app", slot)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,15 +322,15 @@ func TestReconsentNonCanonicalStoredText(t *testing.T) {
 		if want := slot != "dot" && slot != "unrelated"; acted != want {
 			t.Errorf("%s: re-resolved %v, want %v (stored %s, now %s)", slot, acted, want, raw, c.RequirementJSON)
 		}
-		if acted && (c.Requirement == nil || c.Requirement.Provider.Name != "Spotify" || c.Status != StatusDeclared) {
+		if acted && (c.Requirement == nil || c.Requirement.Provider.Name != "Spotify" || c.Status != grants.StatusDeclared) {
 			t.Errorf("%s: re-resolved to %s (%s), not to the registry's Spotify, declared", slot, c.RequirementJSON, c.Status)
 		}
 	}
-	c, err := d.Connection(ctx, "other", "wx")
+	c, err := d.grants.Connection(ctx, "other", "wx")
 	if err != nil || !c.NeedsReapproval() || c.Pending == nil || c.Pending.Provider.Name != "Spotify" {
 		t.Fatalf("approved row with a staged change to a pinned host: pending %q, %v; want the registry's Spotify staged", c.PendingJSON, err)
 	}
-	if c.Status != StatusApproved || c.Requirement == nil || c.Requirement.Provider.Name != "Example" {
+	if c.Status != grants.StatusApproved || c.Requirement == nil || c.Requirement.Provider.Name != "Example" {
 		t.Fatalf("the approved row's grant changed: %s %s", c.Status, c.RequirementJSON)
 	}
 }
@@ -348,7 +350,7 @@ func TestExecutableNamedByItsBuildID(t *testing.T) {
 	}
 	const part = "HEaiOMi0F6gxPZIS_9Kt"
 	good := part + "/" + "z2ETDkIWp_uy14X0cW21"
-	if got := parseBuildIDNote(note("Go\x00\x00", 4, good), binary.LittleEndian); got != good {
+	if got := grants.ParseBuildIDNote(note("Go\x00\x00", 4, good), binary.LittleEndian); got != good {
 		t.Errorf("go build's form: %q, want %q", got, good)
 	}
 	for name, data := range map[string][]byte{
@@ -361,7 +363,7 @@ func TestExecutableNamedByItsBuildID(t *testing.T) {
 		"short":         note("Go\x00\x00", 4, good)[:20],
 		"descsz beyond": append(note("Go\x00\x00", 4, good)[:4], append(binary.LittleEndian.AppendUint32(nil, 1<<31), note("Go\x00\x00", 4, good)[8:]...)...),
 	} {
-		if got := parseBuildIDNote(data, binary.LittleEndian); got != "" {
+		if got := grants.ParseBuildIDNote(data, binary.LittleEndian); got != "" {
 			t.Errorf("%s: %q, want none", name, got)
 		}
 	}
@@ -377,10 +379,10 @@ func TestExecutableNamedByItsBuildID(t *testing.T) {
 	if err != nil {
 		t.Skipf("go tool buildid: %v", err)
 	}
-	if got, want := goBuildID(self), strings.TrimSpace(string(out)); got != want || got == "" {
+	if got, want := grants.GoBuildID(self), strings.TrimSpace(string(out)); got != want || got == "" {
 		t.Errorf("goBuildID = %q, go tool buildid says %q", got, want)
 	}
-	if got := executableSum(); got != "go-build-id "+goBuildID(self) {
+	if got := grants.ExecutableSum(); got != "go-build-id "+grants.GoBuildID(self) {
 		t.Errorf("executableSum = %q, want the build ID", got)
 	}
 }

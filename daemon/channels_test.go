@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/starter"
 	"github.com/snug/snugd/internal/testutil"
@@ -40,25 +41,25 @@ func directiveJSON(t *testing.T, r any, extra map[string]any) []byte {
 func TestProposeUser(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	pr, err := d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com")))
-	if err != nil || pr.Staged || pr.Connection.Provenance != ProvenanceUser || pr.Connection.Status != StatusDeclared || pr.Connection.Confidence != nil {
+	pr, err := d.proposers.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com")))
+	if err != nil || pr.Staged || pr.Connection.Provenance != grants.ProvenanceUser || pr.Connection.Status != grants.StatusDeclared || pr.Connection.Confidence != nil {
 		t.Fatalf("ProposeUser = %+v, %v", pr, err)
 	}
-	_, err = d.ProposeUser(ctx, "app", "other", mustJSON(t, req("wx", "api.example.com")))
+	_, err = d.proposers.ProposeUser(ctx, "app", "other", mustJSON(t, req("wx", "api.example.com")))
 	testutil.WantCode(t, err, errcode.SlotMismatch)
 
-	d.Approve(ctx, "app", "wx")
-	pr, err = d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com", "b.example.com")))
-	if err != nil || !pr.Staged || pr.Connection.Status != StatusApproved || !pr.Connection.NeedsReapproval() {
+	d.grants.Approve(ctx, "app", "wx")
+	pr, err = d.proposers.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com", "b.example.com")))
+	if err != nil || !pr.Staged || pr.Connection.Status != grants.StatusApproved || !pr.Connection.NeedsReapproval() {
 		t.Fatalf("proposal on an approved row = %+v, %v; want staged", pr, err)
 	}
-	d.Revoke(ctx, "app", "wx")
-	_, err = d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com")))
+	d.grants.Revoke(ctx, "app", "wx")
+	_, err = d.proposers.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com")))
 	testutil.WantCode(t, err, errcode.ConnectionRevoked)
 
 	withLayer := req("wy", "api.example.com")
 	withLayer["userLayer"] = map[string]any{"kind": "api_key", "declaredApiHosts": []any{"api.example.com"}}
-	_, err = d.ProposeUser(ctx, "app", "wy", mustJSON(t, withLayer))
+	_, err = d.proposers.ProposeUser(ctx, "app", "wy", mustJSON(t, withLayer))
 	testutil.WantCode(t, err, errcode.RequirementInvalid)
 }
 
@@ -73,32 +74,32 @@ func TestProposeDirective(t *testing.T) {
 		"no req":      mustJSON(t, map[string]any{"v": 1, "kind": "connection_requirement"}),
 		"array":       []byte(`[]`),
 	} {
-		_, err := d.ProposeDirective(ctx, "app", raw, false)
+		_, err := d.proposers.ProposeDirective(ctx, "app", raw, false)
 		if code, _ := errcode.CodeOf(err); code != errcode.DirectiveInvalid {
 			t.Errorf("%s: ProposeDirective = %v, want DIRECTIVE_INVALID", name, err)
 		}
 	}
 
 	claims := map[string]any{"confidence": 0.99, "provenance": "registry"}
-	pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com"), claims), false)
+	pr, err := d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com"), claims), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := pr.Connection
-	if c.Provenance != ProvenanceInference || c.Confidence == nil || *c.Confidence != confidenceInference {
-		t.Fatalf("stored provenance/confidence = %s/%v; want computed inference/%v", c.Provenance, *c.Confidence, confidenceInference)
+	if c.Provenance != grants.ProvenanceInference || c.Confidence == nil || *c.Confidence != grants.ConfidenceInference {
+		t.Fatalf("stored provenance/confidence = %s/%v; want computed inference/%v", c.Provenance, *c.Confidence, grants.ConfidenceInference)
 	}
 	if pr.ClaimedProvenance != "registry" || *pr.ClaimedConfidence != 0.99 {
 		t.Fatalf("claimed values = %q/%v, want them returned for display", pr.ClaimedProvenance, pr.ClaimedConfidence)
 	}
 	// A claimed "registry" earns no stronger treatment: the row still needs
 	// the same approval, and its confidence plays no part in it.
-	if _, err := d.Approve(ctx, "app", "wx"); err != nil {
+	if _, err := d.grants.Approve(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
 
-	pr, err = d.ProposeDirective(ctx, "app", directiveJSON(t, req("wy", "api.example.com"), nil), true)
-	if err != nil || pr.Connection.Provenance != ProvenanceUserDocs {
+	pr, err = d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, req("wy", "api.example.com"), nil), true)
+	if err != nil || pr.Connection.Provenance != grants.ProvenanceUserDocs {
 		t.Fatalf("user-docs directive = %+v, %v", pr, err)
 	}
 
@@ -107,7 +108,7 @@ func TestProposeDirective(t *testing.T) {
 	layered := req("wz", "api.spotify.com")
 	layered["userLayer"] = map[string]any{"kind": "api_key", "declaredApiHosts": []any{"api.spotify.com"}}
 	for _, docs := range []bool{false, true} {
-		_, err := d.ProposeDirective(ctx, "app", directiveJSON(t, layered, nil), docs)
+		_, err := d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, layered, nil), docs)
 		testutil.WantCode(t, err, errcode.RequirementInvalid)
 	}
 }
@@ -116,27 +117,27 @@ func TestProposeDirective(t *testing.T) {
 func TestDirectiveBorrow(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false)
+	pr, err := d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := pr.Connection
-	if !pr.Borrowed || pr.Disclosure == "" || pr.EntryID != "spotify" || c.Provenance != ProvenanceRegistry || *c.Confidence != confidenceRegistry {
+	if !pr.Borrowed || pr.Disclosure == "" || pr.EntryID != "spotify" || c.Provenance != grants.ProvenanceRegistry || *c.Confidence != grants.ConfidenceRegistry {
 		t.Fatalf("borrowed proposal = %+v", pr)
 	}
 	r := c.Requirement
 	if r.Provider.Name != "Spotify" || slices.Contains(r.DeclaredAPIHosts, "collector.example.com") || slices.Contains(r.Scopes, "user-modify-playback-state") {
 		t.Fatalf("declared values survived the borrow: %+v", r)
 	}
-	approvedRow, err := d.Approve(ctx, "app", "music")
+	approvedRow, err := d.grants.Approve(ctx, "app", "music")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(approvedRow.AllowedHosts, ","); got != "accounts.spotify.com,api.spotify.com" {
 		t.Fatalf("ceiling = %s, want the registry's hosts only", got)
 	}
-	rv, _ := d.Review(ctx, "app", "music")
-	if !rv.Borrowed || rv.Disclosure == "" || rv.Posture != PosturePinned {
+	rv, _ := d.proposers.Review(ctx, "app", "music")
+	if !rv.Borrowed || rv.Disclosure == "" || rv.Posture != grants.PosturePinned {
 		t.Fatalf("review = %+v, want the borrow disclosed", rv)
 	}
 }
@@ -157,23 +158,23 @@ func TestInstallStarter(t *testing.T) {
 	good := hex.EncodeToString(sum[:])
 	changed := sha256.Sum256(append(slices.Clone(m.HTML), ' '))
 	bad := hex.EncodeToString(changed[:])
-	for name, in := range map[string]StarterInstall{
+	for name, in := range map[string]grants.StarterInstall{
 		"unknown source":  {Source: "weather2", FactorySHA256: good, CurrentSHA256: good},
 		"factory changed": {Source: "weather", FactorySHA256: bad, CurrentSHA256: good},
 		"current changed": {Source: "weather", FactorySHA256: good, CurrentSHA256: bad},
 	} {
-		_, err := d.InstallStarter(ctx, "app", in)
+		_, err := d.proposers.InstallStarter(ctx, "app", in)
 		testutil.WantCode(t, err, errcode.StarterNotVouched)
-		if cs, _ := d.Connections(ctx, "app"); len(cs) != 0 {
+		if cs, _ := d.grants.Connections(ctx, "app"); len(cs) != 0 {
 			t.Fatalf("%s: an unvouched install wrote %d rows", name, len(cs))
 		}
 	}
-	prs, err := d.InstallStarter(ctx, "app", StarterInstall{Source: "weather", FactorySHA256: good, CurrentSHA256: good})
+	prs, err := d.proposers.InstallStarter(ctx, "app", grants.StarterInstall{Source: "weather", FactorySHA256: good, CurrentSHA256: good})
 	if err != nil || len(prs) != len(m.Requirements) {
 		t.Fatalf("vouched install = %v, %v", prs, err)
 	}
 	for _, pr := range prs {
-		if pr.Connection.Provenance != ProvenanceStarter || pr.Connection.Status != StatusDeclared {
+		if pr.Connection.Provenance != grants.ProvenanceStarter || pr.Connection.Status != grants.StatusDeclared {
 			t.Fatalf("starter row = %+v", pr.Connection)
 		}
 	}
@@ -191,15 +192,15 @@ func TestPickOption(t *testing.T) {
 		"request":          map[string]any{"headerTemplate": map[string]any{"Authorization": "Bearer {{token}}"}},
 		"declaredApiHosts": []any{"api.github.com"},
 	}
-	pr, err := d.ProposeUser(ctx, "app", "gh", mustJSON(t, gh))
+	pr, err := d.proposers.ProposeUser(ctx, "app", "gh", mustJSON(t, gh))
 	if err != nil || !pr.Borrowed {
 		t.Fatalf("GitHub proposal = %+v, %v", pr, err)
 	}
-	pr, err = d.PickOption(ctx, "app", "gh", "oauth-app")
+	pr, err = d.proposers.PickOption(ctx, "app", "gh", "oauth-app")
 	if err != nil {
 		t.Fatalf("PickOption: %v", err)
 	}
-	if pr.Connection.Requirement.Kind != "oauth2_auth_code" || pr.Connection.Status != StatusDeclared {
+	if pr.Connection.Requirement.Kind != "oauth2_auth_code" || pr.Connection.Status != grants.StatusDeclared {
 		t.Fatalf("picked option = %+v; want a declared OAuth requirement for review", pr.Connection.Requirement)
 	}
 }
@@ -213,6 +214,7 @@ func reopener(t *testing.T) func() *Daemon {
 		if err != nil {
 			t.Fatal(err)
 		}
+		run(t, d)
 		return d
 	}
 }
@@ -222,10 +224,10 @@ func TestPinChangeReconsents(t *testing.T) {
 	ctx := t.Context()
 	open := reopener(t)
 	d := open()
-	if _, err := d.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false); err != nil {
+	if _, err := d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, spotifyish("music"), nil), false); err != nil {
 		t.Fatal(err)
 	}
-	approvedRow, _ := d.Approve(ctx, "app", "music")
+	approvedRow, _ := d.grants.Approve(ctx, "app", "music")
 	// Pretend the row was approved under older pins: a scope list the
 	// registry no longer pins.
 	old := approvedRow.Requirement
@@ -236,7 +238,7 @@ func TestPinChangeReconsents(t *testing.T) {
 
 	d = open()
 	defer d.Close()
-	c, err := d.Connection(ctx, "app", "music")
+	c, err := d.grants.Connection(ctx, "app", "music")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,13 +273,13 @@ func TestRegistryDriftAtStart(t *testing.T) {
 		r["provider"] = map[string]any{"name": "GitHub"}
 		return r
 	}
-	if _, err := d.ProposeUser(ctx, "app", "code", mustJSON(t, gh("code"))); err != nil {
+	if _, err := d.proposers.ProposeUser(ctx, "app", "code", mustJSON(t, gh("code"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Approve(ctx, "app", "code"); err != nil {
+	if _, err := d.grants.Approve(ctx, "app", "code"); err != nil {
 		t.Fatal(err)
 	}
-	opt, err := d.registry.ResolveOption(mustAdmit(t, gh("code")).req, "oauth-app")
+	opt, err := d.registry.ResolveOption(mustAdmit(t, gh("code")).Req, "oauth-app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,18 +291,18 @@ func TestRegistryDriftAtStart(t *testing.T) {
 
 	d = open()
 	defer d.Close()
-	c, _ := d.Connection(ctx, "app", "music")
-	if c.Status != StatusDeclared || !c.Imported || c.Requirement == nil || slices.Contains(c.Requirement.DeclaredAPIHosts, "collector.example.com") || c.Requirement.Provider.Name != "Spotify" {
+	c, _ := d.grants.Connection(ctx, "app", "music")
+	if c.Status != grants.StatusDeclared || !c.Imported || c.Requirement == nil || slices.Contains(c.Requirement.DeclaredAPIHosts, "collector.example.com") || c.Requirement.Provider.Name != "Spotify" {
 		t.Fatalf("declared row after start = %+v (imported %v); want the registry's pins, still imported", c.Requirement, c.Imported)
 	}
-	if rv, _ := d.Review(ctx, "app", "music"); !rv.Borrowed {
+	if rv, _ := d.proposers.Review(ctx, "app", "music"); !rv.Borrowed {
 		t.Fatal("the re-resolved declared row is not disclosed as borrowed")
 	}
-	c, _ = d.Connection(ctx, "app", "code")
+	c, _ = d.grants.Connection(ctx, "app", "code")
 	if !c.NeedsReapproval() || c.Pending == nil || c.Pending.Kind != "oauth2_auth_code" || slices.Contains(c.Pending.Scopes, "repo") {
 		t.Fatalf("staged change after start = %q; want the picked option under the current pins", c.PendingJSON)
 	}
-	if _, err := d.Reapprove(ctx, "app", "code"); err != nil {
+	if _, err := d.grants.Reapprove(ctx, "app", "code"); err != nil {
 		t.Fatalf("Reapprove of the re-resolved change: %v", err)
 	}
 }
@@ -312,11 +314,11 @@ func TestRegistryDriftAtStart(t *testing.T) {
 func TestBorrowDisclosedOnTheRow(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	if _, err := d.ProposeUser(ctx, "app", "music", mustJSON(t, spotifyish("music"))); err != nil {
+	if _, err := d.proposers.ProposeUser(ctx, "app", "music", mustJSON(t, spotifyish("music"))); err != nil {
 		t.Fatal(err)
 	}
 	d.putDeclared(ctx, "app", mustAdmit(t, req("own", "api.example.com")))
-	cs, err := d.Connections(ctx, "app")
+	cs, err := d.grants.Connections(ctx, "app")
 	if err != nil {
 		t.Fatal(err)
 	}

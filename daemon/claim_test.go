@@ -21,10 +21,13 @@ import (
 	"github.com/snug/snugd/daemon/claim"
 	"github.com/snug/snugd/daemon/claim/claimtest"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
-	"github.com/snug/snugd/transports"
-
+	"github.com/snug/snugd/daemon/journal"
+	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/internal/testutil"
+	"github.com/snug/snugd/transports"
 )
 
 // The claim tests run a SimpleFIN Bridge simulator (claimtest) on a
@@ -122,6 +125,7 @@ func newClaimRig(t *testing.T, bridge *claimtest.Bridge, opts ...func(*Config)) 
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	run(t, d)
 	t.Cleanup(func() { d.Close() })
 	r.d = d
 	return r
@@ -144,14 +148,14 @@ func simplefinRequirement(slot string) []byte {
 // approveSimpleFIN declares and approves the SimpleFIN row.
 func (r *claimRig) approveSimpleFIN(t *testing.T) {
 	t.Helper()
-	res, err := r.d.ProposeUser(t.Context(), claimApp, claimSlot, simplefinRequirement(claimSlot))
+	res, err := r.d.proposers.ProposeUser(t.Context(), claimApp, claimSlot, simplefinRequirement(claimSlot))
 	if err != nil {
 		t.Fatalf("ProposeUser: %v", err)
 	}
 	if !res.Borrowed {
 		t.Fatalf("the SimpleFIN requirement did not borrow the registry's values: %+v", res)
 	}
-	if _, err := r.d.Approve(t.Context(), claimApp, claimSlot); err != nil {
+	if _, err := r.d.grants.Approve(t.Context(), claimApp, claimSlot); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 }
@@ -159,7 +163,7 @@ func (r *claimRig) approveSimpleFIN(t *testing.T) {
 // stored returns the slot's credential slice, without the state.
 func (r *claimRig) stored(t *testing.T) map[string]string {
 	t.Helper()
-	s, err := r.d.slotSecrets(t.Context(), claimApp, claimSlot)
+	s, err := r.d.grants.SlotSecrets(t.Context(), claimApp, claimSlot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,9 +176,9 @@ func (r *claimRig) stored(t *testing.T) map[string]string {
 	return out
 }
 
-func (r *claimRig) state(t *testing.T) (ConnState, bool) {
+func (r *claimRig) state(t *testing.T) (grants.ConnState, bool) {
 	t.Helper()
-	st, ok, err := r.d.ConnectionState(t.Context(), claimApp, claimSlot)
+	st, ok, err := r.d.grants.ConnectionState(t.Context(), claimApp, claimSlot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +186,9 @@ func (r *claimRig) state(t *testing.T) (ConnState, bool) {
 }
 
 // get runs an app's GET through the executor.
-func (r *claimRig) get(t *testing.T, rawURL string) (NetResult, map[string]any) {
+func (r *claimRig) get(t *testing.T, rawURL string) (fetch.NetResult, map[string]any) {
 	t.Helper()
-	res := r.d.Net(t.Context(), NetCall{AppID: claimApp, Frame: frame("GET", rawURL, nil), Delivery: DeliveryApp})
+	res := r.d.exec.Net(t.Context(), fetch.NetCall{AppID: claimApp, Frame: frame("GET", rawURL, nil), Delivery: fetch.DeliveryApp})
 	var resp map[string]any
 	if err := json.Unmarshal(res.Frame, &resp); err != nil {
 		t.Fatalf("net answer %s: %v", res.Frame, err)
@@ -194,7 +198,7 @@ func (r *claimRig) get(t *testing.T, rawURL string) (NetResult, map[string]any) 
 
 func reasonOf(t *testing.T, err error) claim.Reason {
 	t.Helper()
-	var ce *ClaimRefusedError
+	var ce *pairing.ClaimRefusedError
 	if !errors.As(err, &ce) {
 		t.Fatalf("error %v (%T) is not a *ClaimRefusedError", err, err)
 	}
@@ -214,11 +218,11 @@ func TestClaimSimpleFIN(t *testing.T) {
 	token := r.bridge.NewSetupToken()
 	// The clipboard's spelling: URL-safe alphabet is equivalent, and
 	// surrounding whitespace is trimmed.
-	c, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, "\n "+token+" \r\n")
+	c, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, "\n "+token+" \r\n")
 	if err != nil {
 		t.Fatalf("ClaimSetupToken = %v", err)
 	}
-	if c.Status != StatusApproved {
+	if c.Status != grants.StatusApproved {
 		t.Errorf("row status = %s, want approved", c.Status)
 	}
 	reqs := r.bridge.Requests()
@@ -238,10 +242,10 @@ func TestClaimSimpleFIN(t *testing.T) {
 		t.Fatalf("stored %d values; want access_credentials = the bridge's user:pass", len(got))
 	}
 	st, ok := r.state(t)
-	if !ok || st.Status != ConnConnected || st.ClaimVerifiedAt == nil || *st.ClaimVerifiedAt != time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixMilli() || st.LastError != "" {
+	if !ok || st.Status != grants.ConnConnected || st.ClaimVerifiedAt == nil || *st.ClaimVerifiedAt != time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixMilli() || st.LastError != "" {
 		t.Errorf("state = %+v; want connected with claimVerifiedAt", st)
 	}
-	if fam, owed := r.d.pairingOwed(c.Requirement, st, ok); fam != "token-claim" || owed {
+	if fam, owed := r.d.grants.PairingOwed(c.Requirement, st, ok); fam != "token-claim" || owed {
 		t.Errorf("pairingOwed = %s, %v; want token-claim, not owed", fam, owed)
 	}
 
@@ -278,7 +282,7 @@ func TestClaimSimpleFIN(t *testing.T) {
 		}
 	})
 	t.Run("probe", func(t *testing.T) {
-		res, err := r.d.TestConnection(t.Context(), claimApp, claimSlot)
+		res, err := r.d.exec.TestConnection(t.Context(), claimApp, claimSlot)
 		if err != nil || res.Status != 200 {
 			t.Errorf("TestConnection = %+v, %v", res, err)
 		}
@@ -290,13 +294,13 @@ func TestClaimSimpleFIN(t *testing.T) {
 		if res.Code != "" || res.Status != 402 || resp["status"] != float64(402) {
 			t.Errorf("accounts = %s; want a 402 response", res.Frame)
 		}
-		if st, _ := r.state(t); st.Status != ConnConnected {
+		if st, _ := r.state(t); st.Status != grants.ConnConnected {
 			t.Errorf("state after 402 = %s, want connected", st.Status)
 		}
 	})
 	t.Run("the same token again", func(t *testing.T) {
 		before := r.bridge.Claims()
-		_, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
+		_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
 		if got := reasonOf(t, err); got != claim.ReasonTokenRefused {
 			t.Errorf("reason = %s, want %s", got, claim.ReasonTokenRefused)
 		}
@@ -314,19 +318,19 @@ func TestClaimSimpleFIN(t *testing.T) {
 			t.Fatalf("accounts = %s; want a 403 response", res.Frame)
 		}
 		st, _ := r.state(t)
-		if st.Status != ConnError || st.LastError != accessRevokedMessage || st.ClaimVerifiedAt == nil {
+		if st.Status != grants.ConnError || st.LastError != pairing.AccessRevokedMessage || st.ClaimVerifiedAt == nil {
 			t.Errorf("state after 403 = %+v; want error with the fixed sentence, marker kept", st)
 		}
 		// A new claim repairs it.
-		if _, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, r.bridge.NewSetupToken()); err != nil {
+		if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, r.bridge.NewSetupToken()); err != nil {
 			t.Fatalf("re-claim: %v", err)
 		}
-		if st, _ := r.state(t); st.Status != ConnConnected || st.LastError != "" {
+		if st, _ := r.state(t); st.Status != grants.ConnConnected || st.LastError != "" {
 			t.Errorf("state after re-claim = %+v", st)
 		}
 	})
 	t.Run("revoke wipes the credentials", func(t *testing.T) {
-		if _, err := r.d.Revoke(t.Context(), claimApp, claimSlot); err != nil {
+		if _, err := r.d.grants.Revoke(t.Context(), claimApp, claimSlot); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.stored(t); len(got) != 0 {
@@ -438,7 +442,7 @@ func TestClaimRefusals(t *testing.T) {
 			if tc.token != nil {
 				token = tc.token(b)
 			}
-			_, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
+			_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
 			if got := reasonOf(t, err); got != tc.want {
 				t.Errorf("reason = %s (%v), want %s", got, err, tc.want)
 			}
@@ -489,7 +493,7 @@ func TestClaimNeverLeaks(t *testing.T) {
 	token := b.NewSetupToken()
 	claimURL, _ := claim.DecodeToken(token)
 	canaries = append(canaries, token, claimURL, strings.TrimPrefix(claimURL, "https://bridge.simplefin.org/simplefin/claim/"))
-	if _, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); err != nil {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); err != nil {
 		t.Fatal(err)
 	}
 	// The access URL, hostile: another path, so it is refused after the
@@ -498,7 +502,7 @@ func TestClaimNeverLeaks(t *testing.T) {
 	t2 := b.NewSetupToken()
 	u2, _ := claim.DecodeToken(t2)
 	canaries = append(canaries, t2, u2)
-	_, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, t2)
+	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, t2)
 	if err == nil {
 		t.Fatal("the hostile access URL was accepted")
 	}
@@ -513,7 +517,7 @@ func TestClaimNeverLeaks(t *testing.T) {
 	var surfaces strings.Builder
 	surfaces.WriteString(strings.Join(errs, "\n"))
 	surfaces.WriteString(r.logs.String())
-	j, err := r.d.Journal(t.Context(), JournalQuery{Limit: 1000})
+	j, err := r.d.records.Journal(t.Context(), journal.JournalQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +527,7 @@ func TestClaimNeverLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&surfaces, "%+v\n", st)
-	c, _ := r.d.Connection(t.Context(), claimApp, claimSlot)
+	c, _ := r.d.grants.Connection(t.Context(), claimApp, claimSlot)
 	cs, _ := r.state(t)
 	fmt.Fprintf(&surfaces, "%+v\n%+v\n", c, cs)
 drain:
@@ -562,7 +566,7 @@ func TestClaimCommitIsOneWrite(t *testing.T) {
 	}
 	crash := errors.New("crash after the write")
 	err = r.d.store.Update(t.Context(), func(tx *store.Tx) error {
-		if err := writeClaim(tx, claimApp, claimSlot, "access_credentials", access); err != nil {
+		if err := pairing.WriteClaim(tx, claimApp, claimSlot, "access_credentials", access); err != nil {
 			return err
 		}
 		return crash
@@ -586,19 +590,19 @@ func TestClaimRevokedMeanwhile(t *testing.T) {
 	r := newClaimRig(t, b)
 	r.approveSimpleFIN(t)
 	b.OnClaim = func(w http.ResponseWriter, req *http.Request, access string) {
-		if _, err := r.d.Revoke(context.Background(), claimApp, claimSlot); err != nil {
+		if _, err := r.d.grants.Revoke(context.Background(), claimApp, claimSlot); err != nil {
 			t.Errorf("Revoke: %v", err)
 		}
 		io.WriteString(w, access)
 	}
-	_, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, b.NewSetupToken())
+	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, b.NewSetupToken())
 	if got := reasonOf(t, err); got != claim.ReasonConnectionChanged {
 		t.Errorf("reason = %s, want %s", got, claim.ReasonConnectionChanged)
 	}
 	if got := r.stored(t); len(got) != 0 {
 		t.Errorf("a claim into a revoked row stored %d values", len(got))
 	}
-	if f := err.(*ClaimRefusedError).Fate; f != claim.TokenUsed {
+	if f := err.(*pairing.ClaimRefusedError).Fate; f != claim.TokenUsed {
 		t.Errorf("fate = %s, want used", f)
 	}
 }
@@ -609,13 +613,13 @@ func TestClaimNeedsTokenClaimRow(t *testing.T) {
 	b := &claimtest.Bridge{}
 	r := newClaimRig(t, b)
 	token := b.NewSetupToken()
-	if _, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); !errors.Is(err, errcode.ConnectionNotFound) {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); !errors.Is(err, errcode.ConnectionNotFound) {
 		t.Errorf("no row: %v, want CONNECTION_NOT_FOUND", err)
 	}
-	if _, err := r.d.ProposeUser(t.Context(), claimApp, claimSlot, simplefinRequirement(claimSlot)); err != nil {
+	if _, err := r.d.proposers.ProposeUser(t.Context(), claimApp, claimSlot, simplefinRequirement(claimSlot)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); !errors.Is(err, errcode.ConnectionNotApproved) {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); !errors.Is(err, errcode.ConnectionNotApproved) {
 		t.Errorf("declared row: %v, want CONNECTION_NOT_APPROVED", err)
 	}
 	other, _ := json.Marshal(map[string]any{
@@ -624,13 +628,13 @@ func TestClaimNeedsTokenClaimRow(t *testing.T) {
 		"request":          map[string]any{"headerTemplate": map[string]any{"Authorization": "Basic {{base64(access_credentials)}}"}},
 		"declaredApiHosts": []any{"api.bank.example"},
 	})
-	if _, err := r.d.ProposeUser(t.Context(), claimApp, "other", other); err != nil {
+	if _, err := r.d.proposers.ProposeUser(t.Context(), claimApp, "other", other); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.Approve(t.Context(), claimApp, "other"); err != nil {
+	if _, err := r.d.grants.Approve(t.Context(), claimApp, "other"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.ClaimSetupToken(t.Context(), claimApp, "other", token); !errors.Is(err, errcode.NotFound) {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, "other", token); !errors.Is(err, errcode.NotFound) {
 		t.Errorf("a basic_auth row outside the registry: %v, want NOT_FOUND", err)
 	}
 	if n := len(b.Requests()); n != 0 {
@@ -654,7 +658,7 @@ func TestClaimNotStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := b.NewSetupToken()
-	_, err := r.d.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
+	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
 	if got := reasonOf(t, err); got != claim.ReasonNotStored {
 		t.Fatalf("reason = %s (%v), want %s", got, err, claim.ReasonNotStored)
 	}

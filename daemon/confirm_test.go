@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/hints"
 	"github.com/snug/snugd/daemon/hostauth"
 )
 
@@ -18,10 +20,10 @@ func post(body string) []byte {
 }
 
 // parkedNet starts a request and returns its result channel.
-func (r *rig) parkedNet(ctx context.Context, t *testing.T, app string, f []byte) <-chan NetResult {
-	ch := make(chan NetResult, 1)
+func (r *rig) parkedNet(ctx context.Context, t *testing.T, app string, f []byte) <-chan fetch.NetResult {
+	ch := make(chan fetch.NetResult, 1)
 	go func() {
-		res := r.d.Net(ctx, NetCall{AppID: app, Frame: f, Delivery: DeliveryApp})
+		res := r.d.exec.Net(ctx, fetch.NetCall{AppID: app, Frame: f, Delivery: fetch.DeliveryApp})
 		ch <- res
 	}()
 	return ch
@@ -42,39 +44,35 @@ func TestConfirmFIFO(t *testing.T) {
 	if c.Host != apiHost || c.Method != "POST" || c.URL != "https://api.example.com/send" || c.Slot != "ex" || c.Probe || len(c.ID) != 32 || c.ID == cs[1].ID {
 		t.Errorf("confirm = %+v", c)
 	}
-	if got, ok := r.d.ConfirmByID(c.ID); !ok || got.ID != c.ID {
+	if got, ok := r.d.exec.ConfirmByID(context.Background(), c.ID); !ok || got.ID != c.ID {
 		t.Errorf("ConfirmByID(%q) = %v", c.ID, ok)
 	}
 	// A forged or guessed id decides nothing.
-	if err := r.d.DecideConfirm("0123456789abcdef0123456789abcdef", true, RememberOnce); !errorsIsCode(err, errcode.NotFound) {
+	if err := r.d.exec.DecideConfirm("0123456789abcdef0123456789abcdef", true, fetch.RememberOnce); !errorsIsCode(err, errcode.NotFound) {
 		t.Fatalf("DecideConfirm(forged) = %v, want NOT_FOUND", err)
 	}
 	// Deciding the second first leaves the first's resolver intact.
-	if err := r.d.DecideConfirm(cs[1].ID, false, RememberOnce); err != nil {
+	if err := r.d.exec.DecideConfirm(cs[1].ID, false, fetch.RememberOnce); err != nil {
 		t.Fatal(err)
 	}
 	if res := <-second; res.Code != errcode.NetConfirmDenied {
 		t.Fatalf("second = %q, want NET_CONFIRM_DENIED", res.Code)
 	}
-	if err := r.d.DecideConfirm(c.ID, true, RememberOnce); err != nil {
+	if err := r.d.exec.DecideConfirm(c.ID, true, fetch.RememberOnce); err != nil {
 		t.Fatal(err)
 	}
 	if res := <-first; res.Code != "" {
 		t.Fatalf("first = %q, want ok", res.Code)
 	}
 	// Deciding again is a no-op.
-	if err := r.d.DecideConfirm(c.ID, false, RememberOnce); err != nil {
+	if err := r.d.exec.DecideConfirm(c.ID, false, fetch.RememberOnce); err != nil {
 		t.Errorf("DecideConfirm(decided) = %v, want nil", err)
 	}
 }
 
 // subscribe subscribes to a bare hint bus (a broker tested alone).
-func subscribe(b *hintBus) <-chan Hint {
-	ch := make(chan Hint, hintBuffer)
-	b.mu.Lock()
-	b.subs[ch] = struct{}{}
-	b.mu.Unlock()
-	return ch
+func subscribe(b *hints.Bus) <-chan hints.Hint {
+	return b.Subscribe(context.Background())
 }
 
 func errorsIsCode(err error, c errcode.Code) bool {
@@ -95,11 +93,11 @@ func TestConfirmCallerGone(t *testing.T) {
 	if res := <-a; res.Code != errcode.NetConfirmDenied {
 		t.Fatalf("A = %q, want NET_CONFIRM_DENIED", res.Code)
 	}
-	cs := r.d.Confirms()
+	cs := r.d.exec.Confirms(context.Background())
 	if len(cs) != 1 || cs[0].Body != `{"turn":"B"}` {
 		t.Fatalf("after A left, Confirms() = %+v, want only B's", cs)
 	}
-	r.d.DecideConfirm(cs[0].ID, true, RememberOnce)
+	r.d.exec.DecideConfirm(cs[0].ID, true, fetch.RememberOnce)
 	if res := <-b; res.Code != "" {
 		t.Fatalf("B = %q, want ok", res.Code)
 	}
@@ -110,8 +108,8 @@ func TestConfirmCallerGone(t *testing.T) {
 
 // conformance: P3-L16-12
 func TestDenyAfterDecide(t *testing.T) {
-	bus := newHintBus()
-	b := newConfirmBroker(time.Hour, bus, time.Now)
+	bus := hints.NewBus()
+	b := fetch.NewConfirmBroker(time.Hour, bus, time.Now)
 	hints := subscribe(bus)
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -119,16 +117,16 @@ func TestDenyAfterDecide(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		res, _ := b.ask(ctx, Confirm{AppID: "a", Host: "h", Method: "POST"})
-		got = res == askAllowed
+		res, _ := b.Ask(ctx, fetch.Confirm{AppID: "a", Host: "h", Method: "POST"})
+		got = res == fetch.AskAllowed
 	}()
 	<-hints // parked
-	b.mu.Lock()
-	p := b.queue[0]
-	b.mu.Unlock()
-	b.resolveBy(p, true, RememberOnce, DeniedByUser)
-	cancel()                                          // the turn aborts after the decision
-	b.resolveBy(p, false, RememberOnce, DeniedByUser) // and a late deny arrives
+	b.Mu.Lock()
+	p := b.Queue[0]
+	b.Mu.Unlock()
+	b.ResolveBy(p, true, fetch.RememberOnce, fetch.DeniedByUser)
+	cancel()                                                      // the turn aborts after the decision
+	b.ResolveBy(p, false, fetch.RememberOnce, fetch.DeniedByUser) // and a late deny arrives
 	wg.Wait()
 	if !got {
 		t.Fatal("ask = denied, want the allow decided first")
@@ -141,12 +139,12 @@ func TestDenyAfterDecide(t *testing.T) {
 // conformance: P3-X14-27
 func TestConfirmTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newConfirmBroker(2*time.Minute, newHintBus(), time.Now)
+		b := fetch.NewConfirmBroker(2*time.Minute, hints.NewBus(), time.Now)
 		start := time.Now()
 		done := make(chan bool)
 		go func() {
-			res, _ := b.ask(t.Context(), Confirm{AppID: "a", Host: "h", Method: "DELETE"})
-			done <- res == askAllowed
+			res, _ := b.Ask(t.Context(), fetch.Confirm{AppID: "a", Host: "h", Method: "DELETE"})
+			done <- res == fetch.AskAllowed
 		}()
 		synctest.Wait()
 		if len(b.Pending()) != 1 {
@@ -179,10 +177,10 @@ func TestSessionMemory(t *testing.T) {
 	r.connect(t, "app1", noneReq("b", "b.example.com"), nil)
 	r.connect(t, "app2", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	ask := r.promptAnswer
-	if p, code := ask(t, "app1", post("{}"), true, RememberSession); !p || code != "" {
+	if p, code := ask(t, "app1", post("{}"), true, fetch.RememberSession); !p || code != "" {
 		t.Fatalf("first = %v %q, want a prompt and ok", p, code)
 	}
-	if p, code := ask(t, "app1", post("{}"), false, RememberOnce); p || code != "" {
+	if p, code := ask(t, "app1", post("{}"), false, fetch.RememberOnce); p || code != "" {
 		t.Fatalf("same key = %v %q, want no prompt", p, code)
 	}
 	for _, tc := range []struct {
@@ -193,14 +191,14 @@ func TestSessionMemory(t *testing.T) {
 		{"app1", frame("POST", "https://b.example.com/send", map[string]any{"body": "{}"})},
 		{"app2", post("{}")},
 	} {
-		if p, code := ask(t, tc.app, tc.f, false, RememberOnce); !p || code != errcode.NetConfirmDenied {
+		if p, code := ask(t, tc.app, tc.f, false, fetch.RememberOnce); !p || code != errcode.NetConfirmDenied {
 			t.Fatalf("other key %s %s = %v %q, want a prompt", tc.app, tc.f, p, code)
 		}
 	}
-	if err := r.d.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": "rotated"}); err != nil {
+	if err := r.d.grants.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": "rotated"}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := ask(t, "app1", post("{}"), false, RememberOnce); !p {
+	if p, _ := ask(t, "app1", post("{}"), false, fetch.RememberOnce); !p {
 		t.Fatal("session memory survived a connection write")
 	}
 }
@@ -229,33 +227,33 @@ func TestConfirmQueueBounded(t *testing.T) {
 	r.connect(t, "app2", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var parked []<-chan NetResult
-	for range maxParkedPerApp {
+	var parked []<-chan fetch.NetResult
+	for range fetch.MaxParkedPerApp {
 		parked = append(parked, r.parkedNet(ctx, t, "app1", post("{}")))
 	}
-	waitConfirms(t, r.d, maxParkedPerApp)
+	waitConfirms(t, r.d, fetch.MaxParkedPerApp)
 	res, resp := r.net(t, "app1", post("{}"))
 	if res.Code != errcode.NetConfirmDenied || !strings.Contains(resp.Error.Message, "too many") {
 		t.Fatalf("request beyond the bound = %q %+v, want NET_CONFIRM_DENIED at once", res.Code, resp.Error)
 	}
-	if n := len(r.d.Confirms()); n != maxParkedPerApp {
-		t.Errorf("parked = %d, want %d", n, maxParkedPerApp)
+	if n := len(r.d.exec.Confirms(context.Background())); n != fetch.MaxParkedPerApp {
+		t.Errorf("parked = %d, want %d", n, fetch.MaxParkedPerApp)
 	}
 	other := r.parkedNet(ctx, t, "app2", post("{}"))
-	waitConfirms(t, r.d, maxParkedPerApp+1)
+	waitConfirms(t, r.d, fetch.MaxParkedPerApp+1)
 	// Deciding one of app1's makes room for the next.
-	for _, c := range r.d.Confirms() {
+	for _, c := range r.d.exec.Confirms(context.Background()) {
 		if c.AppID == "app1" {
-			r.d.DecideConfirm(c.ID, false, RememberOnce)
+			r.d.exec.DecideConfirm(c.ID, false, fetch.RememberOnce)
 			break
 		}
 	}
 	// The decision took the confirm off the queue before it returned.
-	if n := len(r.d.Confirms()); n != maxParkedPerApp {
-		t.Fatalf("after a decision, parked = %d, want %d", n, maxParkedPerApp)
+	if n := len(r.d.exec.Confirms(context.Background())); n != fetch.MaxParkedPerApp {
+		t.Fatalf("after a decision, parked = %d, want %d", n, fetch.MaxParkedPerApp)
 	}
 	parked = append(parked, r.parkedNet(ctx, t, "app1", post("{}")))
-	waitConfirms(t, r.d, maxParkedPerApp+1)
+	waitConfirms(t, r.d, fetch.MaxParkedPerApp+1)
 	cancel()
 	for _, ch := range append(parked, other) {
 		<-ch
@@ -265,22 +263,22 @@ func TestConfirmQueueBounded(t *testing.T) {
 	}
 
 	// The daemon-wide bound, on the broker alone.
-	bus := newHintBus()
-	b := newConfirmBroker(time.Hour, bus, time.Now)
+	bus := hints.NewBus()
+	b := fetch.NewConfirmBroker(time.Hour, bus, time.Now)
 	bctx, bcancel := context.WithCancel(t.Context())
 	hints := subscribe(bus)
 	var wg sync.WaitGroup
-	for i := range maxParked {
+	for i := range fetch.MaxParked {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.ask(bctx, Confirm{AppID: fmt.Sprintf("app%d", i), Host: "h", Method: "POST"})
+			b.Ask(bctx, fetch.Confirm{AppID: fmt.Sprintf("app%d", i), Host: "h", Method: "POST"})
 		}()
 	}
-	for len(b.Pending()) < maxParked {
+	for len(b.Pending()) < fetch.MaxParked {
 		<-hints // each ask rings after it parked; a dropped ring means more are buffered
 	}
-	if got, _ := b.ask(bctx, Confirm{AppID: "late", Host: "h", Method: "POST"}); got != askFull {
+	if got, _ := b.Ask(bctx, fetch.Confirm{AppID: "late", Host: "h", Method: "POST"}); got != fetch.AskFull {
 		t.Errorf("ask beyond maxParked = %d, want askFull", got)
 	}
 	bcancel()
@@ -293,7 +291,7 @@ func TestConfirmQueueBounded(t *testing.T) {
 type withdrawRig struct {
 	*rig
 	hostID string
-	res    <-chan NetResult
+	res    <-chan fetch.NetResult
 	id     string // the parked confirm's id
 }
 
@@ -301,18 +299,19 @@ func newWithdrawRig(t *testing.T) *withdrawRig {
 	t.Helper()
 	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	h, err := r.d.AuthenticateHost(t.Context(), pairHost(t, r.d, hostauth.SurfaceDesktop, ""), "")
+	h, err := r.d.hosts.Authenticate(t.Context(), pairHost(t, r.d, hostauth.SurfaceDesktop, ""), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, release, err := r.d.BindHost(t.Context(), h.ID)
+	ctx, release, err := r.d.hosts.Bind(t.Context(), h.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(release)
-	ch := make(chan NetResult, 1)
+	ch := make(chan fetch.NetResult, 1)
 	go func() {
-		ch <- r.d.Net(ctx, NetCall{AppID: "app1", Frame: post("{}"), Delivery: DeliveryApp, HostID: h.ID})
+		// The API's chain puts the caller in the request's context.
+		ch <- r.d.exec.Net(hostauth.WithHost(ctx, h.ID), fetch.NetCall{AppID: "app1", Frame: post("{}"), Delivery: fetch.DeliveryApp})
 	}()
 	cs := waitConfirms(t, r.d, 1)
 	if cs[0].HostID != h.ID {
@@ -335,7 +334,7 @@ func (w *withdrawRig) denied(t *testing.T, msg string) {
 	if n := len(w.up.requests()); n != 0 {
 		t.Errorf("upstream requests = %d, want 0", n)
 	}
-	if cs := w.d.Confirms(); len(cs) != 0 {
+	if cs := w.d.exec.Confirms(context.Background()); len(cs) != 0 {
 		t.Errorf("pending confirms = %+v, want none", cs)
 	}
 }
@@ -347,17 +346,17 @@ func (w *withdrawRig) denied(t *testing.T, msg string) {
 // conformance: P3-X14-27
 func TestUnpairThenAllow(t *testing.T) {
 	w := newWithdrawRig(t)
-	if err := w.d.DeleteHost(t.Context(), w.hostID); err != nil {
+	if err := w.d.deleteHost(t.Context(), w.hostID); err != nil {
 		t.Fatal(err)
 	}
-	if cs := w.d.Confirms(); len(cs) != 0 {
+	if cs := w.d.exec.Confirms(context.Background()); len(cs) != 0 {
 		t.Fatalf("after DeleteHost returned, pending confirms = %+v, want none", cs)
 	}
-	if err := w.d.DecideConfirm(w.id, true, RememberSession); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+	if err := w.d.exec.DecideConfirm(w.id, true, fetch.RememberSession); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
 		t.Fatalf("DecideConfirm(allow) after the unpairing = %v, want CONFIRM_WITHDRAWN", err)
 	}
 	w.denied(t, "unpaired")
-	if w.d.confirms.sessionAllows("app1", apiHost, "POST") {
+	if w.d.confirms.SessionAllows("app1", apiHost, "POST") {
 		t.Error("a withdrawn confirm's allow was remembered for the session")
 	}
 }
@@ -370,24 +369,24 @@ func TestUnpairThenAllow(t *testing.T) {
 func TestAllowThenUnpair(t *testing.T) {
 	w := newWithdrawRig(t)
 	var unpaired error
-	hook := func(c Confirm) {
+	hook := func(c fetch.Confirm) {
 		if c.ID == w.id {
-			unpaired = w.d.DeleteHost(context.WithoutCancel(t.Context()), w.hostID)
+			unpaired = w.d.deleteHost(context.WithoutCancel(t.Context()), w.hostID)
 		}
 	}
-	testHookClaim.Store(&hook)
-	t.Cleanup(func() { testHookClaim.Store(nil) })
-	if err := w.d.DecideConfirm(w.id, true, RememberSession); err != nil {
+	fetch.TestHookClaim.Store(&hook)
+	t.Cleanup(func() { fetch.TestHookClaim.Store(nil) })
+	if err := w.d.exec.DecideConfirm(w.id, true, fetch.RememberSession); err != nil {
 		t.Fatalf("DecideConfirm(allow) = %v, want nil", err)
 	}
 	w.denied(t, "unpaired")
 	if unpaired != nil {
 		t.Fatalf("DeleteHost = %v", unpaired)
 	}
-	if w.d.confirms.sessionAllows("app1", apiHost, "POST") {
+	if w.d.confirms.SessionAllows("app1", apiHost, "POST") {
 		t.Error("a voided allow's session memory survived the unpairing")
 	}
-	if err := w.d.DecideConfirm(w.id, true, RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+	if err := w.d.exec.DecideConfirm(w.id, true, fetch.RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
 		t.Errorf("a second decision after the unpairing = %v, want CONFIRM_WITHDRAWN", err)
 	}
 }
@@ -400,10 +399,10 @@ func TestAllowThenUnpair(t *testing.T) {
 func TestShutdownThenAllow(t *testing.T) {
 	w := newWithdrawRig(t)
 	w.d.BeginShutdown()
-	if cs := w.d.Confirms(); len(cs) != 0 {
+	if cs := w.d.exec.Confirms(context.Background()); len(cs) != 0 {
 		t.Fatalf("after BeginShutdown returned, pending confirms = %+v, want none", cs)
 	}
-	if err := w.d.DecideConfirm(w.id, true, RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
+	if err := w.d.exec.DecideConfirm(w.id, true, fetch.RememberOnce); !errorsIsCode(err, errcode.ConfirmWithdrawn) {
 		t.Fatalf("DecideConfirm(allow) after shutdown began = %v, want CONFIRM_WITHDRAWN", err)
 	}
 	w.denied(t, "shutting down")
@@ -428,17 +427,17 @@ func TestWithdrawHostLeavesOthers(t *testing.T) {
 	if n := w.d.confirms.WithdrawHost(""); n != 0 {
 		t.Errorf(`WithdrawHost("") = %d, want 0`, n)
 	}
-	if err := w.d.DeleteHost(t.Context(), w.hostID); err != nil {
+	if err := w.d.deleteHost(t.Context(), w.hostID); err != nil {
 		t.Fatal(err)
 	}
 	if res := <-w.res; res.Code != errcode.NetConfirmDenied {
 		t.Errorf("the unpaired host's call = %q, want NET_CONFIRM_DENIED", res.Code)
 	}
-	cs := w.d.Confirms()
+	cs := w.d.exec.Confirms(context.Background())
 	if len(cs) != 1 || cs[0].HostID != "" {
 		t.Fatalf("pending after the unpairing = %+v, want the ctl call's", cs)
 	}
-	if err := w.d.DecideConfirm(cs[0].ID, true, RememberOnce); err != nil {
+	if err := w.d.exec.DecideConfirm(cs[0].ID, true, fetch.RememberOnce); err != nil {
 		t.Fatal(err)
 	}
 	if res := <-ctl; res.Code != "" {

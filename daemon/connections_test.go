@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/internal/testutil"
 )
@@ -23,6 +24,7 @@ func newTestDaemon(t *testing.T) *Daemon {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	run(t, d)
 	t.Cleanup(func() { d.Close() })
 	return d
 }
@@ -57,9 +59,9 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-func mustAdmit(t *testing.T, v any) admitted {
+func mustAdmit(t *testing.T, v any) grants.Admitted {
 	t.Helper()
-	a, err := admit(mustJSON(t, v), ProvenanceUser, nil)
+	a, err := grants.Admit(mustJSON(t, v), grants.ProvenanceUser, nil)
 	if err != nil {
 		t.Fatalf("admit: %v", err)
 	}
@@ -67,13 +69,13 @@ func mustAdmit(t *testing.T, v any) admitted {
 }
 
 // approved puts and approves a connection.
-func approved(t *testing.T, d *Daemon, app string, v map[string]any) Connection {
+func approved(t *testing.T, d *Daemon, app string, v map[string]any) grants.Connection {
 	t.Helper()
 	ctx := t.Context()
 	if _, err := d.putDeclared(ctx, app, mustAdmit(t, v)); err != nil {
 		t.Fatalf("putDeclared: %v", err)
 	}
-	c, err := d.Approve(ctx, app, v["slot"].(string))
+	c, err := d.grants.Approve(ctx, app, v["slot"].(string))
 	if err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
@@ -88,16 +90,16 @@ func TestPutDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatalf("put on absent: %v", err)
 	}
-	if c.Status != StatusDeclared || c.RequirementVersion != 1 || c.ApprovedAt != nil {
+	if c.Status != grants.StatusDeclared || c.RequirementVersion != 1 || c.ApprovedAt != nil {
 		t.Fatalf("put on absent = %+v, want declared v1", c)
 	}
-	if g := d.grants("app").rows[0]; g.approved() || len(g.ceiling) != 0 {
+	if g := d.appRows("app").Rows[0]; g.Approved() || len(g.Ceiling) != 0 {
 		t.Fatalf("a declared row grants: %+v", g)
 	}
 	// Same requirement with reordered keys: canonical form unchanged.
 	same := `{"declaredApiHosts":["api.example.com"],"kind":"api_key","slot":"wx","provider":{"name":"Example"},` +
 		`"request":{"headerTemplate":{"X-Key":"{{api_key}}"}},"fields":[{"type":"secret","label":"API key","key":"api_key"}]}`
-	a, err := admit([]byte(same), ProvenanceUser, nil)
+	a, err := grants.Admit([]byte(same), grants.ProvenanceUser, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestPutDeclared(t *testing.T) {
 	if c, err = d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com"))); err != nil || c.RequirementVersion != 2 {
 		t.Fatalf("put of a changed requirement = v%d, %v; want v2", c.RequirementVersion, err)
 	}
-	if c.Status != StatusDeclared {
+	if c.Status != grants.StatusDeclared {
 		t.Fatalf("proposer write yielded status %s", c.Status)
 	}
 }
@@ -119,16 +121,16 @@ func TestPutDeclaredRefusesApprovedAndRevoked(t *testing.T) {
 	approved(t, d, "app", req("wx", "api.example.com"))
 	_, err := d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "evil.example.com")))
 	testutil.WantCode(t, err, errcode.ConnectionApproved)
-	c, _ := d.Connection(ctx, "app", "wx")
-	if c.Status != StatusApproved || c.AllowedHosts[0] != "api.example.com" {
+	c, _ := d.grants.Connection(ctx, "app", "wx")
+	if c.Status != grants.StatusApproved || c.AllowedHosts[0] != "api.example.com" {
 		t.Fatalf("approved row changed by a refused put: %+v", c)
 	}
-	if _, err := d.Revoke(ctx, "app", "wx"); err != nil {
+	if _, err := d.grants.Revoke(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
 	testutil.WantCode(t, err, errcode.ConnectionRevoked)
-	if c, _ := d.Connection(ctx, "app", "wx"); c.Status != StatusRevoked {
+	if c, _ := d.grants.Connection(ctx, "app", "wx"); c.Status != grants.StatusRevoked {
 		t.Fatalf("revoked row changed by a refused put: %s", c.Status)
 	}
 }
@@ -137,10 +139,10 @@ func TestPutDeclaredRefusesApprovedAndRevoked(t *testing.T) {
 func TestSlotCap(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	for i := range MaxSlotsPerApp {
+	for i := range grants.MaxSlotsPerApp {
 		slot := fmt.Sprintf("s%d", i)
 		approved(t, d, "app", req(slot, "api.example.com"))
-		if _, err := d.Revoke(ctx, "app", slot); err != nil {
+		if _, err := d.grants.Revoke(ctx, "app", slot); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,7 +155,7 @@ func TestSlotCap(t *testing.T) {
 	}
 
 	d2 := newTestDaemon(t)
-	for i := range MaxSlotsPerApp {
+	for i := range grants.MaxSlotsPerApp {
 		if _, err := d2.putDeclared(ctx, "app", mustAdmit(t, req(fmt.Sprintf("s%d", i), "api.example.com"))); err != nil {
 			t.Fatal(err)
 		}
@@ -171,21 +173,21 @@ func TestStagePending(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	before := approved(t, d, "app", req("wx", "api.example.com"))
-	c, err := d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "new.example.com")))
+	c, err := d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "new.example.com")))
 	if err != nil {
 		t.Fatalf("stage: %v", err)
 	}
-	if c.Status != StatusApproved || !c.NeedsReapproval() || c.RequirementJSON != before.RequirementJSON ||
+	if c.Status != grants.StatusApproved || !c.NeedsReapproval() || c.RequirementJSON != before.RequirementJSON ||
 		strings.Join(c.AllowedHosts, ",") != "api.example.com" || c.RequirementVersion != before.RequirementVersion {
 		t.Fatalf("staged row = %+v; want only the pending column changed", c)
 	}
 	// The grant keeps serving the old ceiling.
-	g := d.grants("app").rows[0]
-	if !g.inCeiling("api.example.com") || g.inCeiling("new.example.com") {
-		t.Fatalf("index ceiling = %v while a change is staged", g.ceiling)
+	g := d.appRows("app").Rows[0]
+	if !g.InCeiling("api.example.com") || g.InCeiling("new.example.com") {
+		t.Fatalf("index ceiling = %v while a change is staged", g.Ceiling)
 	}
 	// Staging the current requirement clears the staged change.
-	if c, err = d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com"))); err != nil || c.NeedsReapproval() {
+	if c, err = d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com"))); err != nil || c.NeedsReapproval() {
 		t.Fatalf("staging the current requirement = %+v, %v", c, err)
 	}
 
@@ -197,9 +199,9 @@ func TestStagePending(t *testing.T) {
 				d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
 			case "revoked":
 				approved(t, d, "app", req("wx", "api.example.com"))
-				d.Revoke(ctx, "app", "wx")
+				d.grants.Revoke(ctx, "app", "wx")
 			}
-			_, err := d.stagePending(ctx, "app", mustAdmit(t, req("wx", "b.example.com")))
+			_, err := d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "b.example.com")))
 			if status == "absent" {
 				testutil.WantCode(t, err, errcode.ConnectionNotFound)
 				return
@@ -213,7 +215,7 @@ func TestStagePending(t *testing.T) {
 func TestApprove(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	_, err := d.Approve(ctx, "app", "wx")
+	_, err := d.grants.Approve(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 
 	d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "B.example.com", "a.example.com")))
@@ -221,20 +223,20 @@ func TestApprove(t *testing.T) {
 	// refuses that shape, so forge it with raw SQL) never reaches the
 	// ceiling.
 	forgePending(t, d, "app", "wx", mustJSON(t, req("wx", "evil.example.com")))
-	c, err := d.Approve(ctx, "app", "wx")
+	c, err := d.grants.Approve(ctx, "app", "wx")
 	if err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	if got := strings.Join(c.AllowedHosts, ","); got != "a.example.com,b.example.com" {
 		t.Fatalf("allowed hosts = %q, want sorted normalized declared hosts only", got)
 	}
-	if c.Status != StatusApproved || c.ApprovedAt == nil || c.PendingJSON != "" {
+	if c.Status != grants.StatusApproved || c.ApprovedAt == nil || c.PendingJSON != "" {
 		t.Fatalf("approved row = %+v", c)
 	}
-	_, err = d.Approve(ctx, "app", "wx")
+	_, err = d.grants.Approve(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotDeclared)
-	d.Revoke(ctx, "app", "wx")
-	_, err = d.Approve(ctx, "app", "wx")
+	d.grants.Revoke(ctx, "app", "wx")
+	_, err = d.grants.Approve(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotDeclared)
 }
 
@@ -261,18 +263,18 @@ func TestReapprove(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	approved(t, d, "app", req("wx", "api.example.com"))
-	_, err := d.Reapprove(ctx, "app", "wx")
+	_, err := d.grants.Reapprove(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.NoPendingChange)
 
-	d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "new.example.com")))
-	c, err := d.Reapprove(ctx, "app", "wx")
+	d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "new.example.com")))
+	c, err := d.grants.Reapprove(ctx, "app", "wx")
 	if err != nil {
 		t.Fatalf("Reapprove: %v", err)
 	}
 	if got := strings.Join(c.AllowedHosts, ","); got != "api.example.com,new.example.com" || c.PendingJSON != "" || c.RequirementVersion != 2 {
 		t.Fatalf("re-approved row = %+v", c)
 	}
-	if !d.grants("app").rows[0].inCeiling("new.example.com") {
+	if !d.appRows("app").Rows[0].InCeiling("new.example.com") {
 		t.Fatal("the index did not pick up the re-frozen ceiling")
 	}
 
@@ -280,15 +282,15 @@ func TestReapprove(t *testing.T) {
 	// one is refused and the grant is unchanged.
 	bad := req("wx", "127.0.0.1")
 	forgePending(t, d, "app", "wx", mustJSON(t, bad))
-	_, err = d.Reapprove(ctx, "app", "wx")
+	_, err = d.grants.Reapprove(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.RequirementInvalid)
-	if c, _ := d.Connection(ctx, "app", "wx"); strings.Contains(strings.Join(c.AllowedHosts, ","), "127") {
+	if c, _ := d.grants.Connection(ctx, "app", "wx"); strings.Contains(strings.Join(c.AllowedHosts, ","), "127") {
 		t.Fatalf("forged pending reached the ceiling: %v", c.AllowedHosts)
 	}
 
 	d2 := newTestDaemon(t)
 	d2.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
-	_, err = d2.Reapprove(ctx, "app", "wx")
+	_, err = d2.grants.Reapprove(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 }
 
@@ -296,38 +298,38 @@ func TestReapprove(t *testing.T) {
 func TestRevokeWipesSlice(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	_, err := d.Revoke(ctx, "app", "wx")
+	_, err := d.grants.Revoke(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 	d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com")))
-	_, err = d.Revoke(ctx, "app", "wx")
+	_, err = d.grants.Revoke(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 
-	d.Approve(ctx, "app", "wx")
+	d.grants.Approve(ctx, "app", "wx")
 	approved(t, d, "app", req("wy", "api.example.com"))
 	for _, slot := range []string{"wx", "wy"} {
-		if err := d.SetCredentials(ctx, "app", slot, map[string]string{"api_key": "secret-" + slot}); err != nil {
+		if err := d.grants.SetCredentials(ctx, "app", slot, map[string]string{"api_key": "secret-" + slot}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c, err := d.Revoke(ctx, "app", "wx")
+	c, err := d.grants.Revoke(ctx, "app", "wx")
 	if err != nil {
 		t.Fatalf("Revoke: %v", err)
 	}
-	if c.Status != StatusRevoked || c.RevokedAt == nil {
+	if c.Status != grants.StatusRevoked || c.RevokedAt == nil {
 		t.Fatalf("revoked row = %+v", c)
 	}
-	if s, _ := d.slotSecrets(ctx, "app", "wx"); len(s) != 0 {
+	if s, _ := d.grants.SlotSecrets(ctx, "app", "wx"); len(s) != 0 {
 		t.Fatalf("revoked slot keeps %d secrets", len(s))
 	}
-	if s, _ := d.slotSecrets(ctx, "app", "wy"); string(s["api_key"]) != "secret-wy" {
+	if s, _ := d.grants.SlotSecrets(ctx, "app", "wy"); string(s["api_key"]) != "secret-wy" {
 		t.Fatal("revoking one slot wiped another")
 	}
 	// The tombstone survives reconnect.
-	c, err = d.Reconnect(ctx, "app", "wx")
-	if err != nil || c.Status != StatusDeclared || c.RevokedAt == nil {
+	c, err = d.grants.Reconnect(ctx, "app", "wx")
+	if err != nil || c.Status != grants.StatusDeclared || c.RevokedAt == nil {
 		t.Fatalf("Reconnect = %+v, %v; want declared with revoked_at kept", c, err)
 	}
-	if c, err = d.Approve(ctx, "app", "wx"); err != nil || c.RevokedAt == nil {
+	if c, err = d.grants.Approve(ctx, "app", "wx"); err != nil || c.RevokedAt == nil {
 		t.Fatalf("approve after reconnect = %+v, %v; want revoked_at kept", c, err)
 	}
 }
@@ -336,17 +338,17 @@ func TestRevokeWipesSlice(t *testing.T) {
 func TestReconnect(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	_, err := d.Reconnect(ctx, "app", "wx")
+	_, err := d.grants.Reconnect(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 	approved(t, d, "app", req("wx", "api.example.com"))
-	_, err = d.Reconnect(ctx, "app", "wx")
+	_, err = d.grants.Reconnect(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.ConnectionNotRevoked)
-	d.Revoke(ctx, "app", "wx")
-	c, err := d.Reconnect(ctx, "app", "wx")
-	if err != nil || c.Status != StatusDeclared || c.ApprovedAt != nil || c.RevokedAt == nil {
+	d.grants.Revoke(ctx, "app", "wx")
+	c, err := d.grants.Reconnect(ctx, "app", "wx")
+	if err != nil || c.Status != grants.StatusDeclared || c.ApprovedAt != nil || c.RevokedAt == nil {
 		t.Fatalf("Reconnect = %+v, %v", c, err)
 	}
-	if d.grants("app").rows[0].approved() {
+	if d.appRows("app").Rows[0].Approved() {
 		t.Fatal("a reconnected row grants before approval")
 	}
 }
@@ -356,24 +358,24 @@ func TestAppAndSlotChecked(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	for _, app := range []string{"", strings.Repeat("a", 129), "\xff", "app\x00"} {
-		_, err := d.Approve(ctx, app, "wx")
+		_, err := d.grants.Approve(ctx, app, "wx")
 		testutil.WantCode(t, err, errcode.BadRequest)
-		_, err = d.ProposeUser(ctx, app, "wx", mustJSON(t, req("wx", "api.example.com")))
+		_, err = d.proposers.ProposeUser(ctx, app, "wx", mustJSON(t, req("wx", "api.example.com")))
 		testutil.WantCode(t, err, errcode.BadRequest)
 	}
 	for _, slot := range []string{"Wx", "-a", "a_b", strings.Repeat("a", 41)} {
-		_, err := d.Approve(ctx, "app", slot)
+		_, err := d.grants.Approve(ctx, "app", slot)
 		testutil.WantCode(t, err, errcode.BadRequest)
 	}
 	// The app id is the host's call's, never the proposal's: a requirement
 	// or a directive that names one is refused, not obeyed.
 	claimed := req("wx", "api.example.com")
 	claimed["appId"] = "other"
-	_, err := d.ProposeUser(ctx, "app", "wx", mustJSON(t, claimed))
+	_, err := d.proposers.ProposeUser(ctx, "app", "wx", mustJSON(t, claimed))
 	testutil.WantCode(t, err, errcode.RequirementInvalid)
-	_, err = d.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com"), map[string]any{"appId": "other"}), false)
+	_, err = d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com"), map[string]any{"appId": "other"}), false)
 	testutil.WantCode(t, err, errcode.DirectiveInvalid)
-	if cs, _ := d.Connections(ctx, "other"); len(cs) != 0 {
+	if cs, _ := d.grants.Connections(ctx, "other"); len(cs) != 0 {
 		t.Fatalf("a claimed app id got %d rows", len(cs))
 	}
 }
@@ -382,9 +384,9 @@ func TestAppAndSlotChecked(t *testing.T) {
 func TestEveryWritePathLints(t *testing.T) {
 	bad := req("wx", "api.example.com")
 	bad["request"] = map[string]any{"headerTemplate": map[string]any{"X-Sig": "{{hmac_sha256(api_secrt, request.body)}}"}}
-	_, err := admit(mustJSON(t, bad), ProvenanceUser, nil)
+	_, err := grants.Admit(mustJSON(t, bad), grants.ProvenanceUser, nil)
 	testutil.WantCode(t, err, errcode.RequirementInvalid)
-	var ve *ValidationError
+	var ve *grants.ValidationError
 	if !errors.As(err, &ve) || !strings.Contains(fmt.Sprint(ve.Violations), "api_secrt") {
 		t.Fatalf("violations = %v, want the lint's finding on api_secrt", err)
 	}
@@ -403,7 +405,7 @@ func TestEveryWritePathLints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Approve(ctx, "app", "wx")
+	_, err = d.grants.Approve(ctx, "app", "wx")
 	testutil.WantCode(t, err, errcode.RequirementInvalid)
 }
 
@@ -423,20 +425,20 @@ func TestRacingWritersKeepIndexAndCap(t *testing.T) {
 				slot := fmt.Sprintf("s%d", (g+i)%3)
 				switch (g + i) % 6 {
 				case 0:
-					d.propose(ctx, "app", mustAdmit(t, req(slot, "api.example.com")))
+					d.grants.Propose(ctx, "app", mustAdmit(t, req(slot, "api.example.com")))
 				case 1:
-					d.propose(ctx, "app", mustAdmit(t, req(slot, "api.example.com", fmt.Sprintf("h%d.example.com", i))))
+					d.grants.Propose(ctx, "app", mustAdmit(t, req(slot, "api.example.com", fmt.Sprintf("h%d.example.com", i))))
 				case 2:
-					d.Approve(ctx, "app", slot)
+					d.grants.Approve(ctx, "app", slot)
 				case 3:
-					d.Reapprove(ctx, "app", slot)
+					d.grants.Reapprove(ctx, "app", slot)
 				case 4:
-					d.Revoke(ctx, "app", slot)
+					d.grants.Revoke(ctx, "app", slot)
 				case 5:
-					d.Reconnect(ctx, "app", slot)
+					d.grants.Reconnect(ctx, "app", slot)
 				}
 				// New slots race for the cap.
-				d.propose(ctx, "capped", mustAdmit(t, req(fmt.Sprintf("c%d-%d", g, i), "api.example.com")))
+				d.grants.Propose(ctx, "capped", mustAdmit(t, req(fmt.Sprintf("c%d-%d", g, i), "api.example.com")))
 			}
 		}()
 	}
@@ -451,19 +453,19 @@ func TestRacingWritersKeepIndexAndCap(t *testing.T) {
 		capped, err = tx.CountConnections("capped")
 		return err
 	})
-	if capped != MaxSlotsPerApp {
-		t.Fatalf("capped app holds %d rows, want %d", capped, MaxSlotsPerApp)
+	if capped != grants.MaxSlotsPerApp {
+		t.Fatalf("capped app holds %d rows, want %d", capped, grants.MaxSlotsPerApp)
 	}
-	want := buildAppGrants(rows)
-	got := d.grants("app")
-	if len(got.rows) != len(want.rows) {
-		t.Fatalf("index has %d rows, storage %d", len(got.rows), len(want.rows))
+	want := grants.BuildAppGrants(rows)
+	got := d.appRows("app")
+	if len(got.Rows) != len(want.Rows) {
+		t.Fatalf("index has %d rows, storage %d", len(got.Rows), len(want.Rows))
 	}
-	for i := range want.rows {
-		g, w := got.rows[i], want.rows[i]
-		if g.slot != w.slot || g.status != w.status || fmt.Sprint(g.ceiling) != fmt.Sprint(w.ceiling) || (g.req == nil) != (w.req == nil) ||
-			(g.req != nil && g.req.Canonical() != w.req.Canonical()) {
-			t.Fatalf("index row %s = %s %v, storage %s %v", w.slot, g.status, g.ceiling, w.status, w.ceiling)
+	for i := range want.Rows {
+		g, w := got.Rows[i], want.Rows[i]
+		if g.Slot != w.Slot || g.Status != w.Status || fmt.Sprint(g.Ceiling) != fmt.Sprint(w.Ceiling) || (g.Req == nil) != (w.Req == nil) ||
+			(g.Req != nil && g.Req.Canonical() != w.Req.Canonical()) {
+			t.Fatalf("index row %s = %s %v, storage %s %v", w.Slot, g.Status, g.Ceiling, w.Status, w.Ceiling)
 		}
 	}
 }
@@ -480,17 +482,17 @@ func TestApproveHoldsTheBorrowBan(t *testing.T) {
 	forged := req("music", "collector.example.com")
 	forged["provider"] = map[string]any{"name": "Spotify"}
 	forge(t, d, "app", "music", func(c *store.Connection) { c.RequirementJSON = string(mustJSON(t, forged)) })
-	_, err := d.Approve(ctx, "app", "music")
+	_, err := d.grants.Approve(ctx, "app", "music")
 	testutil.WantCode(t, err, errcode.RequirementInvalid)
-	if c, _ := d.Connection(ctx, "app", "music"); c.Status != StatusDeclared {
+	if c, _ := d.grants.Connection(ctx, "app", "music"); c.Status != grants.StatusDeclared {
 		t.Fatalf("a forged borrow was approved: %+v", c)
 	}
 }
 
 // putDeclared writes a declared row through the one writer that may
 // (declaredRow), with no staging: the tests' way to set up a slot.
-func (d *Daemon) putDeclared(ctx context.Context, appID string, a admitted) (Connection, error) {
-	return d.write(ctx, appID, a.req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
-		return declaredRow(tx, appID, cur, a)
+func (d *Daemon) putDeclared(ctx context.Context, appID string, a grants.Admitted) (grants.Connection, error) {
+	return d.grants.Write(ctx, appID, a.Req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
+		return grants.DeclaredRow(tx, appID, cur, a)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/requirement"
 )
 
@@ -12,37 +13,37 @@ import (
 func TestParseConnectionURL(t *testing.T) {
 	cases := []struct {
 		in       string
-		kind     connURLKind
+		kind     fetch.ConnURLKind
 		slot, pq string
 	}{
-		{"snug-connection://hue/api/lights", connectionURLOK, "hue", "/api/lights"},
-		{"SNUG-CONNECTION://hue/x", connectionURLOK, "hue", "/x"},
-		{"Snug-Connection://hue/x?a=1&b=%20", connectionURLOK, "hue", "/x?a=1&b=%20"},
-		{"snug-connection://hue/@evil.com", connectionURLOK, "hue", "/@evil.com"},
-		{"snug-connection://hue/", connectionURLOK, "hue", "/"},
-		{"snug-connection://Hue/x", connectionURLMalformed, "", ""},
-		{"snug-connection:hue/x", connectionURLMalformed, "", ""},
-		{"snug-connection:/hue/x", connectionURLMalformed, "", ""},
-		{"snug-connection://hue", connectionURLMalformed, "", ""},
-		{"snug-connection://hue?x=1", connectionURLMalformed, "", ""},
-		{"snug-connection://a_b/x", connectionURLMalformed, "", ""},
-		{"snug-connection://-a/x", connectionURLMalformed, "", ""},
-		{"snug-connection:///x", connectionURLMalformed, "", ""},
-		{"snug-connection://hue//evil.com/x", connectionURLMalformed, "", ""},
-		{`snug-connection://hue/a\b`, connectionURLMalformed, "", ""},
-		{"snug-connection://hue/a#b", connectionURLMalformed, "", ""},
-		{"snug-connection://user@hue/x", connectionURLMalformed, "", ""},
-		{"snug-connection://hue:443/x", connectionURLMalformed, "", ""},
-		{"snug-connection://hue/a b", connectionURLMalformed, "", ""},
-		{"snug-connection://hue/%zz", connectionURLMalformed, "", ""},
-		{"https://x.com/", notConnectionURL, "", ""},
-		{"snug-connectio://hue/x", notConnectionURL, "", ""},
-		{"snug-connections://hue/x", notConnectionURL, "", ""},
-		{"", notConnectionURL, "", ""},
+		{"snug-connection://hue/api/lights", fetch.ConnectionURLOK, "hue", "/api/lights"},
+		{"SNUG-CONNECTION://hue/x", fetch.ConnectionURLOK, "hue", "/x"},
+		{"Snug-Connection://hue/x?a=1&b=%20", fetch.ConnectionURLOK, "hue", "/x?a=1&b=%20"},
+		{"snug-connection://hue/@evil.com", fetch.ConnectionURLOK, "hue", "/@evil.com"},
+		{"snug-connection://hue/", fetch.ConnectionURLOK, "hue", "/"},
+		{"snug-connection://Hue/x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection:hue/x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection:/hue/x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://hue", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://hue?x=1", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://a_b/x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://-a/x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection:///x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://hue//evil.com/x", fetch.ConnectionURLMalformed, "", ""},
+		{`snug-connection://hue/a\b`, fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://hue/a#b", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://user@hue/x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://hue:443/x", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://hue/a b", fetch.ConnectionURLMalformed, "", ""},
+		{"snug-connection://hue/%zz", fetch.ConnectionURLMalformed, "", ""},
+		{"https://x.com/", fetch.NotConnectionURL, "", ""},
+		{"snug-connectio://hue/x", fetch.NotConnectionURL, "", ""},
+		{"snug-connections://hue/x", fetch.NotConnectionURL, "", ""},
+		{"", fetch.NotConnectionURL, "", ""},
 	}
 	for _, tc := range cases {
-		got, kind := parseConnectionURL(tc.in)
-		if kind != tc.kind || got.slot != tc.slot || got.pathAndQuery != tc.pq {
+		got, kind := fetch.ParseConnectionURL(tc.in)
+		if kind != tc.kind || got.Slot != tc.slot || got.PathAndQuery != tc.pq {
 			t.Errorf("parseConnectionURL(%q) = %+v, %d; want {%s %s}, %d", tc.in, got, kind, tc.slot, tc.pq, tc.kind)
 		}
 	}
@@ -69,7 +70,7 @@ func TestConnectionURLResolution(t *testing.T) {
 	t.Run("confirm discloses the resolved host", func(t *testing.T) {
 		r := newRig(t)
 		r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-		seen := r.autoDecide(t, true, RememberOnce)
+		seen := r.autoDecide(t, true, fetch.RememberOnce)
 		res, _ := r.net(t, "app1", frame("POST", "snug-connection://ex/v1/send", map[string]any{"body": `{"a":1}`}))
 		if res.Code != "" {
 			t.Fatalf("Net = %q", res.Code)
@@ -136,12 +137,12 @@ func TestConnectionURLResolution(t *testing.T) {
 }
 
 func TestScrubResolved(t *testing.T) {
-	c := &connTarget{slot: "hue", host: "192.168.1.20"}
-	if got := c.scrubResolved("dial 192.168.1.20:443 and 192.168.1.20 again"); strings.Contains(got, "192.168") {
+	c := &fetch.ConnTarget{Slot: "hue", Host: "192.168.1.20"}
+	if got := c.ScrubResolved("dial 192.168.1.20:443 and 192.168.1.20 again"); strings.Contains(got, "192.168") {
 		t.Errorf("scrubResolved = %q", got)
 	}
-	c = &connTarget{slot: "ex", host: "api.example.com"}
-	if got := c.scrubResolved("GET https://API.Example.com/x — é"); strings.Contains(strings.ToLower(got), "api.example.com") || !strings.HasSuffix(got, "é") {
+	c = &fetch.ConnTarget{Slot: "ex", Host: "api.example.com"}
+	if got := c.ScrubResolved("GET https://API.Example.com/x — é"); strings.Contains(strings.ToLower(got), "api.example.com") || !strings.HasSuffix(got, "é") {
 		t.Errorf("scrubResolved = %q", got)
 	}
 }
@@ -155,26 +156,26 @@ func FuzzParseConnectionURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		cu, kind := parseConnectionURL(s)
-		hasScheme := len(s) >= len(connectionScheme) && strings.EqualFold(s[:len(connectionScheme)], connectionScheme)
-		if !hasScheme && kind != notConnectionURL {
+		cu, kind := fetch.ParseConnectionURL(s)
+		hasScheme := len(s) >= len(fetch.ConnectionScheme) && strings.EqualFold(s[:len(fetch.ConnectionScheme)], fetch.ConnectionScheme)
+		if !hasScheme && kind != fetch.NotConnectionURL {
 			t.Fatalf("parseConnectionURL(%q) = %d without the scheme", s, kind)
 		}
-		if hasScheme && kind == notConnectionURL {
+		if hasScheme && kind == fetch.NotConnectionURL {
 			t.Fatalf("parseConnectionURL(%q) fell through with the scheme", s)
 		}
-		if kind != connectionURLOK {
+		if kind != fetch.ConnectionURLOK {
 			return
 		}
-		if !requirement.ValidSlot(cu.slot) || !strings.HasPrefix(cu.pathAndQuery, "/") || strings.HasPrefix(cu.pathAndQuery, "//") || strings.ContainsAny(cu.pathAndQuery, `\#`) {
+		if !requirement.ValidSlot(cu.Slot) || !strings.HasPrefix(cu.PathAndQuery, "/") || strings.HasPrefix(cu.PathAndQuery, "//") || strings.ContainsAny(cu.PathAndQuery, `\#`) {
 			t.Fatalf("parseConnectionURL(%q) = %+v breaks the grammar", s, cu)
 		}
-		u, err := composeURL("https", "api.example.com", cu.pathAndQuery)
+		u, err := fetch.ComposeURL("https", "api.example.com", cu.PathAndQuery)
 		if err != nil {
-			t.Fatalf("composeURL(%q) = %v", cu.pathAndQuery, err)
+			t.Fatalf("composeURL(%q) = %v", cu.PathAndQuery, err)
 		}
 		if u.Host != "api.example.com" || u.User != nil {
-			t.Fatalf("composeURL(%q) moved the host: %s", cu.pathAndQuery, u)
+			t.Fatalf("composeURL(%q) moved the host: %s", cu.PathAndQuery, u)
 		}
 		if v, err := u.Parse(u.String()); err != nil || v.Host != "api.example.com" {
 			t.Fatalf("composed %q reparses to host %v (%v)", u, v, err)

@@ -3,6 +3,8 @@ package daemon
 import (
 	"strings"
 	"testing"
+
+	"github.com/snug/snugd/daemon/grants"
 )
 
 // TestSetCredentialsNamesMissingFields: a slot is connected only once every
@@ -25,25 +27,25 @@ func TestSetCredentialsNamesMissingFields(t *testing.T) {
 	const value = "value-of-the-api-key-123"
 	steps := []struct {
 		values map[string]string
-		status ConnStatus
+		status grants.ConnStatus
 		owed   string
 	}{
-		{map[string]string{"api_key": value}, ConnPending, MissingFieldsPrefix + "api_secret, passphrase"},
-		{map[string]string{"passphrase": "p"}, ConnPending, MissingFieldsPrefix + "api_secret"},
-		{map[string]string{"api_secret": "s"}, ConnConnected, ""},
+		{map[string]string{"api_key": value}, grants.ConnPending, grants.MissingFieldsPrefix + "api_secret, passphrase"},
+		{map[string]string{"passphrase": "p"}, grants.ConnPending, grants.MissingFieldsPrefix + "api_secret"},
+		{map[string]string{"api_secret": "s"}, grants.ConnConnected, ""},
 	}
 	for i, st := range steps {
-		if err := d.SetCredentials(ctx, "app", "ex", st.values); err != nil {
+		if err := d.grants.SetCredentials(ctx, "app", "ex", st.values); err != nil {
 			t.Fatalf("step %d: SetCredentials: %v", i, err)
 		}
-		s, ok, err := d.ConnectionState(ctx, "app", "ex")
+		s, ok, err := d.grants.ConnectionState(ctx, "app", "ex")
 		if err != nil || !ok || s.Status != st.status || s.LastError != st.owed {
 			t.Errorf("step %d: state = %+v, %v, %v; want %s %q", i, s, ok, err, st.status, st.owed)
 		}
 		if strings.Contains(s.LastError, value) {
 			t.Errorf("step %d: the state names a value", i)
 		}
-		if st.status == ConnPending && s.ObtainedAt != nil {
+		if st.status == grants.ConnPending && s.ObtainedAt != nil {
 			t.Errorf("step %d: a pending state carries obtainedAt", i)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/internal/testutil"
 )
 
@@ -15,25 +16,25 @@ import (
 func TestSetCredentials(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	err := d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "k"})
+	err := d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "k"})
 	testutil.WantCode(t, err, errcode.ConnectionNotFound)
 
 	approved(t, d, "app", req("wx", "api.example.com"))
 	const secret = "sk-live-value-0123456789abcdef"
-	if err := d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": secret}); err != nil {
+	if err := d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": secret}); err != nil {
 		t.Fatalf("SetCredentials: %v", err)
 	}
-	s, err := d.slotSecrets(ctx, "app", "wx")
+	s, err := d.grants.SlotSecrets(ctx, "app", "wx")
 	if err != nil || string(s["api_key"]) != secret {
 		t.Fatalf("slot secrets = %v, %v", s, err)
 	}
-	state, ok, err := d.ConnectionState(ctx, "app", "wx")
-	if err != nil || !ok || state.Status != ConnConnected || state.ObtainedAt == nil {
+	state, ok, err := d.grants.ConnectionState(ctx, "app", "wx")
+	if err != nil || !ok || state.Status != grants.ConnConnected || state.ObtainedAt == nil {
 		t.Fatalf("state = %+v, %v, %v; want connected", state, ok, err)
 	}
 	// The value is in no row of the grant or requirement, and the database
 	// holds it only sealed.
-	c, _ := d.Connection(ctx, "app", "wx")
+	c, _ := d.grants.Connection(ctx, "app", "wx")
 	if strings.Contains(c.RequirementJSON+strings.Join(c.AllowedHosts, ""), secret) {
 		t.Fatal("a credential value reached the connection row")
 	}
@@ -61,11 +62,11 @@ func TestSetCredentialsRefusals(t *testing.T) {
 		{"empty value", map[string]string{"api_key": ""}, errcode.BadRequest},
 		{"NUL", map[string]string{"api_key": "a\x00b"}, errcode.BadRequest},
 		{"not UTF-8", map[string]string{"api_key": "\xff"}, errcode.BadRequest},
-		{"too long", map[string]string{"api_key": strings.Repeat("a", maxCredentialBytes+1)}, errcode.BadRequest},
+		{"too long", map[string]string{"api_key": strings.Repeat("a", grants.MaxCredentialBytes+1)}, errcode.BadRequest},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := d.SetCredentials(ctx, "app", "wx", tc.values)
+			err := d.grants.SetCredentials(ctx, "app", "wx", tc.values)
 			testutil.WantCode(t, err, tc.code)
 			for _, v := range tc.values {
 				if v != "" && strings.Contains(err.Error(), v) {
@@ -74,22 +75,22 @@ func TestSetCredentialsRefusals(t *testing.T) {
 			}
 		})
 	}
-	d.Revoke(ctx, "app", "wx")
-	testutil.WantCode(t, d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "v"}), errcode.ConnectionRevoked)
+	d.grants.Revoke(ctx, "app", "wx")
+	testutil.WantCode(t, d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "v"}), errcode.ConnectionRevoked)
 }
 
 // conformance: P3-C13-11, P3-C13-12, P3-C13-14
 func TestConnStateStrict(t *testing.T) {
 	ok := `{"status":"connected","obtainedAt":1,"expiresIn":3600,"scopesGranted":["a"],"lastError":"x",` +
 		`"lanPin":{"fingerprint":"ab","cn":"bridge"},"lanVerifiedAt":2,"linkVerifiedAt":3,"claimVerifiedAt":4}`
-	s, err := unmarshalConnState([]byte(ok))
+	s, err := grants.UnmarshalConnState([]byte(ok))
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
 	if *s.LANVerifiedAt != 2 || *s.LinkVerifiedAt != 3 || *s.ClaimVerifiedAt != 4 || s.LANPin.CN != "bridge" {
 		t.Fatalf("the three markers must stay separate: %+v", s)
 	}
-	b, _ := s.marshal()
+	b, _ := s.Marshal()
 	if string(b) != ok {
 		t.Fatalf("round trip = %s, want %s", b, ok)
 	}
@@ -100,7 +101,7 @@ func TestConnStateStrict(t *testing.T) {
 		`{"status":"connected"} {}`,
 		`{}`,
 	} {
-		if _, err := unmarshalConnState([]byte(bad)); err == nil {
+		if _, err := grants.UnmarshalConnState([]byte(bad)); err == nil {
 			t.Errorf("unmarshalConnState(%s) accepted", bad)
 		}
 	}
@@ -114,21 +115,21 @@ func TestSecretCacheFollowsWrites(t *testing.T) {
 	approved(t, d, "app", req("wx", "api.example.com"))
 	read := func() string {
 		t.Helper()
-		s, err := d.cachedSlotSecrets(ctx, "app", "wx")
+		s, err := d.grants.CachedSlotSecrets(ctx, "app", "wx")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return string(s["api_key"])
 	}
-	d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "one"})
+	d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "one"})
 	if got := read(); got != "one" {
 		t.Fatalf("first read = %q", got)
 	}
-	d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "two"})
+	d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "two"})
 	if got := read(); got != "two" {
 		t.Fatalf("read after a credential write = %q, want two", got)
 	}
-	d.Revoke(ctx, "app", "wx")
+	d.grants.Revoke(ctx, "app", "wx")
 	if got := read(); got != "" {
 		t.Fatalf("read after revoke = %q, want nothing", got)
 	}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/hints"
 	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
-	"github.com/snug/snugd/daemon/oauth"
+	"github.com/snug/snugd/daemon/journal"
+	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/starter"
@@ -49,12 +52,7 @@ type Config struct {
 	// §12.11 at gates 4 and 5; PolicyBrowser is byte-identical to the
 	// browser profile and admits no LAN request. Any other value is refused
 	// by New.
-	TransportPolicy TransportPolicy
-	// LocalTransports are the registered local helper transports of gate 6a
-	// by helper id (the sidecar symbolic host <helperId>.sidecar.invalid),
-	// built in main as a literal map. Nil means no helper is registered: a
-	// request to a sidecar host is refused, never sent to the network.
-	LocalTransports map[string]LocalTransport
+	TransportPolicy fetch.TransportPolicy
 	// LANDiscover browses the local network for Hue bridges (§12.11). Nil
 	// means lan.Discover; tests that must not multicast on the machine's
 	// interfaces pass their own.
@@ -63,13 +61,13 @@ type Config struct {
 	// built in main from its literal table). The daemon runs it as a
 	// service, adds one gate 6a transport per helper that is both in its
 	// table and in the registry, and runs device-link flows through it;
-	// main routes the supervisor's events to HelperEvent. Nil means no
+	// the daemon subscribes to its events. Nil means no
 	// helper runs: device links and sidecar requests refuse.
-	Helpers Helpers
+	Helpers pairing.Helpers
 	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
 	// means the daemon's own (oauthconn.go): stored tokens, refreshed
 	// through the guarded public transport. Tests may replace it.
-	Tokens TokenSource
+	Tokens fetch.TokenSource
 	// ConfirmTimeout bounds how long a parked confirm waits for the user
 	// before it is denied. Zero means DefaultConfirmTimeout (2 minutes).
 	ConfirmTimeout time.Duration
@@ -81,55 +79,35 @@ type Config struct {
 	// StandingTargets names, per requirement, the trigger classes a standing
 	// approval may be armed for and where each reads its target from (§17).
 	// Nil means no requirement has any: nothing can be armed.
-	StandingTargets func(*requirement.Requirement) []StandingTarget
+	StandingTargets func(*requirement.Requirement) []fetch.StandingTarget
 }
 
-// Daemon is snugd's core. Its methods are safe for concurrent use.
+// Daemon is snugd's composition root: New wires the parts, and the API
+// and main take the parts they use (Grants, Fetch, Pairing, Hosts). It
+// does nothing of its own but the status report and the lifecycle.
 type Daemon struct {
-	log      *slog.Logger
-	now      func() time.Time
-	store    *store.Store
-	hints    *hintBus
-	registry *registry.Registry
-	starters *starter.Catalog
+	log   *slog.Logger
+	now   func() time.Time
+	store *store.Store
+	hints *hints.Bus
 
-	// index is the grant and ceiling index of every app, rebuilt per app on
-	// every committed connection write, so the request path does no SQL to
-	// find a grant.
-	index atomic.Pointer[grantIndex]
-	// writeMu serializes the writers' read-check-write against the index
-	// publication, so an index is never published out of commit order.
-	writeMu sync.Mutex
-
-	// The executor (fetch.go) and the parts of it the writers reach:
-	// the confirm broker's session memory and the standing gate's disarm
-	// run after every connection write (hints.go), DeleteHost withdraws
-	// confirms, Close stops the journal.
-	exec     *executor
-	confirms *confirmBroker
-	standing *standingGate
-	journal  *journal
-	// services are the long-lived parts (services.go): started in New,
-	// stopped by Close.
-	services    *services
-	secretCache secretCache
-	// reach remembers the apps each host holds (owners.go).
-	reach reachCache
-	// flows are the pairing flows in progress (flows.go).
-	flows *flowBook
-	// hosts is the host pairing book (daemon/hostauth; hosts.go).
-	hosts *hostauth.Book
-	// lanDisc is the one LAN discovery at a time (lan.go).
-	lanDisc lanDiscovery
-	// helpers is the linked-device supervisor (nil: none) and links the
-	// live device-link flows by helper session (linkdev.go).
-	helpers Helpers
-	links   linkBook
-	// refresher shares one OAuth refresh per slot (oauthconn.go).
-	refresher oauth.Refresher
-	// reconsentRows is how many rows the start's pin re-consent pass
-	// checked: 0 when the registry had not changed (channels.go).
-	reconsentRows int
+	hosts     *hostauth.Book
+	grants    *grants.Book
+	proposers *grants.Proposers
+	records   *grants.Records
+	exec      *fetch.Executor
+	pairing   *pairing.Service
+	devices   *pairing.Devices
+	journal   *journal.Journal
+	confirms  *fetch.ConfirmBroker
+	standing  *fetch.StandingGate
+	registry  *registry.Registry
+	helpers   pairing.Helpers
+	// services are the long-lived parts (services.go): listed in New,
+	// run by Run.
+	services  *services
+	closing   chan struct{} // closed by Close: Run stops
+	closeOnce sync.Once
 }
 
 // New opens the store in cfg.DataDir, builds the grant index and returns a
@@ -139,7 +117,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.DataDir == "" {
 		return nil, fmt.Errorf("daemon: no data directory")
 	}
-	prefetchExecutableSum()
+	grants.PrefetchExecutableSum()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -166,55 +144,124 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{log: log, now: now, store: st, hints: newHintBus(), registry: reg, starters: starters, helpers: cfg.Helpers}
+	d := &Daemon{log: log, now: now, store: st, hints: hints.NewBus(), helpers: cfg.Helpers, services: newServices(log), closing: make(chan struct{})}
 	d.hosts = hostauth.New(st, now, log.With("component", "hostauth"))
-	d.flows = newFlowBook(now, d.hints)
-	d.lanDisc.discover = cfg.LANDiscover
+	d.journal = journal.NewJournal(st, now, log.With("component", "journal"))
+	book, err := grants.New(ctx, grants.Deps{Log: log, Now: now, Store: st, Hints: d.hints, Journal: d.journal, Registry: reg, Starters: starters})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	d.grants, d.proposers, d.records = book, &grants.Proposers{Book: book}, &grants.Records{Book: book}
 	confirmTimeout := cfg.ConfirmTimeout
 	if confirmTimeout <= 0 {
-		confirmTimeout = DefaultConfirmTimeout
+		confirmTimeout = fetch.DefaultConfirmTimeout
 	}
-	d.confirms = newConfirmBroker(confirmTimeout, d.hints, now)
-	d.journal = newJournal(st, now, log.With("component", "journal"))
-	d.services = newServices(log)
-	d.standing = newStandingGate(now, cfg.StandingTargets, &d.index, d.journal)
-	cfg.Registry = reg
-	cfg.LocalTransports = helperTransports(reg, cfg.Helpers, cfg.LocalTransports, log.With("component", "helpers"))
-	d.refresher.Now = now
-	if cfg.Tokens == nil {
-		cfg.Tokens = oauthTokens{d} // gate 8's OAuth source (oauthconn.go)
+	d.confirms = fetch.NewConfirmBroker(confirmTimeout, d.hints, now)
+	standing := fetch.NewStandingGate(now, cfg.StandingTargets, book, d.journal)
+	d.standing, d.registry = standing, reg
+	local := pairing.HelperTransports(reg, cfg.Helpers, log.With("component", "helpers"))
+	// The OAuth token source is the pairing service's; the executor is
+	// built before it, so the source reaches it through a late binding.
+	tokens := cfg.Tokens
+	var late lateTokens
+	if tokens == nil {
+		tokens = &late
 	}
-	exec, err := newExecutor(cfg, execDeps{
-		index: &d.index, confirms: d.confirms, standing: d.standing, journal: d.journal,
-		readSecrets: d.cachedSlotSecrets, scrubs: &d.secretCache.scrubs, answered: d.noteAnswer, log: log, now: now,
+	var answered lateAnswer
+	exec, err := fetch.NewExecutor(fetch.ExecDeps{
+		Index: book, Owners: book, Confirms: d.confirms, Standing: standing, Journal: d.journal,
+		ReadSecrets: book.CachedSlotSecrets, Scrubs: book.Scrubs(), Answered: answered.note, Log: log, Now: now,
+		Policy: cfg.TransportPolicy, Public: cfg.Public, Lan: cfg.LAN, Local: local,
+		RequestTimeout: cfg.RequestTimeout, Tokens: tokens, Registry: reg,
 	})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
 	d.exec = exec
-	// One scan of every row's head builds the index; requirements are
-	// parsed on first use (index_start.go).
-	idx, err := startIndex(ctx, st, log.With("component", "index"))
-	if err != nil {
-		st.Close()
-		return nil, d.internal("build grant index", err)
-	}
-	d.index.Store(idx)
-	d.services.start("journal", d.journal.batch)
+	d.pairing = pairing.New(pairing.Deps{
+		Log: log, Now: now, Store: st, Hints: d.hints, Journal: d.journal, Registry: reg, Hosts: d.hosts,
+		Grants: book, Stager: d.proposers, Side: exec.Side(), Local: local, Helpers: cfg.Helpers, LANDiscover: cfg.LANDiscover,
+	})
+	d.devices = &pairing.Devices{Service: d.pairing}
+	late.src = pairing.OauthTokens{}.For(d.pairing)
+	answered.fn = d.devices.NoteAnswer
+	book.UseGates(exec)
+	book.OnChange(func(appID, _ string) { d.confirms.ForgetApp(appID) }, standing.DisarmSlot)
+	book.OnRevoke(d.devices.UnlinkSlot, d.pairing.RevokeRemote)
+	d.hosts.SetHooks(hostauth.Hooks{
+		Paired: func(ctx context.Context, p hostauth.Pairing) {
+			how := fmt.Sprintf("from %q", p.Origin)
+			if p.Invited {
+				how = "by invitation"
+			}
+			d.journal.Act(ctx, journal.ActHostPair, "", "", fmt.Sprintf("pairing %s: %q (%s) %s", p.ID, p.Name, p.Surface, how))
+		},
+		Unpairing: func(id string) { d.confirms.WithdrawHost(id) },
+		Unpaired: func(ctx context.Context, h hostauth.Host, err error) {
+			book.ForgetReach() // the host's apps are no longer held
+			if err == nil {
+				d.journal.Act(ctx, journal.ActHostUnpair, "", "", fmt.Sprintf("host %s: %q (%s)", h.ID, h.Name, h.Surface))
+			}
+		},
+	})
+
+	d.services.add("journal", d.journal.Batch)
 	if cfg.Helpers != nil {
-		d.services.start("helpers", cfg.Helpers) // stops before the journal
+		cfg.Helpers.Subscribe(d.devices.HelperEvent) // the supervisor's events reach the device links
+		d.services.add("helpers", cfg.Helpers)       // stops before the journal
 	}
-	if err := d.sweepFlows(ctx); err != nil { // a restart ended every OAuth flow
+	if err := d.pairing.SweepFlows(ctx); err != nil { // a restart ended every OAuth flow
 		d.Close()
 		return nil, err
 	}
-	if err := d.reconsentAtStart(ctx); err != nil {
+	if err := d.proposers.ReconsentAtStart(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
 }
+
+// lateTokens is the executor's OAuth token source until the pairing
+// service that owns the tokens exists (New sets src before any request).
+type lateTokens struct{ src fetch.TokenSource }
+
+func (l *lateTokens) AccessToken(ctx context.Context, appID, slot string) (string, error) {
+	return l.src.AccessToken(ctx, appID, slot)
+}
+
+// lateAnswer is the executor's after-answer hook, bound the same way.
+type lateAnswer struct {
+	fn func(context.Context, *fetch.Fetch, fetch.NetResult)
+}
+
+func (l *lateAnswer) note(ctx context.Context, f *fetch.Fetch, res fetch.NetResult) {
+	l.fn(ctx, f, res)
+}
+
+// Grants is the grant book: connections, writers, custody, proposers,
+// review, import and ownership.
+func (d *Daemon) Grants() *grants.Book { return d.grants }
+
+// Proposers are the proposer channels and review.
+func (d *Daemon) Proposers() *grants.Proposers { return d.proposers }
+
+// Records are import, export and the journal.
+func (d *Daemon) Records() *grants.Records { return d.records }
+
+// Devices are the ceremonies with a device: LAN pairing and device links.
+func (d *Daemon) Devices() *pairing.Devices { return d.devices }
+
+// Fetch is the connected-fetch executor, with its confirms and standing
+// approvals.
+func (d *Daemon) Fetch() *fetch.Executor { return d.exec }
+
+// Pairing runs the pairing ceremonies and their flows.
+func (d *Daemon) Pairing() *pairing.Service { return d.pairing }
+
+// Hosts is the host pairing book.
+func (d *Daemon) Hosts() *hostauth.Book { return d.hosts }
 
 // DataDir reports the data directory in use.
 func (d *Daemon) DataDir() string { return d.store.Dir() }
@@ -229,14 +276,33 @@ func (d *Daemon) DBPath() string { return d.store.DBPath() }
 // calls it when its shutdown begins; it is idempotent.
 func (d *Daemon) BeginShutdown() { d.confirms.Shutdown() }
 
+// Run runs the daemon's long-lived parts — the journal's batcher and the
+// helper supervisor — until ctx is done or Close is called. Then it denies
+// every parked confirm (BeginShutdown: nobody can decide one any more) and
+// stops them, the last started first; the journal writes what is queued,
+// and anything journaled later is written at once. It returns nil after a
+// shutdown; a part that fails before is logged, not restarted. Call it
+// once, beside the API server; Close after it returns.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.services.startAll(ctx)
+	select {
+	case <-ctx.Done():
+	case <-d.closing:
+	}
+	d.BeginShutdown()
+	d.services.stop()
+	return nil
+}
+
 // Close denies every parked confirm, stops the services (the journal
 // writes what is queued), closes idle upstream connections and the store.
 // The Daemon must not be used afterwards.
 func (d *Daemon) Close() error {
+	d.closeOnce.Do(func() { close(d.closing) })
 	d.BeginShutdown()
-	d.flows.close()
+	d.pairing.Close()
 	d.services.stop()
-	d.exec.closeIdle()
-	d.hints.close()
+	d.exec.CloseIdle()
+	d.hints.Close()
 	return d.store.Close()
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/scrub"
 )
 
@@ -21,7 +23,7 @@ func TestFacts(t *testing.T) {
 	r.connect(t, "app1", v, map[string]string{"username": secretKey})
 	r.declare(t, "app1", apiKeyReq("later", "later.example.com"))
 	arm(t, r, "T1", nil)
-	facts := r.d.Facts("app1")
+	facts := r.d.grants.Facts("app1")
 	if len(facts) != 3 {
 		t.Fatalf("Facts = %+v, want 3", facts)
 	}
@@ -31,7 +33,7 @@ func TestFacts(t *testing.T) {
 			t.Errorf("facts carry %q: %s", leak, dump)
 		}
 	}
-	byslot := map[string]Fact{}
+	byslot := map[string]grants.Fact{}
 	for _, f := range facts {
 		byslot[f.Slot] = f
 	}
@@ -42,10 +44,10 @@ func TestFacts(t *testing.T) {
 	if chat := byslot["chat"]; !chat.Armed || !reflect.DeepEqual(chat.Hosts, []string{apiHost}) || chat.Provider != "Chat" {
 		t.Errorf("chat fact = %+v", chat)
 	}
-	if later := byslot["later"]; later.Status != StatusDeclared || later.Armed {
+	if later := byslot["later"]; later.Status != grants.StatusDeclared || later.Armed {
 		t.Errorf("declared fact = %+v", later)
 	}
-	if r.d.Facts("nobody") != nil {
+	if r.d.grants.Facts("nobody") != nil {
 		t.Error("facts for an unknown app")
 	}
 
@@ -54,8 +56,8 @@ func TestFacts(t *testing.T) {
 	w := apiKeyReq("long", "long.example.com")
 	w["scopes"] = []any{strings.Repeat("s", 199), strings.Repeat("t", 86) + ",192.168.100.200"}
 	r.connect(t, "app1", w, nil)
-	for _, f := range r.d.Facts("app1") {
-		if f.Slot == "long" && (strings.Contains(f.Scopes, "192.168") || len([]rune(f.Scopes)) > maxScopeSummary) {
+	for _, f := range r.d.grants.Facts("app1") {
+		if f.Slot == "long" && (strings.Contains(f.Scopes, "192.168") || len([]rune(f.Scopes)) > grants.MaxScopeSummary) {
 			t.Errorf("long scopes = %q (%d runes), want the address scrubbed before the cut", f.Scopes, len([]rune(f.Scopes)))
 		}
 	}
@@ -67,7 +69,7 @@ func TestFacts(t *testing.T) {
 //
 // conformance: P3-S17-14, P3-C12.9-05, P3-C12.9-08, P3-C12.9-09
 func TestJournal(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.LocalTransports = map[string]LocalTransport{} })
+	r := newRig(t, func(c *Config) { c.Helpers = helpersOf(map[string]*fakeHelper{}) })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
 	r.resolver.Script("fail.example.com")
 	r.connect(t, "app1", apiKeyReq("fail", "fail.example.com"), map[string]string{"api_key": secretKey})
@@ -82,7 +84,7 @@ func TestJournal(t *testing.T) {
 	}
 	r.net(t, "app1", frame("GET", "https://evil.example.com/", nil))
 	r.net(t, "", frame("GET", "https://api.example.com/", nil)) // no identity: not journaled
-	es, err := r.d.Journal(t.Context(), JournalQuery{AppID: "app1", Kind: "requests"})
+	es, err := r.d.records.Journal(t.Context(), journal.JournalQuery{AppID: "app1", Kind: "requests"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestJournal(t *testing.T) {
 			t.Errorf("journal or log carries %q", leak)
 		}
 	}
-	if _, err := r.d.Journal(t.Context(), JournalQuery{Limit: 5000}); !errorsIsCode(err, errcode.BadRequest) {
+	if _, err := r.d.records.Journal(t.Context(), journal.JournalQuery{Limit: 5000}); !errorsIsCode(err, errcode.BadRequest) {
 		t.Errorf("Journal(limit 5000) = %v", err)
 	}
 }
@@ -122,7 +124,7 @@ func TestTestConnection(t *testing.T) {
 	v := apiKeyReq("ex", apiHost)
 	v["testRequest"] = map[string]any{"method": "GET", "pathAndQuery": "/v1/me?verbose=1"}
 	r.connect(t, "app1", v, map[string]string{"api_key": secretKey})
-	res, err := r.d.TestConnection(t.Context(), "app1", "ex")
+	res, err := r.d.exec.TestConnection(t.Context(), "app1", "ex")
 	if err != nil || res.Code != "" || res.Status != 200 {
 		t.Fatalf("TestConnection = %+v, %v", res, err)
 	}
@@ -134,10 +136,10 @@ func TestTestConnection(t *testing.T) {
 		t.Errorf("probe answer carries the credential: %s", res.Frame)
 	}
 	r.connect(t, "app1", apiKeyReq("bare", "bare.example.com"), nil)
-	if _, err := r.d.TestConnection(t.Context(), "app1", "bare"); !errorsIsCode(err, errcode.NotFound) {
+	if _, err := r.d.exec.TestConnection(t.Context(), "app1", "bare"); !errorsIsCode(err, errcode.NotFound) {
 		t.Errorf("TestConnection without testRequest = %v", err)
 	}
-	if _, err := r.d.TestConnection(t.Context(), "app1", "nope"); !errorsIsCode(err, errcode.ConnectionNotFound) {
+	if _, err := r.d.exec.TestConnection(t.Context(), "app1", "nope"); !errorsIsCode(err, errcode.ConnectionNotFound) {
 		t.Errorf("TestConnection(unknown) = %v", err)
 	}
 }
@@ -148,7 +150,7 @@ func TestTestConnection(t *testing.T) {
 //
 // conformance: P3-X14-43
 func TestNoStrictnessKnob(t *testing.T) {
-	want := []string{"DataDir", "Logger", "Now", "Registry", "Starters", "Public", "LAN", "TransportPolicy", "LocalTransports", "LANDiscover", "Helpers", "Tokens",
+	want := []string{"DataDir", "Logger", "Now", "Registry", "Starters", "Public", "LAN", "TransportPolicy", "LANDiscover", "Helpers", "Tokens",
 		"ConfirmTimeout", "RequestTimeout", "StandingTargets"}
 	var got []string
 	weak := regexp.MustCompile(`(?i)insecure|skip|disable|allow|strict|bypass|unsafe|lenient|trust`)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/internal/benchdata"
 )
 
@@ -29,12 +30,12 @@ func BenchmarkNet(b *testing.B) {
 			v := apiKeyReq("ex", apiHost)
 			v["request"] = map[string]any{"headerTemplate": map[string]any{"X-Key": "{{api_key}}"}}
 			r.connect(b, "app1", v, map[string]string{"api_key": secretKey})
-			call := NetCall{AppID: "app1", Frame: frame("GET", "https://api.example.com/v1/items", nil), Delivery: DeliveryApp}
+			call := fetch.NetCall{AppID: "app1", Frame: frame("GET", "https://api.example.com/v1/items", nil), Delivery: fetch.DeliveryApp}
 			ctx := context.Background()
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				res := r.d.Net(ctx, call)
+				res := r.d.exec.Net(ctx, call)
 				if res.Code != "" || res.Status != 200 {
 					b.Fatalf("Net = %+v", res)
 				}

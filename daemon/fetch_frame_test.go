@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/daemon/wire/wiretest"
 )
@@ -55,7 +56,7 @@ func TestPooledBuffersNeverShared(t *testing.T) {
 			if i%3 == 2 {
 				u += "?fail=1"
 			}
-			res := r.d.Net(t.Context(), NetCall{AppID: app, Frame: frame("GET", u, nil), Delivery: DeliveryApp})
+			res := r.d.exec.Net(t.Context(), fetch.NetCall{AppID: app, Frame: frame("GET", u, nil), Delivery: fetch.DeliveryApp})
 			if res.Code != "" || !res.Answer {
 				t.Fatalf("round %d %s: %+v", i, app, res.Code)
 			}
@@ -74,7 +75,7 @@ func TestPooledBuffersNeverShared(t *testing.T) {
 					t.Fatalf("round %d %s: the body is not its upstream's (%d bytes, want %d)", i, app, len(resp.Body), len(want))
 				}
 			}
-			if res.pooled == nil {
+			if res.Pooled == nil {
 				t.Fatalf("round %d %s: a 1 MiB answer is not in a pooled frame buffer", i, app)
 			}
 			b := res.Frame
@@ -93,18 +94,18 @@ func TestPooledBuffersNeverShared(t *testing.T) {
 // TestFrameReleaseOnce: releasing an answer twice, or a copy of it,
 // pools its buffer once, so two later answers never share one buffer.
 func TestFrameReleaseOnce(t *testing.T) {
-	fb := getFrame()
-	res := NetResult{pooled: fb}
+	fb := fetch.GetFrame()
+	res := fetch.NetResult{Pooled: fb}
 	cp := res
 	res.Release()
 	cp.Release()
 	res.Release()
-	a, b := getFrame(), getFrame()
-	if cap(a.b) != frameClass || cap(b.b) != frameClass {
-		t.Fatalf("getFrame capacities %d, %d; want %d", cap(a.b), cap(b.b), frameClass)
+	a, b := fetch.GetFrame(), fetch.GetFrame()
+	if cap(a.B) != fetch.FrameClass || cap(b.B) != fetch.FrameClass {
+		t.Fatalf("getFrame capacities %d, %d; want %d", cap(a.B), cap(b.B), fetch.FrameClass)
 	}
-	if &a.b[:1][0] == &b.b[:1][0] {
+	if &a.B[:1][0] == &b.B[:1][0] {
 		t.Fatal("two frames share one buffer: it was pooled twice")
 	}
-	NetResult{}.Release() // no pooled buffer: nothing to do
+	fetch.NetResult{}.Release() // no pooled buffer: nothing to do
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/daemon/wire/wiretest"
 )
@@ -35,7 +36,7 @@ func FuzzNet(f *testing.F) {
 		reads, ups, looks := r.reads.Load(), len(r.up.requests()), r.resolver.Lookups()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // a mutating request is denied at once instead of waiting
-		res := r.d.Net(ctx, NetCall{AppID: "app1", Frame: []byte(raw), Delivery: DeliveryApp})
+		res := r.d.exec.Net(ctx, fetch.NetCall{AppID: "app1", Frame: []byte(raw), Delivery: fetch.DeliveryApp})
 		_, perr := wire.ParseNetRequest([]byte(raw))
 		if res.Answer {
 			resp, err := wiretest.ParseNetResponse(res.Frame)

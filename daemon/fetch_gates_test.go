@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/transports"
 )
@@ -38,11 +40,11 @@ func forgeRow(t *testing.T, r *rig, c store.Connection) {
 
 func canonical(t *testing.T, v map[string]any) string {
 	t.Helper()
-	a, err := admit(mustJSONTB(t, v), ProvenanceUser, nil)
+	a, err := grants.Admit(mustJSONTB(t, v), grants.ProvenanceUser, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a.canonical
+	return a.Canonical
 }
 
 // TestGates is the adversarial table: for each gate, requests that try to
@@ -60,7 +62,7 @@ func TestGates(t *testing.T) {
 	cases := []struct {
 		name   string
 		setup  func(t *testing.T, r *rig)
-		policy TransportPolicy
+		policy fetch.TransportPolicy
 		llm    bool // the chat lane composed the request
 		app    string
 		frame  []byte
@@ -83,7 +85,7 @@ func TestGates(t *testing.T) {
 		{name: "no rows", frame: frame("GET", "https://api.example.com/", nil), want: errcode.NetNotApproved},
 		{name: "declared row with a stored credential", setup: func(t *testing.T, r *rig) {
 			r.declare(t, "app1", apiKeyReq("ex", apiHost))
-			if err := r.d.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": secretKey}); err != nil {
+			if err := r.d.grants.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": secretKey}); err != nil {
 				t.Fatal(err)
 			}
 		}, frame: frame("GET", "https://api.example.com/", nil), want: errcode.NetNotApproved},
@@ -108,13 +110,13 @@ func TestGates(t *testing.T) {
 		{name: "loopback literal", setup: keyed, frame: frame("GET", "https://[::1]/", nil), want: errcode.NetHostBlocked},
 		{name: "staged host is not granted", setup: func(t *testing.T, r *rig) {
 			keyed(t, r)
-			if _, err := r.d.stagePending(t.Context(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
+			if _, err := r.d.grants.StagePending(t.Context(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
 				t.Fatal(err)
 			}
 		}, frame: frame("GET", "https://new.example.com/", nil), want: errcode.NetHostBlocked},
 		{name: "staged change keeps the old host", setup: func(t *testing.T, r *rig) {
 			keyed(t, r)
-			if _, err := r.d.stagePending(t.Context(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
+			if _, err := r.d.grants.StagePending(t.Context(), "app1", mustAdmit(t, apiKeyReq("ex", apiHost, "new.example.com"))); err != nil {
 				t.Fatal(err)
 			}
 		}, frame: frame("GET", "https://api.example.com/", nil)},
@@ -126,7 +128,7 @@ func TestGates(t *testing.T) {
 			v := lanReq("hue", "192.168.1.20")
 			delete(v, "declaredApiHosts")
 			r.connect(t, "app1", v, nil)
-			if c, _ := r.d.Connection(t.Context(), "app1", "hue"); len(c.AllowedHosts) != 0 {
+			if c, _ := r.d.grants.Connection(t.Context(), "app1", "hue"); len(c.AllowedHosts) != 0 {
 				t.Fatalf("pre-collection ceiling = %v, want []", c.AllowedHosts)
 			}
 		}, frame: frame("GET", "https://192.168.1.20/api", nil), want: errcode.NetHostBlocked},
@@ -140,11 +142,11 @@ func TestGates(t *testing.T) {
 		{name: "LAN http under desktop", setup: func(t *testing.T, r *rig) {
 			r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
 		}, frame: frame("GET", "http://192.168.1.20/api", nil)},
-		{name: "LAN http under browser", policy: PolicyBrowser, setup: func(t *testing.T, r *rig) {
+		{name: "LAN http under browser", policy: fetch.PolicyBrowser, setup: func(t *testing.T, r *rig) {
 			r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
 		}, frame: frame("GET", "http://192.168.1.20/api", nil), want: errcode.NetSchemeBlocked},
 		// Gate 5: SSRF.
-		{name: "LAN https under browser", policy: PolicyBrowser, setup: func(t *testing.T, r *rig) {
+		{name: "LAN https under browser", policy: fetch.PolicyBrowser, setup: func(t *testing.T, r *rig) {
 			r.connect(t, "app1", lanReq("hue", "10.0.0.5"), map[string]string{"username": secretKey})
 		}, frame: frame("GET", "https://10.0.0.5/api", nil), want: errcode.NetSSRFBlocked},
 		{name: "localhost in the ceiling", setup: func(t *testing.T, r *rig) {
@@ -161,7 +163,7 @@ func TestGates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, func(c *Config) {
 				c.TransportPolicy = tc.policy
-				c.LocalTransports = map[string]LocalTransport{"other": &fakeHelper{}}
+				c.Helpers = helpersOf(map[string]*fakeHelper{"other": {}})
 			})
 			if tc.setup != nil {
 				tc.setup(t, r)
@@ -174,9 +176,9 @@ func TestGates(t *testing.T) {
 				app = ""
 			}
 			before := len(r.up.requests())
-			del := DeliveryApp
+			del := fetch.DeliveryApp
 			if tc.llm {
-				del = DeliveryLLM
+				del = fetch.DeliveryLLM
 			}
 			res, resp := r.netCtx(t, t.Context(), app, tc.frame, del)
 			if res.Code != tc.want {
@@ -257,24 +259,24 @@ func TestGrantChangedWhileWaiting(t *testing.T) {
 		want   errcode.Code
 	}{
 		{"re-approval moved the ceiling", keyed, func(t *testing.T, r *rig) {
-			if _, err := r.d.stagePending(ctx, "app1", mustAdmit(t, apiKeyReq("ex", "other.example.com"))); err != nil {
+			if _, err := r.d.grants.StagePending(ctx, "app1", mustAdmit(t, apiKeyReq("ex", "other.example.com"))); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.d.Reapprove(ctx, "app1", "ex"); err != nil {
+			if _, err := r.d.grants.Reapprove(ctx, "app1", "ex"); err != nil {
 				t.Fatal(err)
 			}
 		}, "POST", "https://api.example.com/send", errcode.NetHostBlocked},
 		{"re-approval moved a connection URL's host", keyed, func(t *testing.T, r *rig) {
-			if _, err := r.d.stagePending(ctx, "app1", mustAdmit(t, apiKeyReq("ex", "other.example.com"))); err != nil {
+			if _, err := r.d.grants.StagePending(ctx, "app1", mustAdmit(t, apiKeyReq("ex", "other.example.com"))); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.d.Reapprove(ctx, "app1", "ex"); err != nil {
+			if _, err := r.d.grants.Reapprove(ctx, "app1", "ex"); err != nil {
 				t.Fatal(err)
 			}
 		}, "POST", "snug-connection://ex/send", errcode.NetHostBlocked},
 		{"keyless connection revoked", func(t *testing.T, r *rig) { r.connect(t, "app1", noneReq("open", apiHost), nil) },
 			func(t *testing.T, r *rig) {
-				if _, err := r.d.Revoke(ctx, "app1", "open"); err != nil {
+				if _, err := r.d.grants.Revoke(ctx, "app1", "open"); err != nil {
 					t.Fatal(err)
 				}
 			}, "POST", "https://api.example.com/send", errcode.NetNotApproved},
@@ -282,7 +284,7 @@ func TestGrantChangedWhileWaiting(t *testing.T) {
 			r.connect(t, "app1", noneReq("open", apiHost), nil)
 		}, "POST", "https://api.example.com/send", errcode.NetAmbiguousConnection},
 		{"revoked during the lookup", keyed, func(t *testing.T, r *rig) {
-			if _, err := r.d.Revoke(ctx, "app1", "ex"); err != nil {
+			if _, err := r.d.grants.Revoke(ctx, "app1", "ex"); err != nil {
 				t.Fatal(err)
 			}
 		}, "GET", "https://api.example.com/items", errcode.NetNotApproved},
@@ -312,7 +314,7 @@ func TestGrantChangedWhileWaiting(t *testing.T) {
 				close(gate.release)
 				cs := waitConfirms(t, r.d, 1)
 				tc.change(t, r)
-				if err := r.d.DecideConfirm(cs[0].ID, true, RememberOnce); err != nil {
+				if err := r.d.exec.DecideConfirm(cs[0].ID, true, fetch.RememberOnce); err != nil {
 					t.Fatal(err)
 				}
 			}

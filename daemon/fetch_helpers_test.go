@@ -16,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/hints"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/daemon/wire/wiretest"
-	"github.com/snug/snugd/transports"
-
 	"github.com/snug/snugd/internal/testutil"
+	"github.com/snug/snugd/transports"
 )
 
 // The executor's tests reach real TLS servers on loopback through an
@@ -133,6 +135,7 @@ func newRig(t testing.TB, opts ...func(*Config)) *rig {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	run(t, d)
 	t.Cleanup(func() {
 		d.Close()
 		// No test's log may ever carry the credential (§12.9, DESIGN.md).
@@ -142,8 +145,8 @@ func newRig(t testing.TB, opts ...func(*Config)) *rig {
 	})
 	// The executor's credential reader is its dependency; the rig wraps
 	// it to count the reads.
-	inner := d.exec.readSecrets
-	d.exec.readSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
+	inner := d.exec.ReadSecrets
+	d.exec.ReadSecrets = func(ctx context.Context, appID, slot string) (map[string]store.Secret, error) {
 		r.reads.Add(1)
 		return inner(ctx, appID, slot)
 	}
@@ -158,18 +161,18 @@ func (r *rig) lanPin() string { return transports.Fingerprint(r.lanUp.srv.Certif
 // credentials for one connection.
 func (r *rig) connect(t testing.TB, app string, v map[string]any, values map[string]string) {
 	t.Helper()
-	a, err := admit(mustJSONTB(t, v), ProvenanceUser, nil)
+	a, err := grants.Admit(mustJSONTB(t, v), grants.ProvenanceUser, nil)
 	if err != nil {
-		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
+		t.Fatalf("admit: %v %+v", err, err.(*grants.ValidationError).Violations)
 	}
 	if _, err := r.d.putDeclared(t.Context(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)
 	}
-	if _, err := r.d.Approve(t.Context(), app, a.req.Slot); err != nil {
+	if _, err := r.d.grants.Approve(t.Context(), app, a.Req.Slot); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	if values != nil {
-		if err := r.d.SetCredentials(t.Context(), app, a.req.Slot, values); err != nil {
+		if err := r.d.grants.SetCredentials(t.Context(), app, a.Req.Slot, values); err != nil {
 			t.Fatalf("SetCredentials: %v", err)
 		}
 	}
@@ -178,9 +181,9 @@ func (r *rig) connect(t testing.TB, app string, v map[string]any, values map[str
 // declare only declares a connection.
 func (r *rig) declare(t testing.TB, app string, v map[string]any) {
 	t.Helper()
-	a, err := admit(mustJSONTB(t, v), ProvenanceUser, nil)
+	a, err := grants.Admit(mustJSONTB(t, v), grants.ProvenanceUser, nil)
 	if err != nil {
-		t.Fatalf("admit: %v %+v", err, err.(*ValidationError).Violations)
+		t.Fatalf("admit: %v %+v", err, err.(*grants.ValidationError).Violations)
 	}
 	if _, err := r.d.putDeclared(t.Context(), app, a); err != nil {
 		t.Fatalf("putDeclared: %v", err)
@@ -191,15 +194,15 @@ func (r *rig) declare(t testing.TB, app string, v map[string]any) {
 func (r *rig) setPin(t testing.TB, app, slot, pin string) {
 	t.Helper()
 	err := r.d.store.Update(t.Context(), func(tx *store.Tx) error {
-		st, _, err := readConnState(tx, app, slot)
+		st, _, err := grants.ReadConnState(tx, app, slot)
 		if err != nil {
 			return err
 		}
 		if st.Status == "" {
-			st.Status = ConnConnected
+			st.Status = grants.ConnConnected
 		}
-		st.LANPin = &LANPin{Fingerprint: pin}
-		return writeConnState(tx, app, slot, st)
+		st.LANPin = &grants.LANPin{Fingerprint: pin}
+		return grants.WriteConnState(tx, app, slot, st)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -231,14 +234,14 @@ func frame(method, rawURL string, extra map[string]any) []byte {
 }
 
 // net runs one request for app.
-func (r *rig) net(t testing.TB, app string, f []byte) (NetResult, wire.NetResponse) {
+func (r *rig) net(t testing.TB, app string, f []byte) (fetch.NetResult, wire.NetResponse) {
 	t.Helper()
-	return r.netCtx(t, t.Context(), app, f, DeliveryApp)
+	return r.netCtx(t, t.Context(), app, f, fetch.DeliveryApp)
 }
 
-func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, del Delivery) (NetResult, wire.NetResponse) {
+func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, del fetch.Delivery) (fetch.NetResult, wire.NetResponse) {
 	t.Helper()
-	res := r.d.Net(ctx, NetCall{AppID: app, Frame: f, Delivery: del})
+	res := r.d.exec.Net(ctx, fetch.NetCall{AppID: app, Frame: f, Delivery: del})
 	if !res.Answer {
 		return res, wire.NetResponse{}
 	}
@@ -254,47 +257,47 @@ func (r *rig) netCtx(t testing.TB, ctx context.Context, app string, f []byte, de
 
 // autoDecide decides every confirm that comes up, until the test ends.
 // It returns a channel of the confirms it saw.
-func (r *rig) autoDecide(t testing.TB, allow bool, remember Remember) <-chan Confirm {
+func (r *rig) autoDecide(t testing.TB, allow bool, remember fetch.Remember) <-chan fetch.Confirm {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
-	hints := r.d.Hints(ctx)
-	seen := make(chan Confirm, 64)
+	hs := r.d.Hints(ctx)
+	seen := make(chan fetch.Confirm, 64)
 	go func() {
-		for h := range hints {
-			if h.Type != HintConfirmPending {
+		for h := range hs {
+			if h.Type != hints.ConfirmPending {
 				continue
 			}
-			if c, ok := r.d.ConfirmByID(h.ID); ok {
+			if c, ok := r.d.exec.ConfirmByID(context.Background(), h.ID); ok {
 				select {
 				case seen <- c:
 				default:
 				}
 			}
-			r.d.DecideConfirm(h.ID, allow, remember)
+			r.d.exec.DecideConfirm(h.ID, allow, remember)
 		}
 	}()
 	return seen
 }
 
 // waitConfirms waits until n confirms are pending.
-func waitConfirms(t testing.TB, d *Daemon, n int) []Confirm {
+func waitConfirms(t testing.TB, d *Daemon, n int) []fetch.Confirm {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	// Subscribed before the first look: a confirm parked after it rings.
-	hints := d.Hints(ctx)
+	hs := d.Hints(ctx)
 	for {
-		if cs := d.Confirms(); len(cs) >= n {
+		if cs := d.exec.Confirms(context.Background()); len(cs) >= n {
 			return cs
 		}
 		select {
-		case _, ok := <-hints:
+		case _, ok := <-hs:
 			if !ok {
-				t.Fatalf("the daemon closed with %d pending confirms, want %d", len(d.Confirms()), n)
+				t.Fatalf("the daemon closed with %d pending confirms, want %d", len(d.exec.Confirms(context.Background())), n)
 			}
 		case <-ctx.Done():
-			t.Fatalf("waited for %d pending confirms, have %d", n, len(d.Confirms()))
+			t.Fatalf("waited for %d pending confirms, have %d", n, len(d.exec.Confirms(context.Background())))
 		}
 	}
 }

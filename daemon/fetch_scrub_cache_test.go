@@ -33,13 +33,13 @@ func TestScrubCacheRotation(t *testing.T) {
 				t.Fatalf("before the rotation (%d bytes): want the old key scrubbed, the new one not yet", len(resp.Body))
 			}
 		}
-		if r.d.secretCache.scrubs.Len() == 0 {
+		if r.d.grants.Scrubs().Len() == 0 {
 			t.Fatal("the scrub cache is empty after two requests")
 		}
-		if err := r.d.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": newKey}); err != nil {
+		if err := r.d.grants.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": newKey}); err != nil {
 			t.Fatal(err)
 		}
-		if n := r.d.secretCache.scrubs.Len(); n != 0 {
+		if n := r.d.grants.Scrubs().Len(); n != 0 {
 			t.Errorf("the credential write left %d compiled sets in the scrub cache", n)
 		}
 		_, resp := r.net(t, "app1", get)

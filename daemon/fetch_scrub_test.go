@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/scrub"
 	"github.com/snug/snugd/daemon/wire"
@@ -86,8 +88,8 @@ func TestLLMDelivery(t *testing.T) {
 		io.WriteString(w, `{"bridge":"192.168.1.20","nas":"10.1.2.3","other":"172.20.0.9","public":"198.51.100.7","key":"`+secretKey+`","uri":"`+req.RequestURI+`"}`)
 	})
 	f := frame("GET", "https://api.example.com/v1", nil)
-	_, app := r.netCtx(t, t.Context(), "app1", f, DeliveryApp)
-	_, llm := r.netCtx(t, t.Context(), "app1", f, DeliveryLLM)
+	_, app := r.netCtx(t, t.Context(), "app1", f, fetch.DeliveryApp)
+	_, llm := r.netCtx(t, t.Context(), "app1", f, fetch.DeliveryLLM)
 	for _, lit := range []string{"192.168.1.20", "10.1.2.3", "172.20.0.9"} {
 		if !strings.Contains(app.Body, lit) {
 			t.Errorf("app-bound body lost %s: %s", lit, app.Body)
@@ -175,7 +177,7 @@ func TestCoinbaseHMAC(t *testing.T) {
 	}
 	r := newRig(t)
 	r.connect(t, "app1", cb, map[string]string{"api_key": "cbkey", "api_secret": secret, "passphrase": "pass phrase"})
-	r.autoDecide(t, true, RememberOnce)
+	r.autoDecide(t, true, fetch.RememberOnce)
 	body := `{"size":"0.01","side":"buy"}`
 	res, _ := r.net(t, "app1", frame("POST", "https://exchange.example.com/orders?client=1", map[string]any{
 		"body": body, "headers": map[string]any{"CB-ACCESS-TIMESTAMP": "1", "cb_access_sign": "forged", "Content-Type": "application/json"}}))
@@ -224,9 +226,9 @@ func TestStripBelt(t *testing.T) {
 			sent[k] = v
 		}
 	}
-	f := &fetch{call: NetCall{AppID: "app1", Delivery: DeliveryApp}, start: r.d.now(), index: r.d.index.Load(),
-		req: wire.NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "GET", Headers: sent}}
-	res := r.d.exec.run(t.Context(), f, gates()[1:]) // every gate but the shape gate
+	f := &fetch.Fetch{Call: fetch.NetCall{AppID: "app1", Delivery: fetch.DeliveryApp}, Start: r.d.now(), Index: r.d.grants.Snapshot(),
+		Req: wire.NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "GET", Headers: sent}}
+	res := r.d.exec.Run(t.Context(), f, fetch.Gates()[1:]) // every gate but the shape gate
 	if res.Code != "" {
 		t.Fatalf("Net = %q", res.Code)
 	}
@@ -280,7 +282,7 @@ func TestOAuthBearer(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		tokens TokenSource
+		tokens fetch.TokenSource
 		want   errcode.Code
 	}{
 		{"no token source", nil, errcode.NetAuthFailed},
@@ -361,25 +363,25 @@ func TestLANPin(t *testing.T) {
 //
 // conformance: P3-C12.11-11
 func TestLANRowUnchangedByProfile(t *testing.T) {
-	rows := map[TransportPolicy]Connection{}
-	for _, policy := range []TransportPolicy{PolicyDesktop, PolicyBrowser} {
+	rows := map[fetch.TransportPolicy]grants.Connection{}
+	for _, policy := range []fetch.TransportPolicy{fetch.PolicyDesktop, fetch.PolicyBrowser} {
 		r := newRig(t, func(c *Config) { c.TransportPolicy = policy })
 		r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
-		before, err := r.d.Connection(t.Context(), "app1", "hue")
+		before, err := r.d.grants.Connection(t.Context(), "app1", "hue")
 		if err != nil {
 			t.Fatal(err)
 		}
 		res, _ := r.net(t, "app1", frame("GET", "http://192.168.1.20/api/config", nil))
-		if policy == PolicyBrowser && res.Code == "" {
+		if policy == fetch.PolicyBrowser && res.Code == "" {
 			t.Fatal("the browser profile admitted a LAN request")
 		}
-		after, _ := r.d.Connection(t.Context(), "app1", "hue")
-		if after.RequirementJSON != before.RequirementJSON || strings.Join(after.AllowedHosts, ",") != "192.168.1.20" || after.Status != StatusApproved {
+		after, _ := r.d.grants.Connection(t.Context(), "app1", "hue")
+		if after.RequirementJSON != before.RequirementJSON || strings.Join(after.AllowedHosts, ",") != "192.168.1.20" || after.Status != grants.StatusApproved {
 			t.Fatalf("%s: the LAN row changed: %+v", policy, after)
 		}
 		rows[policy] = after
 	}
-	if rows[PolicyDesktop].RequirementJSON != rows[PolicyBrowser].RequirementJSON {
+	if rows[fetch.PolicyDesktop].RequirementJSON != rows[fetch.PolicyBrowser].RequirementJSON {
 		t.Fatal("the stored requirement depends on the transport policy")
 	}
 }
@@ -430,8 +432,8 @@ func TestEncodedBodyRefused(t *testing.T) {
 	}
 	t.Run("helper", func(t *testing.T) {
 		h := &fakeHelper{status: 200, header: http.Header{"Content-Encoding": {"gzip"}}, body: string(gz("tok"))}
-		r := newRig(t, func(c *Config) { c.LocalTransports = map[string]LocalTransport{"sim": h} })
-		r.connectSim(t, "app1", "wa", map[string]string{"helper_token": "tok"})
+		r := newRig(t, func(c *Config) { c.Helpers = helpersOf(map[string]*fakeHelper{"sim": h}) })
+		r.connectSim(t, "app1", "wa", map[string]string{"helper_token": "gzip-test-token-0123456789abcdef0123456789abcdef"})
 		if res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/x", nil)); res.Code != errcode.NetFetchFailed {
 			t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
 		}
@@ -463,7 +465,7 @@ func TestLANPinnedRefusesHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.d.secretCache.forget()
+			r.d.grants.ForgetCache()
 		}, "http://192.168.1.20/api", errcode.NetSchemeBlocked},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -493,10 +495,10 @@ func TestProviderErrorCutAfterScrub(t *testing.T) {
 	pad := strings.Repeat("x", 150)
 	for _, tc := range []struct {
 		name, url, msg, leak string
-		del                  Delivery
+		del                  fetch.Delivery
 	}{
-		{"resolved host", "snug-connection://ex/v1", pad + " " + apiHost + " refused", "api.exam", DeliveryApp},
-		{"private address, model-bound", "https://api.example.com/v1", pad + " 192.168.100.200 refused", "192.168.1", DeliveryLLM},
+		{"resolved host", "snug-connection://ex/v1", pad + " " + apiHost + " refused", "api.exam", fetch.DeliveryApp},
+		{"private address, model-bound", "https://api.example.com/v1", pad + " 192.168.100.200 refused", "192.168.1", fetch.DeliveryLLM},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/wire"
 )
 
@@ -85,7 +86,7 @@ func TestGateOrder(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, r)
 			}
-			r.autoDecide(t, false, RememberOnce)
+			r.autoDecide(t, false, fetch.RememberOnce)
 			res, _ := r.net(t, "app1", tc.frame)
 			if res.Code != tc.want {
 				t.Fatalf("Net = %q, want %q", res.Code, tc.want)
@@ -116,7 +117,7 @@ func TestNoCredentialReadBeforeConfirm(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		before := r.reads.Load()
 		upBefore := len(r.up.requests())
-		done := make(chan NetResult, 1)
+		done := make(chan fetch.NetResult, 1)
 		go func() {
 			res, _ := r.net(t, "app1", frame("POST", "https://api.example.com/send", map[string]any{"body": `{"x":1}`}))
 			done <- res
@@ -128,7 +129,7 @@ func TestNoCredentialReadBeforeConfirm(t *testing.T) {
 		if n := len(r.up.requests()) - upBefore; n != 0 {
 			t.Fatalf("upstream requests while the confirm is parked = %d, want 0", n)
 		}
-		if err := r.d.DecideConfirm(cs[0].ID, allow, RememberOnce); err != nil {
+		if err := r.d.exec.DecideConfirm(cs[0].ID, allow, fetch.RememberOnce); err != nil {
 			t.Fatal(err)
 		}
 		res := <-done

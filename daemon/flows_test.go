@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/hints"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 func TestFlowBookOneFlowPerSlot(t *testing.T) {
-	b := newFlowBook(time.Now, nil)
-	first, ctx1, err := b.start(t.Context(), FlowDeviceLink, "app", "chat", "h1", FlowQR, time.Minute)
+	b := pairing.NewFlowBook(time.Now, nil)
+	first, ctx1, err := b.Start(t.Context(), pairing.FlowDeviceLink, "app", "chat", "h1", pairing.FlowQR, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, _, err := b.start(t.Context(), FlowDeviceLink, "app", "chat", "h1", FlowQR, time.Minute)
+	second, _, err := b.Start(t.Context(), pairing.FlowDeviceLink, "app", "chat", "h1", pairing.FlowQR, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,37 +28,36 @@ func TestFlowBookOneFlowPerSlot(t *testing.T) {
 	if ctx1.Err() == nil {
 		t.Error("the replaced flow's work was not cancelled")
 	}
-	got, _ := b.get(first.ID)
-	if got.State != FlowFailed || got.Message == "" {
+	got, _ := b.Get(first.ID)
+	if got.State != pairing.FlowFailed || got.Message == "" {
 		t.Errorf("replaced flow = %s %q, want failed with a sentence", got.State, got.Message)
 	}
-	if b.update(first.ID, func(f *Flow) { f.State = FlowLinked }) {
+	if b.Update(first.ID, func(f *pairing.Flow) { f.State = pairing.FlowLinked }) {
 		t.Error("an ended flow took an update")
 	}
-	if got, _ := b.get(first.ID); got.State != FlowFailed {
+	if got, _ := b.Get(first.ID); got.State != pairing.FlowFailed {
 		t.Errorf("ended flow moved to %s", got.State)
 	}
 }
 
 func TestFlowBookUpdateKeepsIdentityAndEnds(t *testing.T) {
-	hints := newHintBus()
-	sub := make(chan Hint, 8)
-	hints.subs[sub] = struct{}{}
-	b := newFlowBook(time.Now, hints)
-	f, ctx, err := b.start(t.Context(), FlowLANPair, "app", "hue", "", FlowVerifying, time.Minute)
+	hs := hints.NewBus()
+	sub := hs.Subscribe(t.Context())
+	b := pairing.NewFlowBook(time.Now, hs)
+	f, ctx, err := b.Start(t.Context(), pairing.FlowLANPair, "app", "hue", "", pairing.FlowVerifying, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := b.update(f.ID, func(g *Flow) {
-		g.State = FlowPaired
+	ok := b.Update(f.ID, func(g *pairing.Flow) {
+		g.State = pairing.FlowPaired
 		g.AppID, g.Slot, g.HostID = "other", "other", "h9" // ignored: who the flow is for never changes
 		g.Label = "Hue Bridge"
 	})
 	if !ok {
 		t.Fatal("update refused")
 	}
-	got, _ := b.get(f.ID)
-	if got.AppID != "app" || got.Slot != "hue" || got.HostID != "" || got.State != FlowPaired || got.Label != "Hue Bridge" {
+	got, _ := b.Get(f.ID)
+	if got.AppID != "app" || got.Slot != "hue" || got.HostID != "" || got.State != pairing.FlowPaired || got.Label != "Hue Bridge" {
 		t.Errorf("after update: %+v", got)
 	}
 	if ctx.Err() == nil {
@@ -65,20 +66,20 @@ func TestFlowBookUpdateKeepsIdentityAndEnds(t *testing.T) {
 	// Every change announced itself with a reference only.
 	for i := 0; i < 2; i++ {
 		h := <-sub
-		if h.Type != HintFlowUpdated || h.ID != f.ID {
+		if h.Type != hints.FlowUpdated || h.ID != f.ID {
 			t.Errorf("hint %d = %+v", i, h)
 		}
 	}
 	// A new flow may start for the slot at once.
-	if _, _, err := b.start(t.Context(), FlowLANPair, "app", "hue", "", FlowVerifying, time.Minute); err != nil {
+	if _, _, err := b.Start(t.Context(), pairing.FlowLANPair, "app", "hue", "", pairing.FlowVerifying, time.Minute); err != nil {
 		t.Errorf("start after a final state: %v", err)
 	}
 }
 
 func TestFlowBookExpires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newFlowBook(time.Now, nil)
-		f, ctx, err := b.start(t.Context(), FlowOAuth, "app", "gh", "h1", FlowPending, 10*time.Minute)
+		b := pairing.NewFlowBook(time.Now, nil)
+		f, ctx, err := b.Start(t.Context(), pairing.FlowOAuth, "app", "gh", "h1", pairing.FlowPending, 10*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,46 +88,46 @@ func TestFlowBookExpires(t *testing.T) {
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			t.Errorf("ctx.Err() = %v", ctx.Err())
 		}
-		got, ok := b.get(f.ID)
-		if !ok || got.State != FlowExpired {
+		got, ok := b.Get(f.ID)
+		if !ok || got.State != pairing.FlowExpired {
 			t.Fatalf("get = %+v, %v; want expired", got, ok)
 		}
-		if b.update(f.ID, func(g *Flow) { g.State = FlowConnected }) {
+		if b.Update(f.ID, func(g *pairing.Flow) { g.State = pairing.FlowConnected }) {
 			t.Error("an expired flow took an update")
 		}
 		// Ended flows are swept after flowKeep.
-		time.Sleep(flowKeep + time.Second)
-		b.start(t.Context(), FlowOAuth, "app", "other", "h1", FlowPending, time.Minute)
-		if _, ok := b.get(f.ID); ok {
+		time.Sleep(pairing.FlowKeep + time.Second)
+		b.Start(t.Context(), pairing.FlowOAuth, "app", "other", "h1", pairing.FlowPending, time.Minute)
+		if _, ok := b.Get(f.ID); ok {
 			t.Error("an ended flow was kept past flowKeep")
 		}
 	})
 }
 
 func TestFlowBookBoundedAndClosed(t *testing.T) {
-	b := newFlowBook(time.Now, nil)
-	for i := 0; i < maxFlows; i++ {
-		if _, _, err := b.start(t.Context(), FlowOAuth, "app", string(rune('a'+i%26))+string(rune('a'+i/26)), "", FlowPending, time.Minute); err != nil {
+	b := pairing.NewFlowBook(time.Now, nil)
+	for i := 0; i < pairing.MaxFlows; i++ {
+		if _, _, err := b.Start(t.Context(), pairing.FlowOAuth, "app", string(rune('a'+i%26))+string(rune('a'+i/26)), "", pairing.FlowPending, time.Minute); err != nil {
 			t.Fatalf("flow %d: %v", i, err)
 		}
 	}
-	if _, _, err := b.start(t.Context(), FlowOAuth, "app", "one-more", "", FlowPending, time.Minute); !errors.Is(err, errcode.RateLimited) {
+	if _, _, err := b.Start(t.Context(), pairing.FlowOAuth, "app", "one-more", "", pairing.FlowPending, time.Minute); !errors.Is(err, errcode.RateLimited) {
 		t.Errorf("flow past the bound: %v, want RATE_LIMITED", err)
 	}
-	b.close()
-	for _, f := range b.byID {
-		if f.State != FlowFailed || f.cancel != nil {
+	b.Close()
+	for _, f := range b.ByID {
+		if f.State != pairing.FlowFailed || f.Cancel != nil {
 			t.Fatalf("after close: %s", f.State)
 		}
 	}
-	if _, _, err := b.start(t.Context(), FlowOAuth, "app", "late", "", FlowPending, time.Minute); err == nil {
+	if _, _, err := b.Start(t.Context(), pairing.FlowOAuth, "app", "late", "", pairing.FlowPending, time.Minute); err == nil {
 		t.Error("a flow started after close")
 	}
 }
 
 func TestFlowNotFound(t *testing.T) {
 	d := newTestDaemon(t)
-	if _, err := d.Flow(t.Context(), "f_nope"); !errors.Is(err, errcode.NotFound) {
+	if _, err := d.pairing.Flow(t.Context(), "f_nope"); !errors.Is(err, errcode.NotFound) {
 		t.Errorf("Flow(unknown) = %v, want NOT_FOUND", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/internal/testutil"
 )
@@ -22,32 +23,32 @@ func TestApproveOfARowReplacedAfterItsReviewIsStale(t *testing.T) {
 	if _, err := d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com"))); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := d.Review(ctx, "app", "wx")
+	rv, err := d.proposers.Review(ctx, "app", "wx")
 	if err != nil || rv.Token == "" {
 		t.Fatalf("Review = %+v, %v; want a token", rv, err)
 	}
 	if _, err := d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "evil.example.com"))); err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.ApproveReviewed(ctx, "app", "wx", rv.Token)
+	_, err = d.grants.ApproveReviewed(ctx, "app", "wx", rv.Token)
 	testutil.WantCode(t, err, errcode.ReviewStale)
-	c, _ := d.Connection(ctx, "app", "wx")
-	if c.Status != StatusDeclared || c.ApprovedAt != nil {
+	c, _ := d.grants.Connection(ctx, "app", "wx")
+	if c.Status != grants.StatusDeclared || c.ApprovedAt != nil {
 		t.Fatalf("after a stale approve: %+v, want the row still declared", c)
 	}
-	_, err = d.ApproveReviewed(ctx, "app", "wx", "")
+	_, err = d.grants.ApproveReviewed(ctx, "app", "wx", "")
 	testutil.WantCode(t, err, errcode.BadRequest)
 	// The review of the row as it is now approves it.
-	rv, _ = d.Review(ctx, "app", "wx")
+	rv, _ = d.proposers.Review(ctx, "app", "wx")
 	if strings.Join(rv.Hosts, ",") != "evil.example.com" {
 		t.Fatalf("review hosts = %v", rv.Hosts)
 	}
-	c, err = d.ApproveReviewed(ctx, "app", "wx", rv.Token)
+	c, err = d.grants.ApproveReviewed(ctx, "app", "wx", rv.Token)
 	if err != nil || strings.Join(c.AllowedHosts, ",") != "evil.example.com" {
 		t.Fatalf("ApproveReviewed(fresh token) = %+v, %v", c.AllowedHosts, err)
 	}
 	// A token is spent by the write it allowed: the row changed.
-	_, err = d.ApproveReviewed(ctx, "app", "wx", rv.Token)
+	_, err = d.grants.ApproveReviewed(ctx, "app", "wx", rv.Token)
 	testutil.WantCode(t, err, errcode.ConnectionNotDeclared)
 }
 
@@ -59,24 +60,24 @@ func TestReapproveOfAChangeRestagedAfterItsReviewIsStale(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	approved(t, d, "app", req("wx", "api.example.com"))
-	if _, err := d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com"))); err != nil {
+	if _, err := d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com"))); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := d.Review(ctx, "app", "wx")
+	rv, err := d.proposers.Review(ctx, "app", "wx")
 	if err != nil || len(rv.Diff) == 0 {
 		t.Fatalf("Review = %+v, %v", rv, err)
 	}
-	if _, err := d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "evil.example.com"))); err != nil {
+	if _, err := d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "evil.example.com"))); err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.ReapproveReviewed(ctx, "app", "wx", rv.Token)
+	_, err = d.grants.ReapproveReviewed(ctx, "app", "wx", rv.Token)
 	testutil.WantCode(t, err, errcode.ReviewStale)
-	c, _ := d.Connection(ctx, "app", "wx")
+	c, _ := d.grants.Connection(ctx, "app", "wx")
 	if strings.Join(c.AllowedHosts, ",") != "api.example.com" || !c.NeedsReapproval() {
 		t.Fatalf("after a stale reapprove: hosts %v, pending %v; want the old ceiling and the change still staged", c.AllowedHosts, c.NeedsReapproval())
 	}
-	rv, _ = d.Review(ctx, "app", "wx")
-	if c, err = d.ReapproveReviewed(ctx, "app", "wx", rv.Token); err != nil || strings.Join(c.AllowedHosts, ",") != "api.example.com,evil.example.com" {
+	rv, _ = d.proposers.Review(ctx, "app", "wx")
+	if c, err = d.grants.ReapproveReviewed(ctx, "app", "wx", rv.Token); err != nil || strings.Join(c.AllowedHosts, ",") != "api.example.com,evil.example.com" {
 		t.Fatalf("ReapproveReviewed(fresh) = %v, %v", c.AllowedHosts, err)
 	}
 }
@@ -99,7 +100,7 @@ func TestImportNeverRepointsAStoredCredential(t *testing.T) {
 	approved(t, d, "app", req("wx", "api.example.com"))
 	approved(t, d, "app", req("same", "api.example.com"))
 	for _, slot := range []string{"wx", "same"} {
-		if err := d.SetCredentials(ctx, "app", slot, map[string]string{"api_key": "sk_canary_" + slot}); err != nil {
+		if err := d.grants.SetCredentials(ctx, "app", slot, map[string]string{"api_key": "sk_canary_" + slot}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +108,7 @@ func TestImportNeverRepointsAStoredCredential(t *testing.T) {
 	// with the same requirement.
 	forge(t, d, "app", "same", func(c *store.Connection) { c.AllowedHosts = `["api.example.com","old.example.com"]` })
 
-	rep, err := d.Import(ctx, path)
+	rep, err := d.records.Import(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,20 +123,20 @@ func TestImportNeverRepointsAStoredCredential(t *testing.T) {
 		t.Fatalf("report = %+v, want both rows landed with their credentials cleared", rep)
 	}
 	for _, slot := range []string{"wx", "same"} {
-		got, err := d.slotSecrets(ctx, "app", slot)
+		got, err := d.grants.SlotSecrets(ctx, "app", slot)
 		if err != nil || len(got) != 0 {
 			t.Errorf("slot %s after import: %d secrets (%v), want none", slot, len(got), err)
 		}
-		if _, ok, _ := d.ConnectionState(ctx, "app", slot); ok {
+		if _, ok, _ := d.grants.ConnectionState(ctx, "app", slot); ok {
 			t.Errorf("slot %s after import: a _connection state survived", slot)
 		}
 	}
 
-	rv, err := d.Review(ctx, "app", "wx")
+	rv, err := d.proposers.Review(ctx, "app", "wx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rv.Replaced == nil || rv.Replaced.Status != StatusApproved || rv.Replaced.GrantedAt == nil || !rv.Replaced.CredentialsCleared {
+	if rv.Replaced == nil || rv.Replaced.Status != grants.StatusApproved || rv.Replaced.GrantedAt == nil || !rv.Replaced.CredentialsCleared {
 		t.Fatalf("review.Replaced = %+v, want the approved grant it replaced", rv.Replaced)
 	}
 	var hostDiff bool
@@ -150,13 +151,13 @@ func TestImportNeverRepointsAStoredCredential(t *testing.T) {
 	}
 	// Approving the imported row freezes the file's hosts, with nothing
 	// to send to them; the replaced record goes with the import flag.
-	if _, err := d.ApproveReviewed(ctx, "app", "wx", rv.Token); err != nil {
+	if _, err := d.grants.ApproveReviewed(ctx, "app", "wx", rv.Token); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := d.slotSecrets(ctx, "app", "wx"); len(got) != 0 {
+	if got, _ := d.grants.SlotSecrets(ctx, "app", "wx"); len(got) != 0 {
 		t.Errorf("after approving the imported row: %d secrets, want none", len(got))
 	}
-	if rv, _ := d.Review(ctx, "app", "wx"); rv.Replaced != nil {
+	if rv, _ := d.proposers.Review(ctx, "app", "wx"); rv.Replaced != nil {
 		t.Errorf("review after approval still shows the replaced row: %+v", rv.Replaced)
 	}
 }
@@ -175,21 +176,21 @@ func TestImportKeepsTheCredentialOfAnIdenticalDeclaredRow(t *testing.T) {
 	if _, err := d.putDeclared(ctx, "app", mustAdmit(t, req("wx", "api.example.com"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "sk_kept"}); err != nil {
+	if err := d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "sk_kept"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := d.Import(ctx, path)
+	rep, err := d.records.Import(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Landed) != 1 || !rep.Landed[0].Replaced || rep.Landed[0].CredentialsCleared {
 		t.Fatalf("report = %+v, want one replaced row, credentials kept", rep)
 	}
-	if got, _ := d.slotSecrets(ctx, "app", "wx"); string(got["api_key"]) != "sk_kept" {
+	if got, _ := d.grants.SlotSecrets(ctx, "app", "wx"); string(got["api_key"]) != "sk_kept" {
 		t.Errorf("secrets after import = %d keys, want api_key kept", len(got))
 	}
-	rv, _ := d.Review(ctx, "app", "wx")
-	if rv.Replaced == nil || rv.Replaced.Status != StatusDeclared || len(rv.ReplacedDiff) != 0 {
+	rv, _ := d.proposers.Review(ctx, "app", "wx")
+	if rv.Replaced == nil || rv.Replaced.Status != grants.StatusDeclared || len(rv.ReplacedDiff) != 0 {
 		t.Errorf("review.Replaced = %+v diff %+v, want a declared row and no diff", rv.Replaced, rv.ReplacedDiff)
 	}
 }
@@ -199,11 +200,11 @@ func TestImportKeepsTheCredentialOfAnIdenticalDeclaredRow(t *testing.T) {
 // name is.
 func TestAppIDRefusesFormatCharacters(t *testing.T) {
 	for _, id := range []string{"app\u202egpj", "ap\u200bp", "\ufeffapp", "app\u2066x\u2069", "app\u00ad"} {
-		if err := checkAppID(id); err == nil {
+		if err := grants.CheckAppID(id); err == nil {
 			t.Errorf("checkAppID(%q) = nil, want BAD_REQUEST", id)
 		}
 	}
-	if err := checkAppID("mail-app ✉"); err != nil {
+	if err := grants.CheckAppID("mail-app ✉"); err != nil {
 		t.Errorf("checkAppID(plain text) = %v", err)
 	}
 }
@@ -219,12 +220,12 @@ func TestCredentialKeyErrorsNeverQuoteASecret(t *testing.T) {
 	}
 	const pasted = "sk_live_AbC123+/Zz"
 	for _, values := range []map[string]string{{pasted: "v"}, {pasted: ""}} {
-		err := d.SetCredentials(ctx, "app", "wx", values)
+		err := d.grants.SetCredentials(ctx, "app", "wx", values)
 		if err == nil || strings.Contains(err.Error(), pasted) || strings.Contains(err.Error(), "AbC123") {
 			t.Errorf("SetCredentials(pasted key) = %v, want an error that does not quote it", err)
 		}
 	}
-	err := d.SetCredentials(ctx, "app", "wx", map[string]string{"other_key": "v"})
+	err := d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"other_key": "v"})
 	if err == nil || !strings.Contains(err.Error(), `"other_key"`) {
 		t.Errorf("SetCredentials(unknown field key) = %v, want it named", err)
 	}

@@ -27,13 +27,14 @@ func newHostsDaemon(t testing.TB) (*Daemon, *testutil.Clock, *testutil.LogBuffer
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	run(t, d)
 	t.Cleanup(func() { d.Close() })
 	return d, clock, logs
 }
 
 func webPair(t testing.TB, d *Daemon, verifier string) hostauth.Pairing {
 	t.Helper()
-	p, err := d.Pair(t.Context(), hostauth.PairRequest{Name: "Snug web", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
+	p, err := d.hosts.Pair(t.Context(), hostauth.PairRequest{Name: "Snug web", Surface: hostauth.SurfaceWeb, Origin: webOrigin, Challenge: testutil.ChallengeOf(verifier)}, webOrigin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
@@ -44,14 +45,14 @@ func webPair(t testing.TB, d *Daemon, verifier string) hostauth.Pairing {
 func pairHost(t testing.TB, d *Daemon, surface hostauth.Surface, origin string) string {
 	t.Helper()
 	ctx := t.Context()
-	p, err := d.Pair(ctx, hostauth.PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin)
+	p, err := d.hosts.Pair(ctx, hostauth.PairRequest{Name: "host", Surface: surface, Origin: origin, Challenge: testutil.ChallengeOf(testVerifer)}, origin)
 	if err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
-	if _, err := d.ApprovePairing(ctx, p.Code); err != nil {
+	if _, err := d.hosts.Approve(ctx, p.Code); err != nil {
 		t.Fatalf("ApprovePairing: %v", err)
 	}
-	r, err := d.RedeemPairing(ctx, p.ID, testVerifer, origin)
+	r, err := d.hosts.Redeem(ctx, p.ID, testVerifer, origin)
 	if err != nil || r.State != hostauth.PairingApproved || r.Token.Reveal() == "" {
 		t.Fatalf("RedeemPairing = %v, %v, want approved with a token", r.State, err)
 	}
@@ -65,38 +66,38 @@ func TestHostsThroughDaemon(t *testing.T) {
 	d, _, _ := newHostsDaemon(t)
 	ctx := t.Context()
 	pending := webPair(t, d, testVerifer)
-	if ps, err := d.PendingPairings(ctx); err != nil || len(ps) != 1 || ps[0].ID != pending.ID {
+	if ps, err := d.hosts.Pending(ctx); err != nil || len(ps) != 1 || ps[0].ID != pending.ID {
 		t.Fatalf("PendingPairings = %+v, %v, want the one request", ps, err)
 	}
-	if origin, ok := d.PairingOrigin(ctx, pending.ID); !ok || origin != webOrigin {
+	if origin, ok := d.hosts.PairingOrigin(ctx, pending.ID); !ok || origin != webOrigin {
 		t.Errorf("PairingOrigin = %q, %v, want %q", origin, ok, webOrigin)
 	}
-	if _, err := d.DenyPairing(ctx, pending.Code); err != nil {
+	if _, err := d.hosts.Deny(ctx, pending.Code); err != nil {
 		t.Fatalf("DenyPairing: %v", err)
 	}
 	token := pairHost(t, d, hostauth.SurfaceWeb, webOrigin)
-	h, err := d.AuthenticateHost(ctx, token, webOrigin)
+	h, err := d.hosts.Authenticate(ctx, token, webOrigin)
 	if err != nil {
 		t.Fatalf("AuthenticateHost: %v", err)
 	}
-	if !d.PairedOrigin(ctx, webOrigin) {
+	if !d.hosts.PairedOrigin(ctx, webOrigin) {
 		t.Errorf("PairedOrigin(%q) = false, want true", webOrigin)
 	}
-	bound, release, err := d.BindHost(ctx, h.ID)
+	bound, release, err := d.hosts.Bind(ctx, h.ID)
 	if err != nil {
 		t.Fatalf("BindHost: %v", err)
 	}
 	defer release()
-	if hs, err := d.Hosts(ctx); err != nil || len(hs) != 1 || hs[0].ID != h.ID {
+	if hs, err := d.hosts.Hosts(ctx); err != nil || len(hs) != 1 || hs[0].ID != h.ID {
 		t.Fatalf("Hosts = %+v, %v, want the paired host", hs, err)
 	}
-	if err := d.DeleteHost(ctx, h.ID); err != nil {
+	if err := d.deleteHost(ctx, h.ID); err != nil {
 		t.Fatalf("DeleteHost: %v", err)
 	}
 	if bound.Err() == nil {
 		t.Error("a bound context after DeleteHost = live, want cancelled")
 	}
-	_, err = d.AuthenticateHost(ctx, token, webOrigin)
+	_, err = d.hosts.Authenticate(ctx, token, webOrigin)
 	testutil.WantCode(t, err, errcode.Unauthorized)
-	testutil.WantCode(t, d.DeleteHost(ctx, h.ID), errcode.HostNotFound)
+	testutil.WantCode(t, d.deleteHost(ctx, h.ID), errcode.HostNotFound)
 }

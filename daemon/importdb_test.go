@@ -8,17 +8,21 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3" // sql.Open("sqlite3") for hostile user DBs
+	"github.com/snug/snugd/daemon/grants"
+
+	_ "github.com/mattn/go-sqlite3"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/internal/testutil"
 )
 
+// sql.Open("sqlite3") for hostile user DBs
+
 // exportOf writes d's user DB to a file and returns its path.
 func exportOf(t *testing.T, d *Daemon) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "user.db")
-	if err := d.Export(t.Context(), path); err != nil {
+	if err := d.records.Export(t.Context(), path); err != nil {
 		t.Fatalf("Export: %v", err)
 	}
 	return path
@@ -45,17 +49,17 @@ func TestImportRestoresIdenticalGrant(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
 	approved(t, d, "app", req("wx", "api.example.com"))
-	d.stagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com")))
+	d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com")))
 	path := exportOf(t, d)
-	rep, err := d.Import(ctx, path)
+	rep, err := d.records.Import(ctx, path)
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
 	if rep.Restored != 1 || rep.Demoted != 0 || len(rep.Dropped) != 0 {
 		t.Fatalf("report = %+v, want one restored", rep)
 	}
-	c, _ := d.Connection(ctx, "app", "wx")
-	if c.Status != StatusApproved || c.Imported || !c.NeedsReapproval() {
+	c, _ := d.grants.Connection(ctx, "app", "wx")
+	if c.Status != grants.StatusApproved || c.Imported || !c.NeedsReapproval() {
 		t.Fatalf("restored row = %+v; want the local grant as it was, staged change included", c)
 	}
 }
@@ -72,7 +76,7 @@ func TestImportLandsChangedRowsDeclared(t *testing.T) {
 
 	d := newTestDaemon(t)
 	approved(t, d, "app", req("wx", "api.example.com", "old.example.com"))
-	rep, err := d.Import(ctx, path)
+	rep, err := d.records.Import(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,19 +84,19 @@ func TestImportLandsChangedRowsDeclared(t *testing.T) {
 		t.Fatalf("report = %+v, want two demoted", rep)
 	}
 	for _, slot := range []string{"wx", "wy"} {
-		c, _ := d.Connection(ctx, "app", slot)
-		if c.Status != StatusDeclared || !c.Imported || c.ApprovedAt != nil {
+		c, _ := d.grants.Connection(ctx, "app", slot)
+		if c.Status != grants.StatusDeclared || !c.Imported || c.ApprovedAt != nil {
 			t.Fatalf("%s = %+v, want declared, imported, approved_at cleared", slot, c)
 		}
 		if got := strings.Join(c.AllowedHosts, ","); got != "api.example.com" {
 			t.Fatalf("%s allowed hosts = %q, want recomputed from the requirement", slot, got)
 		}
-		if d.grants("app").rows[slotIndex(slot)].approved() {
+		if d.appRows("app").Rows[slotIndex(slot)].Approved() {
 			t.Fatalf("%s: an imported row grants", slot)
 		}
 	}
 	// Approval clears imported (R11).
-	if c, err := d.Approve(ctx, "app", "wy"); err != nil || c.Imported {
+	if c, err := d.grants.Approve(ctx, "app", "wy"); err != nil || c.Imported {
 		t.Fatalf("approve of an imported row = %+v, %v", c, err)
 	}
 }
@@ -119,7 +123,7 @@ func TestImportDropsUnusableRows(t *testing.T) {
 	path := exportOf(t, src)
 
 	d := newTestDaemon(t)
-	rep, err := d.Import(ctx, path)
+	rep, err := d.records.Import(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,7 @@ func TestImportDropsUnusableRows(t *testing.T) {
 		if dr.AppID != "app" || dr.Reason == "" {
 			t.Fatalf("dropped row %+v lacks its name or reason", dr)
 		}
-		if _, err := d.Connection(ctx, "app", dr.Slot); err == nil {
+		if _, err := d.grants.Connection(ctx, "app", dr.Slot); err == nil {
 			t.Fatalf("dropped row %s was inserted", dr.Slot)
 		}
 	}
@@ -149,21 +153,21 @@ func TestImportNeverOverwritesRevokedAndKeepsTombstones(t *testing.T) {
 
 	d := newTestDaemon(t)
 	approved(t, d, "app", req("gone", "api.example.com"))
-	d.Revoke(ctx, "app", "gone")
+	d.grants.Revoke(ctx, "app", "gone")
 	approved(t, d, "app", req("back", "api.example.com"))
-	d.Revoke(ctx, "app", "back")
-	d.Reconnect(ctx, "app", "back")
-	rep, err := d.Import(ctx, path)
+	d.grants.Revoke(ctx, "app", "back")
+	d.grants.Reconnect(ctx, "app", "back")
+	rep, err := d.records.Import(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Demoted != 1 || len(rep.Dropped) != 1 || rep.Dropped[0].Slot != "gone" {
 		t.Fatalf("report = %+v, want the revoked row refused", rep)
 	}
-	if c, _ := d.Connection(ctx, "app", "gone"); c.Status != StatusRevoked {
+	if c, _ := d.grants.Connection(ctx, "app", "gone"); c.Status != grants.StatusRevoked {
 		t.Fatalf("import overwrote a revoked row: %s", c.Status)
 	}
-	if c, _ := d.Connection(ctx, "app", "back"); c.RevokedAt == nil || !c.Imported {
+	if c, _ := d.grants.Connection(ctx, "app", "back"); c.RevokedAt == nil || !c.Imported {
 		t.Fatalf("reconnected row after import = %+v; want its tombstone kept", c)
 	}
 }
@@ -174,10 +178,10 @@ func TestImportSlotCap(t *testing.T) {
 	src.putDeclared(ctx, "app", mustAdmit(t, req("ninth", "api.example.com")))
 	path := exportOf(t, src)
 	d := newTestDaemon(t)
-	for i := range MaxSlotsPerApp {
+	for i := range grants.MaxSlotsPerApp {
 		d.putDeclared(ctx, "app", mustAdmit(t, req("s"+string(rune('0'+i)), "api.example.com")))
 	}
-	rep, err := d.Import(ctx, path)
+	rep, err := d.records.Import(ctx, path)
 	if err != nil || len(rep.Dropped) != 1 {
 		t.Fatalf("import over the cap = %+v, %v; want the new slot dropped", rep, err)
 	}
@@ -187,7 +191,7 @@ func TestImportRefusesNonUserDB(t *testing.T) {
 	d := newTestDaemon(t)
 	path := filepath.Join(t.TempDir(), "x.db")
 	os.WriteFile(path, []byte("not sqlite"), 0o600)
-	_, err := d.Import(t.Context(), path)
+	_, err := d.records.Import(t.Context(), path)
 	testutil.WantCode(t, err, errcode.ImportInvalid)
 }
 
@@ -197,7 +201,7 @@ func TestExportCarriesNoSecret(t *testing.T) {
 	ctx := t.Context()
 	approved(t, d, "app", req("wx", "api.example.com"))
 	const secret = "export-must-not-carry-this-value"
-	d.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": secret})
+	d.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": secret})
 	path := exportOf(t, d)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -218,7 +222,7 @@ func TestImportIgnoresTheFilesSecrets(t *testing.T) {
 	src := newTestDaemon(t)
 	ctx := t.Context()
 	approved(t, src, "app", req("wx", "api.example.com"))
-	if err := src.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "from-the-other-device"}); err != nil {
+	if err := src.grants.SetCredentials(ctx, "app", "wx", map[string]string{"api_key": "from-the-other-device"}); err != nil {
 		t.Fatal(err)
 	}
 	srcDB := src.DBPath()
@@ -231,10 +235,10 @@ func TestImportIgnoresTheFilesSecrets(t *testing.T) {
 	os.WriteFile(path, raw, 0o600)
 
 	d := newTestDaemon(t)
-	if _, err := d.Import(ctx, path); err != nil {
+	if _, err := d.records.Import(ctx, path); err != nil {
 		t.Fatalf("Import: %v", err)
 	}
-	if s, _ := d.slotSecrets(ctx, "app", "wx"); len(s) != 0 {
+	if s, _ := d.grants.SlotSecrets(ctx, "app", "wx"); len(s) != 0 {
 		t.Fatalf("import brought %d secrets along", len(s))
 	}
 }
@@ -248,11 +252,11 @@ func TestStoredRequirementRevalidatedOnRead(t *testing.T) {
 	if err := d.rebuildIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := d.Connection(ctx, "app", "wx")
+	c, _ := d.grants.Connection(ctx, "app", "wx")
 	if c.Requirement != nil || len(c.Invalid) == 0 {
 		t.Fatalf("a schema-invalid stored requirement read as valid: %+v", c)
 	}
-	if d.grants("app").rows[0].approved() {
+	if d.appRows("app").Rows[0].Approved() {
 		t.Fatal("an approved row with an invalid stored requirement grants")
 	}
 }
@@ -284,28 +288,28 @@ func TestImportAppliesTheBorrowBan(t *testing.T) {
 	path := exportOf(t, src)
 
 	d := newTestDaemon(t)
-	rep, err := d.Import(ctx, path)
+	rep, err := d.records.Import(ctx, path)
 	if err != nil || rep.Demoted != 2 || len(rep.Dropped) != 1 || rep.Dropped[0].Slot != "both" || !strings.Contains(rep.Dropped[0].Reason, "registry.conflict") {
 		t.Fatalf("Import = %+v, %v; want two rows landed and the conflicting one dropped", rep, err)
 	}
-	c, _ := d.Connection(ctx, "app", "music")
+	c, _ := d.grants.Connection(ctx, "app", "music")
 	if c.Requirement == nil || c.Requirement.Provider.Name != "Spotify" || slices.Contains(c.AllowedHosts, "collector.example.com") {
 		t.Fatalf("imported Spotify-named row = %+v; want the registry's pinned values", c.Requirement)
 	}
-	rv, _ := d.Review(ctx, "app", "music")
+	rv, _ := d.proposers.Review(ctx, "app", "music")
 	if !rv.Borrowed || slices.Contains(rv.Hosts, "collector.example.com") {
 		t.Fatalf("review of the imported row = %+v; want the borrow disclosed and the pinned hosts", rv)
 	}
-	a, err := d.Approve(ctx, "app", "music")
+	a, err := d.grants.Approve(ctx, "app", "music")
 	if err != nil || strings.Join(a.AllowedHosts, ",") != "accounts.spotify.com,api.spotify.com" {
 		t.Fatalf("Approve = %v, %v; want the registry's hosts frozen", a.AllowedHosts, err)
 	}
 
-	p, _ := d.Connection(ctx, "app", "plain")
-	if p.Provenance == ProvenanceRegistry {
+	p, _ := d.grants.Connection(ctx, "app", "plain")
+	if p.Provenance == grants.ProvenanceRegistry {
 		t.Fatal("an imported row kept a claimed provenance registry the registry never resolved")
 	}
-	if rv, _ := d.Review(ctx, "app", "plain"); rv.Posture != PostureStrong || rv.Borrowed {
+	if rv, _ := d.proposers.Review(ctx, "app", "plain"); rv.Posture != grants.PostureStrong || rv.Borrowed {
 		t.Fatalf("review of a row claiming registry provenance = %+v; want strong posture, no borrow", rv)
 	}
 }
@@ -354,7 +358,7 @@ func TestImportDropsDuplicatedSlots(t *testing.T) {
 				}
 				db.Close()
 			}
-			rep, err := d.Import(ctx, path)
+			rep, err := d.records.Import(ctx, path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -366,8 +370,8 @@ func TestImportDropsDuplicatedSlots(t *testing.T) {
 					t.Fatalf("dropped %+v; want wx, named as listed twice", dr)
 				}
 			}
-			c, _ := d.Connection(ctx, "app", "wx")
-			if c.Status != StatusApproved || c.Imported || strings.Join(c.AllowedHosts, ",") != "api.example.com" {
+			c, _ := d.grants.Connection(ctx, "app", "wx")
+			if c.Status != grants.StatusApproved || c.Imported || strings.Join(c.AllowedHosts, ",") != "api.example.com" {
 				t.Fatalf("local wx after import = %s, imported %v, hosts %v; want the local grant untouched", c.Status, c.Imported, c.AllowedHosts)
 			}
 		})
@@ -398,7 +402,7 @@ func TestImportIndexFollowsItsCommit(t *testing.T) {
 	}
 	db.Close()
 
-	_, err = d.Import(ctx, path)
+	_, err = d.records.Import(ctx, path)
 	var status string
 	verr := d.store.View(ctx, func(tx *store.Tx) error {
 		c, err := tx.Connection("app", "wx")
@@ -408,7 +412,7 @@ func TestImportIndexFollowsItsCommit(t *testing.T) {
 	if verr != nil {
 		t.Fatal(verr)
 	}
-	if g := d.grants("app").row("wx"); g.approved() != (status == string(StatusApproved)) {
-		t.Fatalf("after Import (err %v): storage says %s, the index grants %v", err, status, g.approved())
+	if g := d.appRows("app").Row("wx"); g.Approved() != (status == string(grants.StatusApproved)) {
+		t.Fatalf("after Import (err %v): storage says %s, the index grants %v", err, status, g.Approved())
 	}
 }

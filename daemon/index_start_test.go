@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/requirement"
 )
@@ -37,9 +38,9 @@ func restarted(t *testing.T, edit func(d *Daemon)) *Daemon {
 // unloaded reports whether the app's entry has not been loaded yet: a
 // start's entry before its first use. It reads the parsed fields without
 // load, which only a test on one goroutine may do.
-func unloaded(a *appGrants) bool {
-	for i := range a.rows {
-		if a.rows[i].parsed.lazy == nil || a.rows[i].parsed.req != nil {
+func unloaded(a *grants.AppGrants) bool {
+	for i := range a.Rows {
+		if a.Rows[i].Parsed.Lazy == nil || a.Rows[i].Parsed.Req != nil {
 			return false
 		}
 	}
@@ -51,23 +52,23 @@ func unloaded(a *appGrants) bool {
 // an eagerly built index would.
 func TestStartIndexLoadsOnFirstUse(t *testing.T) {
 	d := restarted(t, nil)
-	a := d.grants("app")
-	if a == nil || len(a.rows) != 3 || !unloaded(a) {
+	a := d.appRows("app")
+	if a == nil || len(a.Rows) != 3 || !unloaded(a) {
 		t.Fatalf("start entry = %+v; want three rows, none parsed", a)
 	}
-	if a.rows[0].slot != "cal" || a.rows[1].slot != "mail" || a.rows[2].slot != "wx" {
-		t.Fatalf("rows not in slot order: %s %s %s", a.rows[0].slot, a.rows[1].slot, a.rows[2].slot)
+	if a.Rows[0].Slot != "cal" || a.Rows[1].Slot != "mail" || a.Rows[2].Slot != "wx" {
+		t.Fatalf("rows not in slot order: %s %s %s", a.Rows[0].Slot, a.Rows[1].Slot, a.Rows[2].Slot)
 	}
-	g := a.row("wx")
-	if !g.approved() || !g.inCeiling("api.example.com") || g.inCeiling("mail.example.com") || !g.injects || g.templates == nil {
-		t.Fatalf("wx after load: approved %v, ceiling %v, injects %v", g.approved(), g.ceiling, g.injects)
+	g := a.Row("wx")
+	if !g.Approved() || !g.InCeiling("api.example.com") || g.InCeiling("mail.example.com") || !g.Injects || g.Templates == nil {
+		t.Fatalf("wx after load: approved %v, ceiling %v, injects %v", g.Approved(), g.Ceiling, g.Injects)
 	}
-	cal := a.row("cal")
-	if cal.approved() || !cal.claimsHost("cal.example.com") || len(cal.ceiling) != 0 {
-		t.Fatalf("declared cal after load: approved %v, claims %v, ceiling %v", cal.approved(), cal.claims, cal.ceiling)
+	cal := a.Row("cal")
+	if cal.Approved() || !cal.ClaimsHost("cal.example.com") || len(cal.Ceiling) != 0 {
+		t.Fatalf("declared cal after load: approved %v, claims %v, ceiling %v", cal.Approved(), cal.Claims, cal.Ceiling)
 	}
 	// The whole app loaded at once: the other rows are parsed too.
-	if m := &a.rows[1]; m.parsed.req == nil {
+	if m := &a.Rows[1]; m.Parsed.Req == nil {
 		t.Fatal("mail was not loaded with its app")
 	}
 	// The same as the index a writer would build from the stored rows.
@@ -75,11 +76,11 @@ func TestStartIndexLoadsOnFirstUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := buildAppGrants(rows)
-	for i := range want.rows {
-		w, g := &want.rows[i], &a.rows[i]
-		if w.slot != g.slot || w.approved() != g.approved() || w.req.Canonical() != g.requirement().Canonical() || w.imported != g.imported {
-			t.Fatalf("row %s differs from a writer's build", w.slot)
+	want := grants.BuildAppGrants(rows)
+	for i := range want.Rows {
+		w, g := &want.Rows[i], &a.Rows[i]
+		if w.Slot != g.Slot || w.Approved() != g.Approved() || w.Req.Canonical() != g.Requirement().Canonical() || w.Imported != g.Imported {
+			t.Fatalf("row %s differs from a writer's build", w.Slot)
 		}
 	}
 }
@@ -92,14 +93,14 @@ func TestStartIndexInvalidRowGrantsNothing(t *testing.T) {
 			c.RequirementJSON = `{"slot":"wx","kind":"api_key","declaredApiHosts":["api.example.com"],"fields":"not a list"}`
 		})
 	})
-	a := d.grants("app")
-	if g := a.row("wx"); g.approved() || g.requirement() != nil || !g.inCeiling("api.example.com") {
-		t.Fatalf("an invalid approved row grants: approved %v", g.approved())
+	a := d.appRows("app")
+	if g := a.Row("wx"); g.Approved() || g.Requirement() != nil || !g.InCeiling("api.example.com") {
+		t.Fatalf("an invalid approved row grants: approved %v", g.Approved())
 	}
-	if !a.row("mail").approved() {
+	if !a.Row("mail").Approved() {
 		t.Fatal("a valid neighbour of an invalid row does not grant")
 	}
-	if facts := d.Facts("app"); len(facts) != 2 {
+	if facts := d.grants.Facts("app"); len(facts) != 2 {
 		t.Fatalf("facts = %+v; want the two valid rows only", facts)
 	}
 }
@@ -108,26 +109,26 @@ func TestStartIndexInvalidRowGrantsNothing(t *testing.T) {
 // sees it whole (run under -race).
 func TestStartIndexConcurrentFirstUse(t *testing.T) {
 	d := restarted(t, nil)
-	idx := d.index.Load()
+	idx := d.grants.Snapshot()
 	var wg sync.WaitGroup
 	got := make([]*requirement.Requirement, 16)
 	for i := range got {
 		wg.Go(func() {
-			a := idx.apps["app"]
-			for j := range a.rows {
-				g := &a.rows[j]
+			a := idx.Apps["app"]
+			for j := range a.Rows {
+				g := &a.Rows[j]
 				switch i % 3 {
 				case 0:
-					if g.approved() && g.inCeiling("api.example.com") {
-						got[i] = g.req
+					if g.Approved() && g.InCeiling("api.example.com") {
+						got[i] = g.Req
 					}
 				case 1:
-					if g.claimsHost("api.example.com") {
-						got[i] = g.req
+					if g.ClaimsHost("api.example.com") {
+						got[i] = g.Req
 					}
 				default:
-					if r := a.row("wx"); r.req != nil && r.templates != nil {
-						got[i] = r.req
+					if r := a.Row("wx"); r.Req != nil && r.Templates != nil {
+						got[i] = r.Req
 					}
 				}
 			}
@@ -148,22 +149,22 @@ func TestStartIndexConcurrentFirstUse(t *testing.T) {
 func TestStartIndexWriterReplacesEntry(t *testing.T) {
 	d := restarted(t, nil)
 	ctx := t.Context()
-	old := d.index.Load()
-	if _, err := d.Revoke(ctx, "app", "wx"); err != nil {
+	old := d.grants.Snapshot()
+	if _, err := d.grants.Revoke(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
-	a := d.grants("app")
-	if a == old.apps["app"] || a.rows[2].parsed.lazy != nil {
+	a := d.appRows("app")
+	if a == old.Apps["app"] || a.Rows[2].Parsed.Lazy != nil {
 		t.Fatal("the revoke did not publish an entry of its own")
 	}
-	if g := a.row("wx"); g.approved() || g.status != StatusRevoked {
-		t.Fatalf("wx after revoke: status %s, approved %v", g.status, g.approved())
+	if g := a.Row("wx"); g.Approved() || g.Status != grants.StatusRevoked {
+		t.Fatalf("wx after revoke: status %s, approved %v", g.Status, g.Approved())
 	}
 	// The old snapshot loads now, after the commit: wx changed under it.
-	if g := old.apps["app"].row("wx"); g.approved() {
+	if g := old.Apps["app"].Row("wx"); g.Approved() {
 		t.Fatal("a stale entry granted a row that changed since the scan")
 	}
-	if !old.apps["app"].row("mail").approved() {
+	if !old.Apps["app"].Row("mail").Approved() {
 		t.Fatal("the stale entry lost a row that did not change")
 	}
 }
@@ -172,12 +173,12 @@ func TestStartIndexWriterReplacesEntry(t *testing.T) {
 // use.
 func TestStartIndexFailedLoadGrantsNothing(t *testing.T) {
 	d := restarted(t, nil)
-	idx := d.index.Load()
+	idx := d.grants.Snapshot()
 	d.store.Close()
-	a := idx.apps["app"]
-	for i := range a.rows {
-		if g := &a.rows[i]; g.approved() || g.claimsHost("api.example.com") || g.requirement() != nil {
-			t.Fatalf("row %s of a failed load grants or claims", g.slot)
+	a := idx.Apps["app"]
+	for i := range a.Rows {
+		if g := &a.Rows[i]; g.Approved() || g.ClaimsHost("api.example.com") || g.Requirement() != nil {
+			t.Fatalf("row %s of a failed load grants or claims", g.Slot)
 		}
 	}
 }
@@ -190,7 +191,7 @@ func FuzzDecodeHosts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, col string) {
-		fast, ok := decodeHostsFast(col)
+		fast, ok := grants.DecodeHostsFast(col)
 		if !ok {
 			return
 		}
@@ -245,24 +246,24 @@ func TestStartIndexRowsApartInStorageOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := startIndex(t.Context(), st, slog.New(slog.DiscardHandler))
+	idx, err := grants.StartIndex(t.Context(), st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(idx.apps) != 200 {
-		t.Fatalf("%d apps, want 200", len(idx.apps))
+	if len(idx.Apps) != 200 {
+		t.Fatalf("%d apps, want 200", len(idx.Apps))
 	}
-	for app, a := range idx.apps {
+	for app, a := range idx.Apps {
 		want := 7
 		if app == "a000" {
 			want = 8
 		}
-		if len(a.rows) != want {
-			t.Fatalf("%s: %d rows, want %d", app, len(a.rows), want)
+		if len(a.Rows) != want {
+			t.Fatalf("%s: %d rows, want %d", app, len(a.Rows), want)
 		}
-		for i := range a.rows {
-			if g := &a.rows[i]; g.slot != fmt.Sprintf("s%d", i) || g.lazy.app != app {
-				t.Fatalf("%s: row %d is %s of %s", app, i, g.slot, g.lazy.app)
+		for i := range a.Rows {
+			if g := &a.Rows[i]; g.Slot != fmt.Sprintf("s%d", i) || g.Lazy.App != app {
+				t.Fatalf("%s: row %d is %s of %s", app, i, g.Slot, g.Lazy.App)
 			}
 		}
 	}

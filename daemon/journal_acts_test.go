@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/journal"
 )
 
 // TestJournalRecordsUserActsApart: approve, credentials set, revoke and
@@ -16,14 +18,14 @@ import (
 func TestJournalRecordsUserActsApart(t *testing.T) {
 	r := newRig(t)
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	if _, err := r.d.Revoke(t.Context(), "app1", "ex"); err != nil {
+	if _, err := r.d.grants.Revoke(t.Context(), "app1", "ex"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.Reconnect(t.Context(), "app1", "ex"); err != nil {
+	if _, err := r.d.grants.Reconnect(t.Context(), "app1", "ex"); err != nil {
 		t.Fatal(err)
 	}
 	r.net(t, "app1", frame("GET", "https://"+apiHost+"/x", nil))
-	acts, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "acts"})
+	acts, err := r.d.records.Journal(context.Background(), journal.JournalQuery{AppID: "app1", Kind: "acts"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +45,11 @@ func TestJournalRecordsUserActsApart(t *testing.T) {
 	if acts[2].Note != "by the administrator; fields api_key" {
 		t.Errorf("credentials-set note = %q, want the field name", acts[2].Note)
 	}
-	reqs, _ := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "requests"})
+	reqs, _ := r.d.records.Journal(context.Background(), journal.JournalQuery{AppID: "app1", Kind: "requests"})
 	if len(reqs) != 1 || reqs[0].Outcome == "act" {
 		t.Errorf("requests = %+v, want the one refused request", reqs)
 	}
-	if _, err := r.d.Journal(context.Background(), JournalQuery{Kind: "bogus"}); !errorsIsCode(err, errcode.BadRequest) {
+	if _, err := r.d.records.Journal(context.Background(), journal.JournalQuery{Kind: "bogus"}); !errorsIsCode(err, errcode.BadRequest) {
 		t.Errorf("kind bogus = %v, want BAD_REQUEST", err)
 	}
 }
@@ -60,7 +62,7 @@ func TestJournalAggregatesRepeatedRefusals(t *testing.T) {
 		r.net(t, "app1", frame("GET", "https://evil.example.com/x", nil))
 	}
 	r.net(t, "app1", frame("GET", "https://other.example.com/x", nil))
-	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "requests"})
+	es, err := r.d.records.Journal(context.Background(), journal.JournalQuery{AppID: "app1", Kind: "requests"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +89,8 @@ func TestJournalRecordsConfirmDecisions(t *testing.T) {
 				return
 			default:
 			}
-			if cs := r.d.Confirms(); len(cs) > 0 {
-				r.d.DecideConfirm(cs[0].ID, false, RememberOnce)
+			if cs := r.d.exec.Confirms(context.Background()); len(cs) > 0 {
+				r.d.exec.DecideConfirm(cs[0].ID, false, fetch.RememberOnce)
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -97,7 +99,7 @@ func TestJournalRecordsConfirmDecisions(t *testing.T) {
 	if res, _ := r.net(t, "app1", post(`{"n":"body-canary"}`)); res.Code != errcode.NetConfirmDenied {
 		t.Fatalf("denied POST = %s, want NET_CONFIRM_DENIED", res.Code)
 	}
-	acts, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "acts"})
+	acts, err := r.d.records.Journal(context.Background(), journal.JournalQuery{AppID: "app1", Kind: "acts"})
 	if err != nil || len(acts) == 0 {
 		t.Fatalf("acts = %v, %v", acts, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/journal"
 )
 
 // journalRows reads the stored journal without flushing the batcher.
@@ -38,31 +39,31 @@ func TestJournalBatcherLingers(t *testing.T) {
 		return store.JournalEntry{At: time.Unix(1_800_000_000+int64(i), 0), AppID: "app1", Slot: "s", Host: "api.example.com", Method: "GET", Outcome: "sent", Status: 200}
 	}
 	synctest.Test(t, func(t *testing.T) {
-		b := newJournalBatcher(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		b := journal.NewJournalBatcher(st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() { b.Run(ctx); close(done) }()
 
-		b.add(entry(1))
-		time.Sleep(journalLinger / 2)
-		b.add(entry(2))
+		b.Add(entry(1))
+		time.Sleep(journal.JournalLinger / 2)
+		b.Add(entry(2))
 		synctest.Wait()
 		if n := journalRows(t, st); n != 0 {
 			t.Fatalf("%d entries written inside the linger, want none yet", n)
 		}
-		time.Sleep(journalLinger)
+		time.Sleep(journal.JournalLinger)
 		synctest.Wait()
 		if n := journalRows(t, st); n != 2 {
 			t.Fatalf("%d entries written after the linger, want 2", n)
 		}
 
-		b.add(entry(3))
-		b.flush() // a reader: no linger
+		b.Add(entry(3))
+		b.Flush() // a reader: no linger
 		if n := journalRows(t, st); n != 3 {
 			t.Fatalf("%d entries after a flush, want 3", n)
 		}
 
-		b.add(entry(4))
+		b.Add(entry(4))
 		synctest.Wait()
 		cancel()
 		<-done

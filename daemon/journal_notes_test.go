@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/journal"
 )
 
 // TestJournalSaysWhoDenied: a user's deny, a confirm nobody answered and a
@@ -36,8 +38,8 @@ func TestJournalSaysWhoDenied(t *testing.T) {
 					return
 				default:
 				}
-				if cs := r.d.Confirms(); len(cs) > 0 {
-					r.d.DecideConfirm(cs[0].ID, allow, RememberOnce)
+				if cs := r.d.exec.Confirms(context.Background()); len(cs) > 0 {
+					r.d.exec.DecideConfirm(cs[0].ID, allow, fetch.RememberOnce)
 					return
 				}
 				time.Sleep(5 * time.Millisecond)
@@ -54,15 +56,15 @@ func TestJournalSaysWhoDenied(t *testing.T) {
 		t.Fatalf("allowed POST = %s, want a response", res.Code)
 	}
 
-	es, err := r.d.Journal(context.Background(), JournalQuery{AppID: "app1", Kind: "requests"})
+	es, err := r.d.records.Journal(context.Background(), journal.JournalQuery{AppID: "app1", Kind: "requests"})
 	if err != nil || len(es) != 4 {
 		t.Fatalf("Journal = %d entries, %v; want 4", len(es), err)
 	}
 	want := []struct{ host, resolved, note string }{ // newest first
 		{"snug-connection://ex", apiHost, "approved by the user"},
-		{"snug-connection://ex", apiHost, DeniedByUser},
-		{apiHost, "", DeniedByCaller},
-		{apiHost, "", DeniedByTimeout},
+		{"snug-connection://ex", apiHost, fetch.DeniedByUser},
+		{apiHost, "", fetch.DeniedByCaller},
+		{apiHost, "", fetch.DeniedByTimeout},
 	}
 	for i, w := range want {
 		if e := es[i]; e.Host != w.host || e.ResolvedHost != w.resolved || e.Note != w.note {

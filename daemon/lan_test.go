@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"github.com/snug/snugd/internal/testutil"
 	"net"
 	"strings"
 	"sync"
@@ -11,6 +10,11 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/journal"
+	"github.com/snug/snugd/daemon/pairing"
+	"github.com/snug/snugd/internal/testutil"
 	"github.com/snug/snugd/lan"
 	"github.com/snug/snugd/lan/huesim"
 	"github.com/snug/snugd/transports"
@@ -84,7 +88,7 @@ func hueDoc() map[string]any {
 // declareHue proposes the pre-collection row on the user channel.
 func (h *hueRig) declareHue(t *testing.T) {
 	t.Helper()
-	if _, err := h.d.ProposeUser(context.Background(), "app1", "hue", mustJSONTB(t, hueDoc())); err != nil {
+	if _, err := h.d.proposers.ProposeUser(context.Background(), "app1", "hue", mustJSONTB(t, hueDoc())); err != nil {
 		t.Fatalf("ProposeUser: %v", err)
 	}
 }
@@ -93,21 +97,21 @@ func (h *hueRig) declareHue(t *testing.T) {
 func (h *hueRig) collectApprove(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := h.d.CollectLANAddress(ctx, "app1", "hue", hueAddr); err != nil {
+	if _, err := h.d.devices.CollectLANAddress(ctx, "app1", "hue", hueAddr); err != nil {
 		t.Fatalf("CollectLANAddress: %v", err)
 	}
-	if _, err := h.d.Approve(ctx, "app1", "hue"); err != nil {
+	if _, err := h.d.grants.Approve(ctx, "app1", "hue"); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 }
 
 // waitFlow polls the flow until cond holds (bounded: 200 polls).
-func (h *hueRig) waitFlow(t *testing.T, id string, cond func(Flow) bool) Flow {
+func (h *hueRig) waitFlow(t *testing.T, id string, cond func(pairing.Flow) bool) pairing.Flow {
 	t.Helper()
-	var f Flow
+	var f pairing.Flow
 	for range 200 {
 		var err error
-		if f, err = h.d.Flow(context.Background(), id); err != nil {
+		if f, err = h.d.pairing.Flow(context.Background(), id); err != nil {
 			t.Fatalf("Flow: %v", err)
 		}
 		if cond(f) {
@@ -119,24 +123,24 @@ func (h *hueRig) waitFlow(t *testing.T, id string, cond func(Flow) bool) Flow {
 	return f
 }
 
-func ended(f Flow) bool { return f.State.ended() }
+func ended(f pairing.Flow) bool { return f.State.Ended() }
 
 // pair runs one pairing whose button is pressed once the bridge asked.
-func (h *hueRig) pair(t *testing.T, opts LANPairOptions) Flow {
+func (h *hueRig) pair(t *testing.T, opts pairing.LANPairOptions) pairing.Flow {
 	t.Helper()
-	f, err := h.d.PairLAN(context.Background(), "app1", "hue", opts)
+	f, err := h.d.devices.PairLAN(context.Background(), "app1", "hue", opts)
 	if err != nil {
 		t.Fatalf("PairLAN: %v", err)
 	}
-	f = h.waitFlow(t, f.ID, func(f Flow) bool { return f.State == FlowPressButton || f.State.ended() })
-	if f.State != FlowPressButton || f.Deadline.IsZero() || f.Message == "" {
+	f = h.waitFlow(t, f.ID, func(f pairing.Flow) bool { return f.State == pairing.FlowPressButton || f.State.Ended() })
+	if f.State != pairing.FlowPressButton || f.Deadline.IsZero() || f.Message == "" {
 		t.Fatalf("flow = %+v, want press-button with a deadline and what to do", f)
 	}
 	h.sim.PressButton()
 	return h.waitFlow(t, f.ID, ended)
 }
 
-func (h *hueRig) lights(t *testing.T) (NetResult, int) {
+func (h *hueRig) lights(t *testing.T) (fetch.NetResult, int) {
 	t.Helper()
 	before := h.sim.Count("GET /clip/v2/resource/light")
 	res, _ := h.net(t, "app1", frame("GET", "https://"+hueAddr+"/clip/v2/resource/light", nil))
@@ -155,41 +159,41 @@ func TestLANPairOrder(t *testing.T) {
 	h.declareHue(t)
 
 	for _, bad := range []string{"8.8.8.8", "192.168.077.10", "192.168.77.10:443", "fe80::1", "bridge.local", ""} {
-		_, err := h.d.CollectLANAddress(ctx, "app1", "hue", bad)
+		_, err := h.d.devices.CollectLANAddress(ctx, "app1", "hue", bad)
 		testutil.WantCode(t, err, errcode.BadRequest)
 	}
-	if _, err := h.d.CollectLANAddress(ctx, "app1", "hue", hueAddr); err != nil {
+	if _, err := h.d.devices.CollectLANAddress(ctx, "app1", "hue", hueAddr); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := h.d.Connection(ctx, "app1", "hue")
-	if c.Status != StatusDeclared || len(c.Requirement.DeclaredAPIHosts) != 1 || c.Requirement.DeclaredAPIHosts[0] != hueAddr {
+	c, _ := h.d.grants.Connection(ctx, "app1", "hue")
+	if c.Status != grants.StatusDeclared || len(c.Requirement.DeclaredAPIHosts) != 1 || c.Requirement.DeclaredAPIHosts[0] != hueAddr {
 		t.Fatalf("collected row = %s %v", c.Status, c.Requirement.DeclaredAPIHosts)
 	}
 	// Declared: collected, not approved.
-	_, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	_, err := h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
 	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
-	_, err = h.d.ProbeLAN(ctx, "app1", "hue")
+	_, err = h.d.devices.ProbeLAN(ctx, "app1", "hue")
 	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 
 	// Approved before collection: the ceiling holds no address.
 	h2 := startHue(t, huesim.Config{})
 	h2.declareHue(t)
-	if _, err := h2.d.Approve(ctx, "app1", "hue"); err != nil {
+	if _, err := h2.d.grants.Approve(ctx, "app1", "hue"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h2.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	_, err = h2.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
 	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
 	// The address collected after approval is only staged: still refused.
-	r, err := h2.d.CollectLANAddress(ctx, "app1", "hue", hueAddr)
+	r, err := h2.d.devices.CollectLANAddress(ctx, "app1", "hue", hueAddr)
 	if err != nil || !r.Staged {
 		t.Fatalf("collect on an approved row = %+v, %v; want staged", r, err)
 	}
-	_, err = h2.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	_, err = h2.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
 	testutil.WantCode(t, err, errcode.ConnectionNotApproved)
-	if _, err := h2.d.Reapprove(ctx, "app1", "hue"); err != nil {
+	if _, err := h2.d.grants.Reapprove(ctx, "app1", "hue"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h2.d.ProbeLAN(ctx, "app1", "hue"); err != nil {
+	if _, err := h2.d.devices.ProbeLAN(ctx, "app1", "hue"); err != nil {
 		t.Fatalf("probe after re-approval: %v", err)
 	}
 
@@ -198,12 +202,12 @@ func TestLANPairOrder(t *testing.T) {
 	}
 
 	// Under the browser policy there is no LAN act at all.
-	hb := startHue(t, huesim.Config{}, func(c *Config) { c.TransportPolicy = PolicyBrowser })
-	_, err = hb.d.DiscoverLAN(ctx, 0)
+	hb := startHue(t, huesim.Config{}, func(c *Config) { c.TransportPolicy = fetch.PolicyBrowser })
+	_, err = hb.d.devices.DiscoverLAN(ctx, 0)
 	testutil.WantCode(t, err, errcode.Forbidden)
 	hb.declareHue(t)
 	hb.collectApprove(t)
-	_, err = hb.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	_, err = hb.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
 	testutil.WantCode(t, err, errcode.Forbidden)
 }
 
@@ -223,19 +227,19 @@ func TestLANPairAndPin(t *testing.T) {
 	h.declareHue(t)
 	h.collectApprove(t)
 
-	probe, err := h.d.ProbeLAN(ctx, "app1", "hue")
+	probe, err := h.d.devices.ProbeLAN(ctx, "app1", "hue")
 	if err != nil || probe.Fingerprint != h.sim.Fingerprint() || probe.BridgeID != h.sim.BridgeID() || probe.PreviousFingerprint != "" {
 		t.Fatalf("ProbeLAN = %+v, %v", probe, err)
 	}
-	f := h.pair(t, LANPairOptions{})
-	if f.State != FlowPaired || f.Fingerprint != h.sim.Fingerprint() {
+	f := h.pair(t, pairing.LANPairOptions{})
+	if f.State != pairing.FlowPaired || f.Fingerprint != h.sim.Fingerprint() {
 		t.Fatalf("flow = %+v, want paired with the bridge's fingerprint", f)
 	}
 	if n := h.sim.Count("POST /api"); n < 2 {
 		t.Errorf("POST /api sent %d times, want the 101 answer then success", n)
 	}
-	st, ok, err := h.d.ConnectionState(ctx, "app1", "hue")
-	if err != nil || !ok || st.Status != ConnConnected || st.LANPin == nil || st.LANPin.Fingerprint != h.sim.Fingerprint() ||
+	st, ok, err := h.d.grants.ConnectionState(ctx, "app1", "hue")
+	if err != nil || !ok || st.Status != grants.ConnConnected || st.LANPin == nil || st.LANPin.Fingerprint != h.sim.Fingerprint() ||
 		st.LANPin.CN != h.sim.BridgeID() || st.LANVerifiedAt == nil || st.ObtainedAt == nil {
 		t.Fatalf("state = %+v (pin %+v), %v, %v", st, st.LANPin, ok, err)
 	}
@@ -245,7 +249,7 @@ func TestLANPairAndPin(t *testing.T) {
 	}
 
 	// Paired: a second pairing without an explicit re-pin is refused.
-	_, err = h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	_, err = h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
 	testutil.WantCode(t, err, errcode.BadRequest)
 
 	res, n := h.lights(t)
@@ -264,22 +268,22 @@ func TestLANPairAndPin(t *testing.T) {
 	h.sim.Close()
 	h.sim = reset
 	h.dial.route(hueAddr, reset)
-	h.d.exec.lan.CloseIdleConnections()
+	h.d.exec.Lan.CloseIdleConnections()
 	res, n = h.lights(t)
 	if res.Code != errcode.NetFetchFailed || n != 0 {
 		t.Fatalf("request to a rotated certificate = %+v (%d at the bridge), want NET_FETCH_FAILED and nothing sent", res, n)
 	}
-	st, _, _ = h.d.ConnectionState(ctx, "app1", "hue")
-	if st.Status != ConnError || st.LastError != pinChangedMessage {
+	st, _, _ = h.d.grants.ConnectionState(ctx, "app1", "hue")
+	if st.Status != grants.ConnError || st.LastError != pairing.PinChangedMessage {
 		t.Fatalf("state after a changed certificate = %+v", st)
 	}
-	entries, err := h.d.Journal(ctx, JournalQuery{AppID: "app1"})
+	entries, err := h.d.records.Journal(ctx, journal.JournalQuery{AppID: "app1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	journaled := false
 	for _, e := range entries {
-		journaled = journaled || e.Note == pinChangedMessage
+		journaled = journaled || e.Note == pairing.PinChangedMessage
 	}
 	if !journaled {
 		t.Errorf("journal %+v names no changed certificate", entries)
@@ -288,26 +292,26 @@ func TestLANPairAndPin(t *testing.T) {
 	// Re-pin: the probe shows old and new; the wrong accepted fingerprint
 	// fails; the right one pairs again with a new press.
 	old := probe.Fingerprint
-	probe, err = h.d.ProbeLAN(ctx, "app1", "hue")
+	probe, err = h.d.devices.ProbeLAN(ctx, "app1", "hue")
 	if err != nil || probe.PreviousFingerprint != old || probe.Fingerprint != h.sim.Fingerprint() || probe.Fingerprint == old {
 		t.Fatalf("re-pin probe = %+v, %v", probe, err)
 	}
-	_, err = h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{Repin: true})
+	_, err = h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{Repin: true})
 	testutil.WantCode(t, err, errcode.BadRequest)
-	fl, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{Repin: true, Accept: old})
+	fl, err := h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{Repin: true, Accept: old})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fl = h.waitFlow(t, fl.ID, ended)
-	if fl.State != FlowFailed || fl.Message != lan.ErrCertificateChanged.Error() {
+	if fl.State != pairing.FlowFailed || fl.Message != lan.ErrCertificateChanged.Error() {
 		t.Fatalf("re-pin to a fingerprint the bridge does not present = %+v", fl)
 	}
-	fl = h.pair(t, LANPairOptions{Repin: true, Accept: probe.Fingerprint})
-	if fl.State != FlowPaired || fl.PreviousFingerprint != old || fl.Fingerprint != probe.Fingerprint {
+	fl = h.pair(t, pairing.LANPairOptions{Repin: true, Accept: probe.Fingerprint})
+	if fl.State != pairing.FlowPaired || fl.PreviousFingerprint != old || fl.Fingerprint != probe.Fingerprint {
 		t.Fatalf("re-pin flow = %+v", fl)
 	}
-	st, _, _ = h.d.ConnectionState(ctx, "app1", "hue")
-	if st.Status != ConnConnected || st.LANPin.Fingerprint != probe.Fingerprint || st.LastError != "" {
+	st, _, _ = h.d.grants.ConnectionState(ctx, "app1", "hue")
+	if st.Status != grants.ConnConnected || st.LANPin.Fingerprint != probe.Fingerprint || st.LastError != "" {
 		t.Fatalf("state after re-pin = %+v", st)
 	}
 	if res, n := h.lights(t); res.Status != 200 || n != 1 {
@@ -325,34 +329,34 @@ func TestLANVerifyBeforeClaim(t *testing.T) {
 	h := startHue(t, huesim.Config{NotBridge: true})
 	h.declareHue(t)
 	h.collectApprove(t)
-	f, err := h.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	f, err := h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f = h.waitFlow(t, f.ID, ended)
-	if f.State != FlowFailed || f.Message != lan.ErrNotBridge.Error() {
+	if f.State != pairing.FlowFailed || f.Message != lan.ErrNotBridge.Error() {
 		t.Fatalf("flow = %+v, want failed: not a bridge", f)
 	}
 	if n := h.sim.Count("POST /api"); n != 0 {
 		t.Errorf("a device that is not a bridge got %d pairing requests", n)
 	}
-	_, err = h.d.ProbeLAN(ctx, "app1", "hue")
+	_, err = h.d.devices.ProbeLAN(ctx, "app1", "hue")
 	testutil.WantCode(t, err, errcode.LANRefused)
 
 	v := startHue(t, huesim.Config{})
 	v.declareHue(t)
 	v.collectApprove(t)
-	f, err = v.d.PairLAN(ctx, "app1", "hue", LANPairOptions{})
+	f, err = v.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.waitFlow(t, f.ID, func(f Flow) bool { return f.State == FlowPressButton })
+	v.waitFlow(t, f.ID, func(f pairing.Flow) bool { return f.State == pairing.FlowPressButton })
 	v.sim.Vanish()
 	f = v.waitFlow(t, f.ID, ended)
-	if f.State != FlowFailed || f.Message != lan.ErrVanished.Error() {
+	if f.State != pairing.FlowFailed || f.Message != lan.ErrVanished.Error() {
 		t.Fatalf("flow = %+v, want failed: vanished", f)
 	}
-	if _, ok, _ := v.d.ConnectionState(ctx, "app1", "hue"); ok {
+	if _, ok, _ := v.d.grants.ConnectionState(ctx, "app1", "hue"); ok {
 		t.Error("a failed pairing stored state")
 	}
 }
@@ -362,25 +366,28 @@ func TestLANVerifyBeforeClaim(t *testing.T) {
 // key and pin carry over.
 func TestLANRelocate(t *testing.T) {
 	ctx := context.Background()
-	h := startHue(t, huesim.Config{})
+	var discover func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error)
+	h := startHue(t, huesim.Config{}, func(c *Config) {
+		c.LANDiscover = func(ctx context.Context, dc lan.DiscoverConfig) ([]lan.Bridge, error) { return discover(ctx, dc) }
+	})
 	h.declareHue(t)
 	h.collectApprove(t)
-	h.pair(t, LANPairOptions{})
+	h.pair(t, pairing.LANPairOptions{})
 
 	const moved = "192.168.77.33"
 	h.dial.route(moved, h.sim)
-	h.d.lanDisc.discover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
+	discover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
 		return []lan.Bridge{{BridgeID: h.sim.BridgeID(), Address: moved, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true}}, nil
 	}
-	bridges, err := h.d.DiscoverLAN(ctx, 0)
+	bridges, err := h.d.devices.DiscoverLAN(ctx, 0)
 	if err != nil || len(bridges) != 1 {
 		t.Fatalf("DiscoverLAN = %v, %v", bridges, err)
 	}
-	c, _ := h.d.Connection(ctx, "app1", "hue")
+	c, _ := h.d.grants.Connection(ctx, "app1", "hue")
 	if !c.NeedsReapproval() || c.Pending == nil || c.Pending.DeclaredAPIHosts[0] != moved || c.AllowedHosts[0] != hueAddr {
 		t.Fatalf("row after relocation: pending %v, ceiling %v", c.PendingJSON, c.AllowedHosts)
 	}
-	if _, err := h.d.Reapprove(ctx, "app1", "hue"); err != nil {
+	if _, err := h.d.grants.Reapprove(ctx, "app1", "hue"); err != nil {
 		t.Fatal(err)
 	}
 	res, _ := h.net(t, "app1", frame("GET", "https://"+moved+"/clip/v2/resource/light", nil))

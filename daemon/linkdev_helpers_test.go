@@ -23,18 +23,18 @@ func simRequirement(slot string) []byte {
 // is not nil, stores them.
 func (r *rig) connectSim(t testing.TB, app, slot string, values map[string]string) {
 	t.Helper()
-	res, err := r.d.ProposeUser(t.Context(), app, slot, simRequirement(slot))
+	res, err := r.d.proposers.ProposeUser(t.Context(), app, slot, simRequirement(slot))
 	if err != nil {
 		t.Fatalf("ProposeUser: %v", err)
 	}
 	if !res.Borrowed {
 		t.Fatalf("the sim requirement did not borrow the registry's values: %+v", res)
 	}
-	if _, err := r.d.Approve(t.Context(), app, slot); err != nil {
+	if _, err := r.d.grants.Approve(t.Context(), app, slot); err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	if values != nil {
-		if err := r.d.SetCredentials(t.Context(), app, slot, values); err != nil {
+		if err := r.d.grants.SetCredentials(t.Context(), app, slot, values); err != nil {
 			t.Fatalf("SetCredentials: %v", err)
 		}
 	}

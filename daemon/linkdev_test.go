@@ -12,7 +12,11 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/journal"
+	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/linkdevice"
@@ -34,10 +38,10 @@ func TestMain(m *testing.M) {
 }
 
 // simTargets is main's standing-target rule for the sim entry.
-func simTargets(reg *registry.Registry) func(*requirement.Requirement) []StandingTarget {
-	return func(r *requirement.Requirement) []StandingTarget {
+func simTargets(reg *registry.Registry) func(*requirement.Requirement) []fetch.StandingTarget {
+	return func(r *requirement.Requirement) []fetch.StandingTarget {
 		if p, ok := reg.Pairing(r); ok && p.Family == registry.FamilyDeviceLink && p.HelperID == "sim" {
-			return []StandingTarget{{Trigger: "reply", Method: linkdevice.SimSendMethod, PathPattern: linkdevice.SimSendPath, BodyField: linkdevice.SimTargetField}}
+			return []fetch.StandingTarget{{Trigger: "reply", Method: linkdevice.SimSendMethod, PathPattern: linkdevice.SimSendPath, BodyField: linkdevice.SimTargetField}}
 		}
 		return nil
 	}
@@ -65,7 +69,7 @@ func newSimRig(t *testing.T, simArgs ...string) *simRig {
 		Env:      []string{simHelperEnv + "=1"},
 		OnEvent: func(ev linkdevice.Event) {
 			if d := target.Load(); d != nil {
-				d.HelperEvent(ev)
+				d.devices.HelperEvent(ev)
 			}
 		},
 	})
@@ -89,7 +93,7 @@ func newSimRig(t *testing.T, simArgs ...string) *simRig {
 }
 
 // waitFlow waits until the flow satisfies ok and returns it.
-func (r *simRig) waitFlow(t *testing.T, id string, ok func(Flow) bool) Flow {
+func (r *simRig) waitFlow(t *testing.T, id string, ok func(pairing.Flow) bool) pairing.Flow {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -97,7 +101,7 @@ func (r *simRig) waitFlow(t *testing.T, id string, ok func(Flow) bool) Flow {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		f, err := r.d.Flow(ctx, id)
+		f, err := r.d.pairing.Flow(ctx, id)
 		if err != nil {
 			t.Fatalf("Flow: %v", err)
 		}
@@ -122,35 +126,35 @@ func (r *simRig) scan(t *testing.T, payload string) {
 }
 
 // link runs the whole device link and returns the linked flow.
-func (r *simRig) link(t *testing.T) Flow {
+func (r *simRig) link(t *testing.T) pairing.Flow {
 	t.Helper()
-	f, err := r.d.StartLink(t.Context(), "app1", "chat")
+	f, err := r.d.devices.StartLink(t.Context(), "app1", "chat")
 	if err != nil {
 		t.Fatalf("StartLink: %v\n%s", err, r.logs.String())
 	}
-	if f.Kind != FlowDeviceLink || f.State != FlowQR {
+	if f.Kind != pairing.FlowDeviceLink || f.State != pairing.FlowQR {
 		t.Fatalf("StartLink = %+v, want a device-link flow in qr", f)
 	}
-	f = r.waitFlow(t, f.ID, func(f Flow) bool { return f.QR != "" })
-	if png, err := FlowQRPNG(f); err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
+	f = r.waitFlow(t, f.ID, func(f pairing.Flow) bool { return f.QR != "" })
+	if png, err := pairing.FlowQRPNG(f); err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
 		t.Fatalf("FlowQRPNG = %d bytes, %v", len(png), err)
 	}
 	r.scan(t, f.QR)
-	return r.waitFlow(t, f.ID, func(f Flow) bool { return f.State.ended() })
+	return r.waitFlow(t, f.ID, func(f pairing.Flow) bool { return f.State.Ended() })
 }
 
-func (r *simRig) state(t *testing.T) (map[string]store.Secret, ConnState) {
+func (r *simRig) state(t *testing.T) (map[string]store.Secret, grants.ConnState) {
 	t.Helper()
 	var (
 		secrets map[string]store.Secret
-		st      ConnState
+		st      grants.ConnState
 	)
 	err := r.d.store.View(t.Context(), func(tx *store.Tx) error {
 		var err error
 		if secrets, err = tx.SlotSecrets("app1", "chat"); err != nil {
 			return err
 		}
-		st, _, err = readConnState(tx, "app1", "chat")
+		st, _, err = grants.ReadConnState(tx, "app1", "chat")
 		return err
 	})
 	if err != nil {
@@ -177,12 +181,12 @@ func send(thread, bodyThread string) []byte {
 func TestDeviceLinkWithTheSimulator(t *testing.T) {
 	r := newSimRig(t, "--label", "Pixel of Test")
 	f := r.link(t)
-	if f.State != FlowLinked || f.Label != "Pixel of Test" || f.QR != "" {
+	if f.State != pairing.FlowLinked || f.Label != "Pixel of Test" || f.QR != "" {
 		t.Fatalf("flow = %+v, want linked as the helper's label, no code", f)
 	}
 	secrets, st := r.state(t)
 	tok := string(secrets["helper_token"])
-	if len(tok) < 43 || st.Status != ConnConnected || st.LinkVerifiedAt == nil {
+	if len(tok) < 43 || st.Status != grants.ConnConnected || st.LinkVerifiedAt == nil {
 		t.Fatalf("after the link: token of %d chars, state %+v; want ≥43 chars (256 bits), connected with linkVerifiedAt", len(tok), st)
 	}
 	// The token was released once: a later poll observes the link without it.
@@ -194,7 +198,7 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 	}
 
 	t.Run("a send asks first, then departs to the helper", func(t *testing.T) {
-		prompted, code := r.promptAnswer(t, "app1", send("t-alice", "t-alice"), true, RememberOnce)
+		prompted, code := r.promptAnswer(t, "app1", send("t-alice", "t-alice"), true, fetch.RememberOnce)
 		if !prompted || code != "" {
 			t.Fatalf("send = prompted %v, code %q; want asked and sent", prompted, code)
 		}
@@ -208,7 +212,7 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 	})
 
 	t.Run("standing approval for one thread", func(t *testing.T) {
-		s, err := r.d.ArmStanding(t.Context(), StandingSpec{AppID: "app1", Slot: "chat", Target: "t-bob", Trigger: "reply",
+		s, err := r.d.exec.ArmStanding(t.Context(), fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "t-bob", Trigger: "reply",
 			MaxSends: 2, Window: time.Hour, UserGesture: true})
 		if err != nil {
 			t.Fatalf("ArmStanding: %v", err)
@@ -227,7 +231,7 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 		if prompted, code := r.outcome(t, send("t-bob", "t-family")); prompted || code != errcode.NetConfirmDenied {
 			t.Errorf("path and body disagreeing = prompted %v, code %q; want refused unasked", prompted, code)
 		}
-		j, err := r.d.Journal(t.Context(), JournalQuery{AppID: "app1", UnattendedOnly: true})
+		j, err := r.d.records.Journal(t.Context(), journal.JournalQuery{AppID: "app1", UnattendedOnly: true})
 		approved := 0
 		for _, e := range j {
 			if e.Outcome == "standing-approved" {
@@ -240,26 +244,26 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 		if err != nil || approved != 2 {
 			t.Fatalf("unattended journal = %+v, %v; want the 2 sends standing-approved", j, err)
 		}
-		if r.d.KillStanding() != 1 {
+		if r.d.exec.KillStanding(context.Background()) != 1 {
 			t.Fatal("the kill switch disarmed nothing")
 		}
-		if _, err := r.d.ArmStanding(t.Context(), StandingSpec{AppID: "app1", Slot: "chat", Target: "t-bob", Trigger: "reply",
+		if _, err := r.d.exec.ArmStanding(t.Context(), fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "t-bob", Trigger: "reply",
 			MaxSends: 2, Window: time.Hour, UserGesture: true}); err != nil {
 			t.Fatalf("re-arm: %v", err)
 		}
-		r.d.KillStanding()
+		r.d.exec.KillStanding(context.Background())
 		if prompted, _ := r.outcome(t, send("t-bob", "t-bob")); !prompted {
 			t.Error("a send after the kill switch went out unattended")
 		}
 		// Quiet hours around the clock: the ordinary confirm decides.
-		if _, err := r.d.ArmStanding(t.Context(), StandingSpec{AppID: "app1", Slot: "chat", Target: "t-bob", Trigger: "reply",
-			MaxSends: 5, Window: time.Hour, UserGesture: true, Quiet: &QuietHours{Start: 0, End: 24*time.Hour - time.Nanosecond}}); err != nil {
+		if _, err := r.d.exec.ArmStanding(t.Context(), fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "t-bob", Trigger: "reply",
+			MaxSends: 5, Window: time.Hour, UserGesture: true, Quiet: &fetch.QuietHours{Start: 0, End: 24*time.Hour - time.Nanosecond}}); err != nil {
 			t.Fatalf("arm with quiet hours: %v", err)
 		}
 		if prompted, _ := r.outcome(t, send("t-bob", "t-bob")); !prompted {
 			t.Error("a send in quiet hours went out unattended")
 		}
-		r.d.KillStanding()
+		r.d.exec.KillStanding(context.Background())
 		_ = s
 	})
 
@@ -269,7 +273,7 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 
 	t.Run("revoke unlinks", func(t *testing.T) {
 		dir := r.sup.SessionDir(r.key)
-		if _, err := r.d.Revoke(t.Context(), "app1", "chat"); err != nil {
+		if _, err := r.d.grants.Revoke(t.Context(), "app1", "chat"); err != nil {
 			t.Fatalf("Revoke: %v", err)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -289,32 +293,32 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 // flow replaces an older one; another host's flow is an unknown id.
 func TestDeviceLinkRefusals(t *testing.T) {
 	r := newSimRig(t)
-	if _, err := r.d.StartLink(t.Context(), "app1", "nope"); err == nil {
+	if _, err := r.d.devices.StartLink(t.Context(), "app1", "nope"); err == nil {
 		t.Error("StartLink on no row succeeded")
 	}
-	f1, err := r.d.StartLink(t.Context(), "app1", "chat")
+	f1, err := r.d.devices.StartLink(t.Context(), "app1", "chat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2, err := r.d.StartLink(t.Context(), "app1", "chat")
+	f2, err := r.d.devices.StartLink(t.Context(), "app1", "chat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := r.d.Flow(t.Context(), f1.ID); f.State != FlowFailed {
+	if f, _ := r.d.pairing.Flow(t.Context(), f1.ID); f.State != pairing.FlowFailed {
 		t.Errorf("replaced flow = %s, want failed", f.State)
 	}
-	f2 = r.waitFlow(t, f2.ID, func(f Flow) bool { return f.QR != "" })
-	got, err := r.d.CancelLink(t.Context(), f2.ID)
-	if err != nil || got.State != FlowFailed || got.QR != "" {
+	f2 = r.waitFlow(t, f2.ID, func(f pairing.Flow) bool { return f.QR != "" })
+	got, err := r.d.devices.CancelLink(t.Context(), f2.ID)
+	if err != nil || got.State != pairing.FlowFailed || got.QR != "" {
 		t.Fatalf("CancelLink = %+v, %v", got, err)
 	}
-	if _, err := FlowQRPNG(got); !isCode(err, errcode.NotFound) {
+	if _, err := pairing.FlowQRPNG(got); !isCode(err, errcode.NotFound) {
 		t.Errorf("PNG of an ended flow = %v, want NOT_FOUND", err)
 	}
 
 	plain := newRig(t, func(c *Config) { c.Now = time.Now })
 	plain.connectSim(t, "app1", "chat", nil)
-	if _, err := plain.d.StartLink(t.Context(), "app1", "chat"); !isCode(err, errcode.NetFetchFailed) {
+	if _, err := plain.d.devices.StartLink(t.Context(), "app1", "chat"); !isCode(err, errcode.NetFetchFailed) {
 		t.Errorf("StartLink with no helpers = %v, want NET_FETCH_FAILED", err)
 	}
 }
@@ -347,6 +351,8 @@ func (f fakeHelpers) Helpers() []string { return f.ids }
 
 func (fakeHelpers) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 
+func (fakeHelpers) Subscribe(func(linkdevice.Event)) {}
+
 // TestHelperTransportsOnlyForRegisteredHelpers: gate 6a gets a transport
 // for a helper only when the registry names it and the table runs it, so
 // gate 5 stands down for exactly the registered helpers' sidecar names.
@@ -358,14 +364,14 @@ func TestHelperTransportsOnlyForRegisteredHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := newRig(t).d.log
-	got := helperTransports(reg, fakeHelpers{ids: []string{"sim", "whatsapp"}}, nil, log)
+	got := pairing.HelperTransports(reg, fakeHelpers{ids: []string{"sim", "whatsapp"}}, log)
 	if len(got) != 1 || got["sim"] == nil {
 		t.Errorf("transports = %v, want sim only (whatsapp is in no registry entry)", got)
 	}
-	if got := helperTransports(reg, fakeHelpers{ids: nil}, nil, log); len(got) != 0 {
+	if got := pairing.HelperTransports(reg, fakeHelpers{ids: nil}, log); len(got) != 0 {
 		t.Errorf("transports with an empty table = %v, want none", got)
 	}
-	if got := helperTransports(reg, nil, nil, log); len(got) != 0 {
+	if got := pairing.HelperTransports(reg, nil, log); len(got) != 0 {
 		t.Errorf("transports without a supervisor = %v, want none", got)
 	}
 }
@@ -387,7 +393,7 @@ func TestLocalRefusal(t *testing.T) {
 		{linkdevice.ErrHelperFailed, errcode.NetFetchFailed},
 		{context.DeadlineExceeded, errcode.NetFetchFailed},
 	} {
-		if got := localRefusal(tc.err); got.Code != tc.want {
+		if got := fetch.LocalRefusal(tc.err); got.Code != tc.want {
 			t.Errorf("localRefusal(%v) = %s, want %s", tc.err, got.Code, tc.want)
 		}
 	}

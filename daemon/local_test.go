@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
 )
 
 // TestLocalTransport: a send to a registered helper departs after the
@@ -18,10 +19,10 @@ import (
 // conformance: P3-X14-22, P3-X14-30, P3-X14-31, P3-X14-32, P3-X14-33
 func TestLocalTransport(t *testing.T) {
 	const token = "helper-token-0123456789abcdef0123456789abcdef"
-	setup := func(t *testing.T, h *fakeHelper, helpers map[string]LocalTransport) *rig {
+	setup := func(t *testing.T, h *fakeHelper, helpers map[string]*fakeHelper) *rig {
 		r := newRig(t, func(c *Config) {
 			c.ConfirmTimeout = time.Hour
-			c.LocalTransports = helpers
+			c.Helpers = helpersOf(helpers)
 		})
 		r.connectSim(t, "app1", "wa", map[string]string{"helper_token": token})
 		return r
@@ -29,7 +30,7 @@ func TestLocalTransport(t *testing.T) {
 	t.Run("send after confirm, answer scrubbed", func(t *testing.T) {
 		h := &fakeHelper{status: 200, header: http.Header{"Content-Type": {"application/json"}, "X-Helper-Debug": {token}, "Link": {"<x?t=" + token + ">"}},
 			body: `{"sent":true,"echo":"` + token + `"}`}
-		r := setup(t, h, map[string]LocalTransport{"sim": h})
+		r := setup(t, h, map[string]*fakeHelper{"sim": h})
 		ch := r.parkedNet(t.Context(), t, "app1", frame("POST", "https://sim.sidecar.invalid/v1/messages?to=1",
 			map[string]any{"body": `{"text":"hi"}`, "headers": map[string]any{"Accept-Encoding": "gzip", "X-Trace": "1"}}))
 		cs := waitConfirms(t, r.d, 1)
@@ -39,7 +40,7 @@ func TestLocalTransport(t *testing.T) {
 		if cs[0].Host != "sim.sidecar.invalid" || cs[0].Slot != "wa" {
 			t.Errorf("confirm = %+v", cs[0])
 		}
-		r.d.DecideConfirm(cs[0].ID, true, RememberOnce)
+		r.d.exec.DecideConfirm(cs[0].ID, true, fetch.RememberOnce)
 		res := <-ch
 		if res.Code != "" {
 			t.Fatalf("Net = %q", res.Code)
@@ -60,8 +61,8 @@ func TestLocalTransport(t *testing.T) {
 	})
 	t.Run("denied confirm never reaches the helper", func(t *testing.T) {
 		h := &fakeHelper{status: 200}
-		r := setup(t, h, map[string]LocalTransport{"sim": h})
-		r.autoDecide(t, false, RememberOnce)
+		r := setup(t, h, map[string]*fakeHelper{"sim": h})
+		r.autoDecide(t, false, fetch.RememberOnce)
 		res, _ := r.net(t, "app1", frame("POST", "https://sim.sidecar.invalid/v1/messages", map[string]any{"body": "{}"}))
 		if res.Code != errcode.NetConfirmDenied || len(h.requests()) != 0 {
 			t.Fatalf("Net = %q, helper calls %d; want denied, 0", res.Code, len(h.requests()))
@@ -69,13 +70,15 @@ func TestLocalTransport(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name    string
-		helpers func(h *fakeHelper) map[string]LocalTransport
+		helpers func(h *fakeHelper) map[string]*fakeHelper
 	}{
-		{"missing helper", func(*fakeHelper) map[string]LocalTransport { return map[string]LocalTransport{"signal": &fakeHelper{}} }},
-		{"no helpers at all", func(*fakeHelper) map[string]LocalTransport { return nil }},
-		{"helper down", func(h *fakeHelper) map[string]LocalTransport {
+		{"missing helper", func(*fakeHelper) map[string]*fakeHelper {
+			return map[string]*fakeHelper{"signal": &fakeHelper{}}
+		}},
+		{"no helpers at all", func(*fakeHelper) map[string]*fakeHelper { return nil }},
+		{"helper down", func(h *fakeHelper) map[string]*fakeHelper {
 			h.err = errors.New("helper exited holding " + token)
-			return map[string]LocalTransport{"sim": h}
+			return map[string]*fakeHelper{"sim": h}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,12 +101,12 @@ func TestLocalTransport(t *testing.T) {
 	}
 	t.Run("helper answers too much or a redirect", func(t *testing.T) {
 		big := &fakeHelper{status: 200, body: strings.Repeat("a", 1<<20+1)}
-		r := setup(t, big, map[string]LocalTransport{"sim": big})
+		r := setup(t, big, map[string]*fakeHelper{"sim": big})
 		if res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/x", nil)); res.Code != errcode.NetSizeExceeded {
 			t.Errorf("oversized helper answer = %q", res.Code)
 		}
 		redir := &fakeHelper{status: 302, header: http.Header{"Location": {"https://evil.example.com/"}}}
-		r = setup(t, redir, map[string]LocalTransport{"sim": redir})
+		r = setup(t, redir, map[string]*fakeHelper{"sim": redir})
 		if res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/x", nil)); res.Code != errcode.NetRedirectBlocked {
 			t.Errorf("helper redirect = %q", res.Code)
 		}

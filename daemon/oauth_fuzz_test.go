@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/oauth"
+	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/transports"
 )
 
@@ -33,18 +34,19 @@ func FuzzOAuthLoopbackCallback(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { d.Close() })
+	run(f, d)
 	// A live oauth flow whose sealed half is a real record, so a state
 	// naming it reaches Verify.
-	fl, _, err := d.flows.start(context.Background(), FlowOAuth, "app", "slot", "", FlowPending, oauth.FlowLifetime)
+	fl, _, err := d.pairing.Flows().Start(context.Background(), pairing.FlowOAuth, "app", "slot", "", pairing.FlowPending, oauth.FlowLifetime)
 	if err != nil {
 		f.Fatal(err)
 	}
 	of, _ := oauth.NewFlow(oauth.FlowParams{AppID: "app", Slot: "slot", Surface: oauth.SurfaceDesktop, Port: 4747, PKCE: true}, d.now())
 	of.ID = strings.TrimPrefix(fl.ID, "f_")
-	if err := d.sealFlow(context.Background(), fl.ID, of); err != nil {
+	if err := d.pairing.SealFlow(context.Background(), fl.ID, of); err != nil {
 		f.Fatal(err)
 	}
-	key, _ := d.stateKey(context.Background())
+	key, _ := d.pairing.StateKey(context.Background())
 	good, _ := oauth.State(key, of)
 	for _, s := range []string{
 		"code=abc&state=" + good,
@@ -58,11 +60,11 @@ func FuzzOAuthLoopbackCallback(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		fl, err := d.OAuthLoopbackCallback(context.Background(), q)
+		fl, err := d.pairing.OAuthLoopbackCallback(context.Background(), q)
 		if err == nil {
 			// Only the genuine state with an error answer ends a flow
 			// without an exchange; a code always needs the network.
-			if fl.State != FlowDenied && fl.State != FlowFailed {
+			if fl.State != pairing.FlowDenied && fl.State != pairing.FlowFailed {
 				t.Fatalf("query %q ended the flow %q", q, fl.State)
 			}
 			return

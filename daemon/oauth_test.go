@@ -15,9 +15,13 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/hints"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/oauth"
 	"github.com/snug/snugd/daemon/oauth/oauthtest"
+	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/transports"
 )
 
@@ -78,7 +82,7 @@ func newOAuthRig(t *testing.T) *oauthRig {
 			RootCAs: op.Roots(),
 		}
 	})
-	o.autoDecide(t, true, RememberSession)
+	o.autoDecide(t, true, fetch.RememberSession)
 	return o
 }
 
@@ -109,27 +113,27 @@ func (o *oauthRig) approveOAuth(t *testing.T, app string, decl map[string]any, v
 	t.Helper()
 	ctx := t.Context()
 	slot := decl["slot"].(string)
-	if _, err := o.d.ProposeUser(ctx, app, slot, mustJSON(t, decl)); err != nil {
+	if _, err := o.d.proposers.ProposeUser(ctx, app, slot, mustJSON(t, decl)); err != nil {
 		t.Fatalf("ProposeUser: %v", err)
 	}
-	c, err := o.d.Approve(ctx, app, slot)
+	c, err := o.d.grants.Approve(ctx, app, slot)
 	if err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
 	if !c.Borrowed {
 		t.Fatalf("the row is not the shipped entry's: %+v", c.Requirement)
 	}
-	if err := o.d.SetCredentials(ctx, app, slot, values); err != nil {
+	if err := o.d.grants.SetCredentials(ctx, app, slot, values); err != nil {
 		t.Fatalf("SetCredentials: %v", err)
 	}
 }
 
 // startSpotify approves app's Spotify row music with the OP's native
 // client and starts its desktop flow.
-func (o *oauthRig) startSpotify(t *testing.T, app string) OAuthStart {
+func (o *oauthRig) startSpotify(t *testing.T, app string) pairing.OAuthStart {
 	t.Helper()
 	o.approveOAuth(t, app, spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	st, err := o.d.StartOAuth(t.Context(), app, "music", 4747)
+	st, err := o.d.pairing.StartOAuth(t.Context(), app, "music", 4747)
 	if err != nil {
 		t.Fatalf("StartOAuth: %v", err)
 	}
@@ -137,12 +141,12 @@ func (o *oauthRig) startSpotify(t *testing.T, app string) OAuthStart {
 }
 
 // connectSpotify runs the whole desktop flow and returns the ended flow.
-func (o *oauthRig) connectSpotify(t *testing.T, app string) Flow {
+func (o *oauthRig) connectSpotify(t *testing.T, app string) pairing.Flow {
 	t.Helper()
 	st := o.startSpotify(t, app)
 	cb := o.op.SignIn(t.Context(), t, st.AuthorizeURL)
-	f, err := o.d.OAuthLoopbackCallback(t.Context(), cb.RawQuery)
-	if err != nil || f.State != FlowConnected {
+	f, err := o.d.pairing.OAuthLoopbackCallback(t.Context(), cb.RawQuery)
+	if err != nil || f.State != pairing.FlowConnected {
 		t.Fatalf("callback = %+v, %v", f, err)
 	}
 	return f
@@ -162,9 +166,9 @@ func (o *oauthRig) secret(t *testing.T, key string) string {
 	return string(v)
 }
 
-func (o *oauthRig) state(t *testing.T, app, slot string) ConnState {
+func (o *oauthRig) state(t *testing.T, app, slot string) grants.ConnState {
 	t.Helper()
-	s, _, err := o.d.ConnectionState(t.Context(), app, slot)
+	s, _, err := o.d.grants.ConnectionState(t.Context(), app, slot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +192,11 @@ func TestOAuthCodeFlowThroughTheExecutor(t *testing.T) {
 		q.Get("redirect_uri") != "http://127.0.0.1:4747/oauth/callback" || q.Get("client_id") != oauthtest.NativeClient {
 		t.Fatalf("authorize URL = %s", st.AuthorizeURL)
 	}
-	if st.Flow.Kind != FlowOAuth || st.Flow.State != FlowPending {
+	if st.Flow.Kind != pairing.FlowOAuth || st.Flow.State != pairing.FlowPending {
 		t.Fatalf("flow = %+v", st.Flow)
 	}
 	var rec oauth.Flow
-	if err := rec.UnmarshalBinary([]byte(o.secret(t, flowKeyPrefix+st.Flow.ID))); err != nil || rec.Slot != "music" || rec.AppID != "app1" || rec.Verifier == "" {
+	if err := rec.UnmarshalBinary([]byte(o.secret(t, pairing.FlowKeyPrefix+st.Flow.ID))); err != nil || rec.Slot != "music" || rec.AppID != "app1" || rec.Verifier == "" {
 		t.Fatalf("sealed flow = %v, %v", rec, err)
 	}
 	key := o.secret(t, store.StateHMACKey)
@@ -201,24 +205,24 @@ func TestOAuthCodeFlowThroughTheExecutor(t *testing.T) {
 	}
 
 	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
-	f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery)
-	if err != nil || f.State != FlowConnected {
+	f, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery)
+	if err != nil || f.State != pairing.FlowConnected {
 		t.Fatalf("callback = %+v, %v", f, err)
 	}
-	if _, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
+	if _, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
 		t.Fatal("the same sign-in answer was accepted twice")
 	}
 	s := o.state(t, "app1", "music")
-	if s.Status != ConnConnected || s.ObtainedAt == nil || s.ExpiresIn == nil || *s.ExpiresIn <= 0 || s.LastError != "" {
+	if s.Status != grants.ConnConnected || s.ObtainedAt == nil || s.ExpiresIn == nil || *s.ExpiresIn <= 0 || s.LastError != "" {
 		t.Fatalf("state = %+v", s)
 	}
-	access := o.secret(t, store.FieldKey("app1", "music", accessTokenField))
-	if access == "" || o.secret(t, store.FieldKey("app1", "music", refreshTokenField)) == "" {
+	access := o.secret(t, store.FieldKey("app1", "music", grants.AccessTokenField))
+	if access == "" || o.secret(t, store.FieldKey("app1", "music", grants.RefreshTokenField)) == "" {
 		t.Fatal("tokens not stored")
 	}
 	// A second app shares the one state key (§13: app-agnostic).
 	o.approveOAuth(t, "app2", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	if _, err := o.d.StartOAuth(ctx, "app2", "music", 4747); err != nil || o.secret(t, store.StateHMACKey) != key {
+	if _, err := o.d.pairing.StartOAuth(ctx, "app2", "music", 4747); err != nil || o.secret(t, store.StateHMACKey) != key {
 		t.Fatalf("second app's flow: %v, key changed: %t", err, o.secret(t, store.StateHMACKey) != key)
 	}
 
@@ -248,30 +252,30 @@ func TestOAuthCallbackRefusals(t *testing.T) {
 	state := q.Get("state")
 	tampered := state[:len(state)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(state, "AA")]
 	q.Set("state", tampered)
-	if _, err := o.d.OAuthLoopbackCallback(ctx, q.Encode()); !isCode(err, errcode.BadRequest) {
+	if _, err := o.d.pairing.OAuthLoopbackCallback(ctx, q.Encode()); !isCode(err, errcode.BadRequest) {
 		t.Fatalf("tampered state = %v", err)
 	}
-	if _, err := o.d.OAuthWebCallback(ctx, cb.Query().Get("code"), state, ""); err == nil {
+	if _, err := o.d.pairing.OAuthWebCallback(ctx, cb.Query().Get("code"), state, ""); err == nil {
 		t.Fatal("a desktop flow's answer was taken on the web route")
 	}
-	if f, _ := o.d.Flow(ctx, st.Flow.ID); f.State != FlowPending {
+	if f, _ := o.d.pairing.Flow(ctx, st.Flow.ID); f.State != pairing.FlowPending {
 		t.Fatalf("a refused answer changed the flow: %+v", f)
 	}
 	o.clock.advance(oauth.FlowLifetime + time.Second)
-	if _, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
+	if _, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
 		t.Fatal("an expired flow's answer was accepted")
 	}
 	if n := o.op.Count("authorization_code"); n != 0 {
 		t.Fatalf("a refused answer's code was exchanged (%d)", n)
 	}
-	if s := o.state(t, "app1", "music"); s.Status != ConnPending || s.LastError != oauthNotConnectedText {
+	if s := o.state(t, "app1", "music"); s.Status != grants.ConnPending || s.LastError != grants.OauthNotConnectedText {
 		t.Fatalf("state = %+v", s)
 	}
 	// A provider's error answer ends the flow denied, with a fixed sentence.
-	st, _ = o.d.StartOAuth(ctx, "app1", "music", 4747)
+	st, _ = o.d.pairing.StartOAuth(ctx, "app1", "music", 4747)
 	u, _ := url.Parse(st.AuthorizeURL)
-	f, err := o.d.OAuthLoopbackCallback(ctx, url.Values{"error": {"access_denied"}, "error_description": {"<b>nope</b>"}, "state": {u.Query().Get("state")}}.Encode())
-	if err != nil || f.State != FlowDenied || strings.Contains(f.Message, "nope") {
+	f, err := o.d.pairing.OAuthLoopbackCallback(ctx, url.Values{"error": {"access_denied"}, "error_description": {"<b>nope</b>"}, "state": {u.Query().Get("state")}}.Encode())
+	if err != nil || f.State != pairing.FlowDenied || strings.Contains(f.Message, "nope") {
 		t.Fatalf("denied = %+v, %v", f, err)
 	}
 }
@@ -285,7 +289,7 @@ func TestOAuthCallbackRefusals(t *testing.T) {
 func TestOAuthRefreshSingleFlight(t *testing.T) {
 	o := newOAuthRig(t)
 	o.connectSpotify(t, "app1")
-	old := o.secret(t, store.FieldKey("app1", "music", refreshTokenField))
+	old := o.secret(t, store.FieldKey("app1", "music", grants.RefreshTokenField))
 	s := o.state(t, "app1", "music")
 	// 61 s before expiry: nothing to do; 59 s: refresh first.
 	o.clock.advance(time.Duration(*s.ExpiresIn)*time.Second - 61*time.Second)
@@ -307,12 +311,12 @@ func TestOAuthRefreshSingleFlight(t *testing.T) {
 	if n := o.op.Count("refresh_token"); n != 1 || failed.Load() != 0 {
 		t.Fatalf("32 concurrent requests made %d refresh POSTs, %d failed", n, failed.Load())
 	}
-	rotated := o.secret(t, store.FieldKey("app1", "music", refreshTokenField))
+	rotated := o.secret(t, store.FieldKey("app1", "music", grants.RefreshTokenField))
 	if rotated == "" || rotated == old {
 		t.Fatal("the rotated refresh token was not stored")
 	}
 	// Reuse detection: the OP refuses the old refresh token.
-	c := o.d.oauthClient([]string{"accounts.spotify.com"})
+	c := o.d.pairing.OauthClient([]string{"accounts.spotify.com"})
 	_, err := c.Refresh(t.Context(), oauth.Endpoint{TokenURL: "https://accounts.spotify.com/api/token", ClientID: oauthtest.NativeClient}, old, nil)
 	if oe, ok := err.(*oauth.Error); !ok || oe.Class != oauth.Expired {
 		t.Fatalf("the old refresh token after rotation = %v", err)
@@ -339,14 +343,14 @@ func TestOAuthClientCredentials(t *testing.T) {
 	if b := o.op.Bearers(); len(b) != 2 || !strings.HasPrefix(b[0], "Bearer ") || b[0] != b[1] {
 		t.Fatalf("bearers = %q", b)
 	}
-	_, rep, err := o.d.RevokeReported(t.Context(), "app1", "games")
+	_, rep, err := o.d.grants.RevokeReported(t.Context(), "app1", "games")
 	if err != nil || rep.RemoteFailed == "" {
 		t.Fatalf("revoke = %+v, %v", rep, err)
 	}
 	if r := o.op.Revocations(); len(r) != 1 || r[0] != "access_token" {
 		t.Fatalf("revocations = %q", r)
 	}
-	if o.secret(t, store.FieldKey("app1", "games", accessTokenField)) != "" {
+	if o.secret(t, store.FieldKey("app1", "games", grants.AccessTokenField)) != "" {
 		t.Fatal("a refused remote revocation blocked the wipe")
 	}
 }
@@ -372,15 +376,15 @@ func TestOAuthRevocation(t *testing.T) {
 		"declaredApiHosts": []any{"api.example.net"},
 	}
 	for _, app := range []string{"app2", "app3"} {
-		if _, err := o.d.ProposeUser(ctx, app, "own", mustJSON(t, decl)); err != nil {
+		if _, err := o.d.proposers.ProposeUser(ctx, app, "own", mustJSON(t, decl)); err != nil {
 			t.Fatalf("ProposeUser: %v", err)
 		}
-		if _, err := o.d.Approve(ctx, app, "own"); err != nil {
+		if _, err := o.d.grants.Approve(ctx, app, "own"); err != nil {
 			t.Fatal(err)
 		}
-		o.d.SetCredentials(ctx, app, "own", map[string]string{"client_id": oauthtest.NativeClient})
+		o.d.grants.SetCredentials(ctx, app, "own", map[string]string{"client_id": oauthtest.NativeClient})
 		err := o.d.store.Update(ctx, func(tx *store.Tx) error {
-			for _, f := range []string{accessTokenField, refreshTokenField} {
+			for _, f := range []string{grants.AccessTokenField, grants.RefreshTokenField} {
 				v, err := tx.Secret(store.FieldKey("app1", "music", f))
 				if err != nil {
 					return err
@@ -395,22 +399,22 @@ func TestOAuthRevocation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, rep, err := o.d.RevokeReported(ctx, "app2", "own")
+	_, rep, err := o.d.grants.RevokeReported(ctx, "app2", "own")
 	if err != nil || rep.RemoteFailed != "" {
 		t.Fatalf("revoke = %+v, %v\n%s", rep, err, o.logs.String())
 	}
 	if r := o.op.Revocations(); len(r) != 2 || r[0] != "refresh_token" || r[1] != "access_token" {
 		t.Fatalf("revocations = %q", r)
 	}
-	if o.secret(t, store.FieldKey("app2", "own", refreshTokenField)) != "" {
+	if o.secret(t, store.FieldKey("app2", "own", grants.RefreshTokenField)) != "" {
 		t.Fatal("the refresh token survived the revocation")
 	}
 	o.op.SetFault(oauthtest.Unavailable)
-	_, rep, err = o.d.RevokeReported(ctx, "app3", "own")
+	_, rep, err = o.d.grants.RevokeReported(ctx, "app3", "own")
 	if err != nil || rep.RemoteFailed == "" {
 		t.Fatalf("revoke with the server down = %+v, %v", rep, err)
 	}
-	if o.secret(t, store.FieldKey("app3", "own", refreshTokenField)) != "" {
+	if o.secret(t, store.FieldKey("app3", "own", grants.RefreshTokenField)) != "" {
 		t.Fatal("a failed remote revocation blocked the wipe")
 	}
 }
@@ -423,10 +427,10 @@ func TestOAuthRevocation(t *testing.T) {
 func TestOAuthRefreshFaults(t *testing.T) {
 	o := newOAuthRig(t)
 	o.connectSpotify(t, "app1")
-	refresh := o.secret(t, store.FieldKey("app1", "music", refreshTokenField))
+	refresh := o.secret(t, store.FieldKey("app1", "music", grants.RefreshTokenField))
 	s := o.state(t, "app1", "music")
 	o.clock.advance(time.Duration(*s.ExpiresIn) * time.Second)
-	get := func() NetResult {
+	get := func() fetch.NetResult {
 		res, _ := o.net(t, "app1", frame("GET", "https://api.spotify.com/v1/me", nil))
 		return res
 	}
@@ -435,7 +439,7 @@ func TestOAuthRefreshFaults(t *testing.T) {
 	if res := get(); res.Code != errcode.NetAuthFailed {
 		t.Fatalf("503 refresh = %+v", res)
 	}
-	if o.secret(t, store.FieldKey("app1", "music", refreshTokenField)) != refresh || o.state(t, "app1", "music").Status != ConnConnected {
+	if o.secret(t, store.FieldKey("app1", "music", grants.RefreshTokenField)) != refresh || o.state(t, "app1", "music").Status != grants.ConnConnected {
 		t.Fatal("a transient failure discarded the refresh token or changed the status")
 	}
 
@@ -452,7 +456,7 @@ func TestOAuthRefreshFaults(t *testing.T) {
 	if res := get(); res.Code != errcode.NetAuthFailed {
 		t.Fatalf("invalid_grant = %+v", res)
 	}
-	if s := o.state(t, "app1", "music"); s.Status != ConnExpired || s.LastError != oauthExpiredMessage {
+	if s := o.state(t, "app1", "music"); s.Status != grants.ConnExpired || s.LastError != pairing.OauthExpiredMessage {
 		t.Fatalf("after invalid_grant state = %+v", s)
 	}
 	// Expired: nothing more is posted until a new sign-in.
@@ -469,7 +473,7 @@ func TestOAuthRefreshFaults(t *testing.T) {
 func TestOAuthEndpointOutsideCeilingNeverDials(t *testing.T) {
 	o := newOAuthRig(t)
 	before := o.dials.Load()
-	c := o.d.oauthClient([]string{"accounts.spotify.com", "api.spotify.com"})
+	c := o.d.pairing.OauthClient([]string{"accounts.spotify.com", "api.spotify.com"})
 	ep := oauth.Endpoint{TokenURL: "https://id.twitch.tv/oauth2/token", RevokeURL: "https://id.twitch.tv/oauth2/revoke", ClientID: "c", ClientSecret: "s"}
 	if _, err := c.ClientCredentials(t.Context(), ep, nil); err == nil {
 		t.Fatal("a token POST outside the ceiling went through")
@@ -511,7 +515,7 @@ func TestOAuthErrorPageEchoingTheClientSecret(t *testing.T) {
 		io.WriteString(w, `{"error":"invalid_client","error_description":"bad secret `+oauthtest.ServiceKey+`"}`)
 	})
 	o.net(t, "app1", frame("GET", "https://api.twitch.tv/helix/games/top?first=1", nil))
-	if s := o.state(t, "app1", "games"); s.Status != ConnError || s.LastError != oauthFailedMessage {
+	if s := o.state(t, "app1", "games"); s.Status != grants.ConnError || s.LastError != pairing.OauthFailedMessage {
 		t.Fatalf("state after invalid_client = %+v", s)
 	}
 	if strings.Contains(o.logs.String(), oauthtest.ServiceKey) {
@@ -535,7 +539,7 @@ func TestOAuthClientCredentialsRefetchedWithinTheSkew(t *testing.T) {
 	}
 	get()
 	s := o.state(t, "app1", "games")
-	if s.Status != ConnConnected || s.ExpiresIn == nil || *s.ExpiresIn <= 61 {
+	if s.Status != grants.ConnConnected || s.ExpiresIn == nil || *s.ExpiresIn <= 61 {
 		t.Fatalf("state after the first fetch = %+v", s)
 	}
 	o.clock.advance(time.Duration(*s.ExpiresIn)*time.Second - 61*time.Second)
@@ -563,24 +567,24 @@ func TestOAuthOneLiveFlowPerSlot(t *testing.T) {
 	ctx := t.Context()
 	first := o.startSpotify(t, "app1")
 	cb := o.op.SignIn(ctx, t, first.AuthorizeURL)
-	second, err := o.d.StartOAuth(ctx, "app1", "music", 4747)
+	second, err := o.d.pairing.StartOAuth(ctx, "app1", "music", 4747)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := o.d.Flow(ctx, first.Flow.ID); f.State != FlowFailed || !strings.Contains(f.Message, "newer") {
+	if f, _ := o.d.pairing.Flow(ctx, first.Flow.ID); f.State != pairing.FlowFailed || !strings.Contains(f.Message, "newer") {
 		t.Fatalf("the first flow after a second start = %+v", f)
 	}
-	if o.secret(t, flowKeyPrefix+first.Flow.ID) != "" {
+	if o.secret(t, pairing.FlowKeyPrefix+first.Flow.ID) != "" {
 		t.Fatal("the replaced flow's sealed half (its verifier) was kept")
 	}
-	if _, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
+	if _, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery); err == nil {
 		t.Fatal("the replaced flow's answer was taken")
 	}
 	if n := o.op.Count("authorization_code"); n != 0 {
 		t.Fatalf("the replaced flow's code was exchanged (%d)", n)
 	}
 	cb = o.op.SignIn(ctx, t, second.AuthorizeURL)
-	if f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != FlowConnected {
+	if f, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != pairing.FlowConnected {
 		t.Fatalf("the second flow's answer = %+v, %v", f, err)
 	}
 }
@@ -596,7 +600,7 @@ func TestOAuthWiderScopesDisclosed(t *testing.T) {
 	if !slices.Contains(s.ScopesGranted, "offline_access") {
 		t.Fatalf("scopesGranted = %q, want the OP's grant", s.ScopesGranted)
 	}
-	if f.Message != msgOAuthWider {
+	if f.Message != pairing.MsgOAuthWider {
 		t.Fatalf("flow message = %q, want the wider-grant sentence", f.Message)
 	}
 	if l := o.logs.String(); !strings.Contains(l, "granted scopes beyond those requested") || !strings.Contains(l, "offline_access") {
@@ -608,13 +612,13 @@ func TestOAuthWiderScopesDisclosed(t *testing.T) {
 // names the command that stores it.
 func TestOAuthStartWithoutClientID(t *testing.T) {
 	o := newOAuthRig(t)
-	if _, err := o.d.ProposeUser(t.Context(), "app1", "music", mustJSON(t, spotifyDecl("music"))); err != nil {
+	if _, err := o.d.proposers.ProposeUser(t.Context(), "app1", "music", mustJSON(t, spotifyDecl("music"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.d.Approve(t.Context(), "app1", "music"); err != nil {
+	if _, err := o.d.grants.Approve(t.Context(), "app1", "music"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := o.d.StartOAuth(t.Context(), "app1", "music", 4747)
+	_, err := o.d.pairing.StartOAuth(t.Context(), "app1", "music", 4747)
 	if !isCode(err, errcode.BadRequest) || !strings.Contains(err.Error(), "snugd ctl credentials set") {
 		t.Fatalf("StartOAuth without a client ID = %v", err)
 	}
@@ -628,26 +632,26 @@ func TestOAuthCallbackAnnounces(t *testing.T) {
 	ctx := t.Context()
 	st := o.startSpotify(t, "app1")
 	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
-	hints := o.d.Hints(ctx)
-	if f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != FlowConnected {
+	hs := o.d.Hints(ctx)
+	if f, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != pairing.FlowConnected {
 		t.Fatalf("callback = %+v, %v", f, err)
 	}
 	var flowUpdated, connChanged bool
 	timeout := time.After(10 * time.Second)
 	for !flowUpdated || !connChanged {
 		select {
-		case h := <-hints:
+		case h := <-hs:
 			switch {
-			case h.Type == HintFlowUpdated && h.ID == st.Flow.ID:
+			case h.Type == hints.FlowUpdated && h.ID == st.Flow.ID:
 				flowUpdated = true
-			case h.Type == HintConnectionChanged && h.AppID == "app1" && h.Slot == "music":
+			case h.Type == hints.ConnectionChanged && h.AppID == "app1" && h.Slot == "music":
 				connChanged = true
 			}
 		case <-timeout:
 			t.Fatalf("hints after the callback: flow-updated %v, connection-changed %v", flowUpdated, connChanged)
 		}
 	}
-	if f, err := o.d.Flow(ctx, st.Flow.ID); err != nil || f.State != FlowConnected {
+	if f, err := o.d.pairing.Flow(ctx, st.Flow.ID); err != nil || f.State != pairing.FlowConnected {
 		t.Fatalf("Flow = %+v, %v", f, err)
 	}
 }
@@ -674,7 +678,7 @@ func TestOAuthGitHubAppFlow(t *testing.T) {
 		"declaredApiHosts": []any{"api.github.com"},
 	}
 	o.approveOAuth(t, "app1", decl, map[string]string{"client_id": oauthtest.GitHubClient, "client_secret": oauthtest.GitHubSecret})
-	st, err := o.d.StartOAuth(ctx, "app1", "gh", 4747)
+	st, err := o.d.pairing.StartOAuth(ctx, "app1", "gh", 4747)
 	if err != nil {
 		t.Fatalf("StartOAuth: %v", err)
 	}
@@ -688,8 +692,8 @@ func TestOAuthGitHubAppFlow(t *testing.T) {
 		t.Fatal("the authorize URL carries the client secret")
 	}
 	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
-	f, err := o.d.OAuthLoopbackCallback(ctx, cb.RawQuery)
-	if err != nil || f.State != FlowConnected {
+	f, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery)
+	if err != nil || f.State != pairing.FlowConnected {
 		t.Fatalf("callback = %+v, %v\n%s", f, err, o.logs.String())
 	}
 	if a := o.op.TokenAuths(); len(a) != 1 || a[0] != "post" {
@@ -699,7 +703,7 @@ func TestOAuthGitHubAppFlow(t *testing.T) {
 	if res.Status != http.StatusOK {
 		t.Fatalf("GET api.github.com/user = %+v", res)
 	}
-	access := o.secret(t, store.FieldKey("app1", "gh", accessTokenField))
+	access := o.secret(t, store.FieldKey("app1", "gh", grants.AccessTokenField))
 	if b := o.op.Bearers(); len(b) != 1 || b[0] != "Bearer "+access {
 		t.Fatalf("the API saw %q", b)
 	}

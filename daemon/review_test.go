@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/internal/testutil"
 )
@@ -21,13 +22,13 @@ func TestReviewDiff(t *testing.T) {
 	next := req("wx", "api.example.com", "b.example.com")
 	next["scopes"] = []any{"write", "read"}
 	next["registration"] = v["registration"]
-	d.stagePending(ctx, "app", mustAdmit(t, next))
+	d.grants.StagePending(ctx, "app", mustAdmit(t, next))
 
-	rv, err := d.Review(ctx, "app", "wx")
+	rv, err := d.proposers.Review(ctx, "app", "wx")
 	if err != nil {
 		t.Fatalf("Review: %v", err)
 	}
-	if rv.Posture != PostureManual || rv.ConsoleHost != "console.example.com" || len(rv.Instructions) != 2 {
+	if rv.Posture != grants.PostureManual || rv.ConsoleHost != "console.example.com" || len(rv.Instructions) != 2 {
 		t.Fatalf("review = %+v", rv)
 	}
 	if strings.Join(rv.Hosts, ",") != "api.example.com" || strings.Join(rv.PendingHosts, ",") != "api.example.com,b.example.com" {
@@ -52,22 +53,22 @@ func TestReviewDiff(t *testing.T) {
 
 func TestPostureByProvenance(t *testing.T) {
 	for _, tc := range []struct {
-		p        Provenance
+		p        grants.Provenance
 		imported bool
 		borrowed bool
-		want     Posture
+		want     grants.Posture
 	}{
-		{ProvenanceUser, false, false, PostureManual},
-		{ProvenanceUser, false, true, PostureManual},
-		{ProvenanceUser, true, false, PostureStrong},
-		{ProvenanceRegistry, false, true, PosturePinned},
-		{ProvenanceRegistry, true, true, PosturePinned},
-		{ProvenanceRegistry, false, false, PostureStrong},
-		{ProvenanceInference, false, false, PostureStrong},
-		{ProvenanceUserDocs, false, false, PostureStrong},
-		{ProvenanceStarter, false, true, PostureStrong},
+		{grants.ProvenanceUser, false, false, grants.PostureManual},
+		{grants.ProvenanceUser, false, true, grants.PostureManual},
+		{grants.ProvenanceUser, true, false, grants.PostureStrong},
+		{grants.ProvenanceRegistry, false, true, grants.PosturePinned},
+		{grants.ProvenanceRegistry, true, true, grants.PosturePinned},
+		{grants.ProvenanceRegistry, false, false, grants.PostureStrong},
+		{grants.ProvenanceInference, false, false, grants.PostureStrong},
+		{grants.ProvenanceUserDocs, false, false, grants.PostureStrong},
+		{grants.ProvenanceStarter, false, true, grants.PostureStrong},
 	} {
-		if got := postureOf(Connection{Provenance: tc.p, Imported: tc.imported}, tc.borrowed); got != tc.want {
+		if got := grants.PostureOf(grants.Connection{Provenance: tc.p, Imported: tc.imported}, tc.borrowed); got != tc.want {
 			t.Errorf("postureOf(%q, imported %v, borrowed %v) = %q, want %q", tc.p, tc.imported, tc.borrowed, got, tc.want)
 		}
 	}
@@ -85,25 +86,25 @@ func TestPairingOwedByFamilyMarker(t *testing.T) {
 		"lanHost":          map[string]any{"class": "rfc1918-ipv4-literal", "label": "Bridge IP address"},
 		"declaredApiHosts": []any{"192.168.1.20"},
 	}
-	pr, err := d.ProposeUser(ctx, "app", "hue", mustJSON(t, hue))
+	pr, err := d.proposers.ProposeUser(ctx, "app", "hue", mustJSON(t, hue))
 	if err != nil || !pr.Borrowed {
 		t.Fatalf("Hue proposal = %+v, %v", pr, err)
 	}
-	rv, _ := d.Review(ctx, "app", "hue")
+	rv, _ := d.proposers.Review(ctx, "app", "hue")
 	if rv.PairingFamily != "exchange" || !rv.PairingOwed {
 		t.Fatalf("fresh Hue row: family %q owed %v; want exchange owed", rv.PairingFamily, rv.PairingOwed)
 	}
 	// Connected (a typed key), and another family's marker set: still owed.
 	one := int64(1)
-	for _, st := range []ConnState{
-		{Status: ConnConnected},
-		{Status: ConnConnected, LinkVerifiedAt: &one, ClaimVerifiedAt: &one},
+	for _, st := range []grants.ConnState{
+		{Status: grants.ConnConnected},
+		{Status: grants.ConnConnected, LinkVerifiedAt: &one, ClaimVerifiedAt: &one},
 	} {
-		if _, owed := d.pairingOwed(pr.Connection.Requirement, st, true); !owed {
+		if _, owed := d.grants.PairingOwed(pr.Connection.Requirement, st, true); !owed {
 			t.Fatalf("state %+v: pairing not owed; another family's marker must not vouch", st)
 		}
 	}
-	if _, owed := d.pairingOwed(pr.Connection.Requirement, ConnState{Status: ConnConnected, LANVerifiedAt: &one}, true); owed {
+	if _, owed := d.grants.PairingOwed(pr.Connection.Requirement, grants.ConnState{Status: grants.ConnConnected, LANVerifiedAt: &one}, true); owed {
 		t.Fatal("the exchange marker did not settle the exchange family")
 	}
 }
@@ -124,11 +125,11 @@ func TestUnborrowedRegistryNameIsNeitherDisclosedNorReapproved(t *testing.T) {
 		c.AllowedHosts = `["collector.example.com"]`
 		c.Provenance = store.ProvenanceRegistry
 	})
-	rv, err := d.Review(ctx, "app", "music")
+	rv, err := d.proposers.Review(ctx, "app", "music")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rv.Borrowed || rv.Disclosure != "" || rv.Posture == PosturePinned {
+	if rv.Borrowed || rv.Disclosure != "" || rv.Posture == grants.PosturePinned {
 		t.Fatalf("review = borrowed %v, disclosure %q, posture %q; the values are the app's own, not the registry's", rv.Borrowed, rv.Disclosure, rv.Posture)
 	}
 
@@ -140,9 +141,9 @@ func TestUnborrowedRegistryNameIsNeitherDisclosedNorReapproved(t *testing.T) {
 		p := string(mustJSON(t, staged))
 		c.PendingRequirementJSON = &p
 	})
-	_, err = d.Reapprove(ctx, "app", "other")
+	_, err = d.grants.Reapprove(ctx, "app", "other")
 	testutil.WantCode(t, err, errcode.RequirementInvalid)
-	if c, _ := d.Connection(ctx, "app", "other"); slices.Contains(c.AllowedHosts, "collector.example.com") {
+	if c, _ := d.grants.Connection(ctx, "app", "other"); slices.Contains(c.AllowedHosts, "collector.example.com") {
 		t.Fatalf("re-approval froze %v", c.AllowedHosts)
 	}
 }
@@ -156,45 +157,45 @@ func TestUnborrowedRegistryNameIsNeitherDisclosedNorReapproved(t *testing.T) {
 func TestStagedChangeIsReviewedByItsOwnPosture(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := t.Context()
-	if _, err := d.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com"))); err != nil {
+	if _, err := d.proposers.ProposeUser(ctx, "app", "wx", mustJSON(t, req("wx", "api.example.com"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Approve(ctx, "app", "wx"); err != nil {
+	if _, err := d.grants.Approve(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
-	if rv, _ := d.Review(ctx, "app", "wx"); rv.Posture != PostureManual {
+	if rv, _ := d.proposers.Review(ctx, "app", "wx"); rv.Posture != grants.PostureManual {
 		t.Fatalf("user-entered row reviewed %q, want manual", rv.Posture)
 	}
-	pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com", "evil.example.com"), nil), false)
+	pr, err := d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, req("wx", "api.example.com", "evil.example.com"), nil), false)
 	if err != nil || !pr.Staged {
 		t.Fatalf("directive = %+v, %v; want it staged", pr, err)
 	}
-	if rv, _ := d.Review(ctx, "app", "wx"); rv.Posture != PostureStrong {
+	if rv, _ := d.proposers.Review(ctx, "app", "wx"); rv.Posture != grants.PostureStrong {
 		t.Fatalf("assistant-staged change reviewed %q, want strong", rv.Posture)
 	}
 	// A staged change holding the registry's own values, proposed by the
 	// assistant, is pinned.
 	gh := req("code", "api.github.com")
 	gh["provider"] = map[string]any{"name": "GitHub"}
-	if _, err := d.ProposeUser(ctx, "app", "code", mustJSON(t, gh)); err != nil {
+	if _, err := d.proposers.ProposeUser(ctx, "app", "code", mustJSON(t, gh)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Approve(ctx, "app", "code"); err != nil {
+	if _, err := d.grants.Approve(ctx, "app", "code"); err != nil {
 		t.Fatal(err)
 	}
 	oauth := req("code", "api.github.com")
 	oauth["provider"] = map[string]any{"name": "GitHub"}
 	oauth["fields"] = []any{map[string]any{"key": "client_id", "label": "ID", "type": "text"}, map[string]any{"key": "client_secret", "label": "Secret", "type": "secret"}}
 	oauth["request"] = map[string]any{"headerTemplate": map[string]any{"X-Key": "{{client_id}}:{{client_secret}}"}}
-	if pr, err := d.ProposeDirective(ctx, "app", directiveJSON(t, oauth, nil), false); err != nil || !pr.Staged || !pr.Borrowed {
+	if pr, err := d.proposers.ProposeDirective(ctx, "app", directiveJSON(t, oauth, nil), false); err != nil || !pr.Staged || !pr.Borrowed {
 		t.Fatalf("directive = %+v, %v; want a borrowed option staged", pr, err)
 	}
-	if rv, _ := d.Review(ctx, "app", "code"); rv.Posture != PosturePinned || !rv.Borrowed {
+	if rv, _ := d.proposers.Review(ctx, "app", "code"); rv.Posture != grants.PosturePinned || !rv.Borrowed {
 		t.Fatalf("staged registry option reviewed %q (borrowed %v), want pinned", rv.Posture, rv.Borrowed)
 	}
 	// After re-approval the row's provenance is its requirement's.
-	c, err := d.Reapprove(ctx, "app", "code")
-	if err != nil || c.Provenance != ProvenanceRegistry {
+	c, err := d.grants.Reapprove(ctx, "app", "code")
+	if err != nil || c.Provenance != grants.ProvenanceRegistry {
 		t.Fatalf("Reapprove = %s, %v; want provenance registry", c.Provenance, err)
 	}
 }

@@ -1,17 +1,18 @@
 package daemon
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/wire"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 // conformance: P3-X14-01
 func TestOneSeat(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+	files, err := coreFiles()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +50,9 @@ func TestOneSeat(t *testing.T) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok {
 				switch sel.Sel.Name {
-				case "readSecrets", "slotSecrets", "SlotSecrets":
+				case "readSecrets", "ReadSecrets", "slotSecrets", "SlotSecrets":
 					reads = true
-				case "public", "lan", "helper":
+				case "public", "lan", "helper", "Public", "Lan", "side":
 					fetches = true
 				}
 			}
@@ -70,14 +71,14 @@ func TestOneSeat(t *testing.T) {
 			both = append(both, r)
 		}
 	}
-	// fetch.go only wires the executor's fields (newExecutor);
-	// custody.go defines slotSecrets and calls no transport; the
-	// transports (fetch_transport.go) and the credential sources
-	// (fetch_inject.go) read no credential themselves. oauthconn.go is
-	// gate 8's OAuth token seat (§13): it reads the slot's client fields
-	// and tokens and posts them to the token endpoint through the public
-	// transport, behind the row's ceiling check (guardedTransport).
-	if want := []string{"fetch.go", "fetch_gates.go", "oauthconn.go"}; !slices.Equal(both, want) {
+	// fetch/fetch.go only wires the executor's fields (NewExecutor);
+	// grants/custody.go defines SlotSecrets and calls no transport; the
+	// transports (fetch_transport.go), the side client (side.go) and the
+	// credential sources (fetch_inject.go) read no credential themselves.
+	// pairing/oauthconn.go is gate 8's OAuth token seat (§13): it reads the
+	// slot's client fields and tokens and posts them to the token endpoint
+	// through the executor's side client, behind the row's ceiling check.
+	if want := []string{"fetch/fetch.go", "fetch/fetch_gates.go", "pairing/oauthconn.go"}; !slices.Equal(both, want) {
 		t.Errorf("files that both read credentials and reach a transport = %v, want %v", both, want)
 	}
 }
@@ -90,15 +91,15 @@ func TestOneSeat(t *testing.T) {
 func TestInjectionCeilingCheck(t *testing.T) {
 	r := newRig(t)
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
-	idx := r.d.index.Load()
-	g := idx.apps["app1"].row("ex")
-	f := &fetch{call: NetCall{AppID: "app1"}, index: idx, grant: g, host: apiHost,
-		req: wire.NetRequest{Method: "GET"}, target: mustURL(t, "https://evil.example.com/x"), header: appHeader(nil)}
-	if err := r.d.exec.render(f, map[string]string{"api_key": secretKey}); err == nil || err.Code != errcode.NetHostBlocked {
+	idx := r.d.grants.Snapshot()
+	g := idx.Apps["app1"].Row("ex")
+	f := &fetch.Fetch{Call: fetch.NetCall{AppID: "app1"}, Index: idx, Grant: g, Host: apiHost,
+		Req: wire.NetRequest{Method: "GET"}, Target: mustURL(t, "https://evil.example.com/x"), Header: fetch.AppHeader(nil)}
+	if err := r.d.exec.Render(f, map[string]string{"api_key": secretKey}); err == nil || err.Code != errcode.NetHostBlocked {
 		t.Fatalf("render(off-ceiling target) = %v, want NET_HOST_BLOCKED", err)
 	}
-	if f.sendURL != nil && strings.Contains(f.sendURL.String(), "appid") {
-		t.Errorf("credentialed url kept: %s", f.sendURL)
+	if f.SendURL != nil && strings.Contains(f.SendURL.String(), "appid") {
+		t.Errorf("credentialed url kept: %s", f.SendURL)
 	}
 }
 
@@ -109,17 +110,17 @@ func TestInjectionCeilingCheck(t *testing.T) {
 // conformance: P3-S17-01
 func TestNoArmingFromTheApp(t *testing.T) {
 	r := newStandingRig(t)
-	r.autoDecide(t, true, RememberSession)
-	for _, del := range []Delivery{DeliveryApp, DeliveryLLM} {
+	r.autoDecide(t, true, fetch.RememberSession)
+	for _, del := range []fetch.Delivery{fetch.DeliveryApp, fetch.DeliveryLLM} {
 		for _, f := range [][]byte{
 			reply("T1", "T1"),
 			frame("POST", "https://api.example.com/v1/standing", map[string]any{"body": `{"arm":true,"target":"T1","trigger":"reply"}`}),
 			frame("POST", "https://api.example.com/v1/threads/T1/messages", map[string]any{"standing": true}),
 		} {
-			r.d.Net(t.Context(), NetCall{AppID: "app1", Frame: f, Delivery: del})
+			r.d.exec.Net(t.Context(), fetch.NetCall{AppID: "app1", Frame: f, Delivery: del})
 		}
 	}
-	if s := r.d.Standings(); len(s) != 0 {
+	if s := r.d.exec.Standings(context.Background()); len(s) != 0 {
 		t.Fatalf("an app or model request armed %+v", s)
 	}
 }

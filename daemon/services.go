@@ -8,13 +8,14 @@ import (
 
 // The daemon's long-lived parts run as services (Syncthing's Serve(ctx)
 // shape, our own small owner): each is a Run(ctx) error that works until
-// ctx is done, then finishes what it owes and returns. The daemon starts
-// them in New, in order, and Close stops them in reverse order, each one
-// waited for before the next is stopped, so a service started later (the
-// helper supervisor, mDNS, the OAuth refresher) can still journal while it
-// stops. Adding one is one line in New: d.services.start("name", s).
+// ctx is done, then finishes what it owes and returns. New lists them in
+// order (d.services.add("name", s)); Daemon.Run starts them under its
+// caller's context and, when that is done, stops them in reverse order,
+// each one waited for before the next is stopped, so a service started
+// later (the helper supervisor) can still journal while it stops.
 //
-// Today: the journal's batcher (journal.go).
+// Today: the journal's batcher (daemon/journal) and the helper
+// supervisor (linkdevice).
 
 // A service is a long-lived part of the daemon.
 type service interface {
@@ -30,8 +31,16 @@ type services struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
+	listed  []listedService   // in start order (add)
 	running []*runningService // in start order
 	stopped bool
+
+	stopOnce sync.Once
+}
+
+type listedService struct {
+	name string
+	s    service
 }
 
 type runningService struct {
@@ -42,14 +51,33 @@ type runningService struct {
 
 func newServices(log *slog.Logger) *services { return &services{log: log} }
 
-// start runs s until stop. After stop it does nothing.
-func (g *services) start(name string, s service) {
+// add lists s for startAll.
+func (g *services) add(name string, s service) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.listed = append(g.listed, listedService{name, s})
+}
+
+// startAll starts the listed services, in order, under parent.
+func (g *services) startAll(parent context.Context) {
+	g.mu.Lock()
+	listed := g.listed
+	g.mu.Unlock()
+	for _, l := range listed {
+		g.start(parent, l.name, l.s)
+	}
+}
+
+// start runs s until stop. After stop it does nothing. s's context keeps
+// parent's values but not its cancellation: stop ends the services one at
+// a time, in reverse order.
+func (g *services) start(parent context.Context, name string, s service) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.stopped {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	r := &runningService{name: name, cancel: cancel, done: make(chan struct{})}
 	g.running = append(g.running, r)
 	// The service's goroutine lives until stop cancels its context and
@@ -63,14 +91,17 @@ func (g *services) start(name string, s service) {
 }
 
 // stop stops every service, the last started first, and returns when all
-// have returned. It is idempotent.
+// have returned. It is idempotent, and every call returns only once the
+// first has finished (Run and Close may both stop the daemon).
 func (g *services) stop() {
-	g.mu.Lock()
-	running := g.running
-	g.running, g.stopped = nil, true
-	g.mu.Unlock()
-	for i := len(running) - 1; i >= 0; i-- {
-		running[i].cancel()
-		<-running[i].done
-	}
+	g.stopOnce.Do(func() {
+		g.mu.Lock()
+		running := g.running
+		g.running, g.stopped = nil, true
+		g.mu.Unlock()
+		for i := len(running) - 1; i >= 0; i-- {
+			running[i].cancel()
+			<-running[i].done
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/internal/testutil"
 )
 
@@ -48,16 +49,16 @@ func TestServices(t *testing.T) {
 		return &orderService{name: name, mu: &mu, log: &order, err: err, up: make(chan struct{})}
 	}
 	a, b, bad := mk("a", nil), mk("b", nil), mk("bad", errors.New("broken"))
-	g.start("a", a)
-	g.start("b", b)
-	g.start("bad", bad)
+	g.start(t.Context(), "a", a)
+	g.start(t.Context(), "b", b)
+	g.start(t.Context(), "bad", bad)
 	<-a.up
 	<-b.up
 	<-bad.up
 	g.stop()
 	g.stop()
 	late := mk("late", nil)
-	g.start("late", late)
+	g.start(t.Context(), "late", late)
 	mu.Lock()
 	got := slices.Clone(order)
 	mu.Unlock()
@@ -83,8 +84,9 @@ func TestJournalServiceFlushesOnStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	run(t, d)
 	defer d.Close()
-	es, err := d.Journal(t.Context(), JournalQuery{Limit: 1000})
+	es, err := d.records.Journal(t.Context(), journal.JournalQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/wire"
 )
 
-func chatTargets(r *requirement.Requirement) []StandingTarget {
+func chatTargets(r *requirement.Requirement) []fetch.StandingTarget {
 	if r.Provider.Name != "Chat" {
 		return nil
 	}
-	return []StandingTarget{{Trigger: "reply", Method: "POST", PathPattern: "/v1/threads/{target}/messages", BodyField: "message.thread_id"}}
+	return []fetch.StandingTarget{{Trigger: "reply", Method: "POST", PathPattern: "/v1/threads/{target}/messages", BodyField: "message.thread_id"}}
 }
 
 func chatReq() map[string]any {
@@ -45,13 +47,13 @@ func newStandingRig(t *testing.T, opts ...func(*Config)) *rig {
 	return r
 }
 
-func arm(t *testing.T, r *rig, target string, mod func(*StandingSpec)) Standing {
+func arm(t *testing.T, r *rig, target string, mod func(*fetch.StandingSpec)) fetch.Standing {
 	t.Helper()
-	spec := StandingSpec{AppID: "app1", Slot: "chat", Target: target, Trigger: "reply", MaxSends: 5, Window: time.Hour, UserGesture: true}
+	spec := fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: target, Trigger: "reply", MaxSends: 5, Window: time.Hour, UserGesture: true}
 	if mod != nil {
 		mod(&spec)
 	}
-	s, err := r.d.ArmStanding(t.Context(), spec)
+	s, err := r.d.exec.ArmStanding(t.Context(), spec)
 	if err != nil {
 		t.Fatalf("ArmStanding: %v", err)
 	}
@@ -62,20 +64,20 @@ func arm(t *testing.T, r *rig, target string, mod func(*StandingSpec)) Standing 
 // code; every prompt is denied.
 func (r *rig) outcome(t *testing.T, f []byte) (prompted bool, code errcode.Code) {
 	t.Helper()
-	return r.promptAnswer(t, "app1", f, false, RememberOnce)
+	return r.promptAnswer(t, "app1", f, false, fetch.RememberOnce)
 }
 
 // promptAnswer runs f for app and, if the user is asked, answers allow
 // with remember. It reports whether the user was asked and the code.
-func (r *rig) promptAnswer(t *testing.T, app string, f []byte, allow bool, remember Remember) (prompted bool, code errcode.Code) {
+func (r *rig) promptAnswer(t *testing.T, app string, f []byte, allow bool, remember fetch.Remember) (prompted bool, code errcode.Code) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	hints := r.d.Hints(ctx) // before the request: its confirm rings
 	ch := r.parkedNet(ctx, t, app, f)
 	for {
-		if cs := r.d.Confirms(); len(cs) > 0 {
-			r.d.DecideConfirm(cs[0].ID, allow, remember)
+		if cs := r.d.exec.Confirms(context.Background()); len(cs) > 0 {
+			r.d.exec.DecideConfirm(cs[0].ID, allow, remember)
 			return true, (<-ch).Code
 		}
 		select {
@@ -97,40 +99,40 @@ func TestArmStanding(t *testing.T) {
 	if s.Spec.Slot != "chat" || s.Spec.Target != "T1" || s.Spec.Trigger != "reply" || len(s.ID) != 32 {
 		t.Errorf("Standing = %+v, want the frozen (slot, target, trigger)", s)
 	}
-	if got, ok := r.d.StandingFor("app1", "chat"); !ok || got.ID != s.ID {
+	if got, ok := r.d.exec.StandingFor("app1", "chat"); !ok || got.ID != s.ID {
 		t.Errorf("StandingFor = %v", ok)
 	}
-	if facts := r.d.Facts("app1"); !facts[0].Armed && !facts[1].Armed {
+	if facts := r.d.grants.Facts("app1"); !facts[0].Armed && !facts[1].Armed {
 		t.Errorf("facts do not disclose the armed state: %+v", facts)
 	}
 	for _, tc := range []struct {
 		name string
-		spec StandingSpec
+		spec fetch.StandingSpec
 		want errcode.Code
 	}{
-		{"second target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.StandingArmed},
-		{"unknown trigger", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "post", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
-		{"no trigger classes", StandingSpec{AppID: "app1", Slot: "plain", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
-		{"unknown slot", StandingSpec{AppID: "app1", Slot: "nope", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.ConnectionNotFound},
-		{"no rate cap", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", Window: time.Hour, UserGesture: true}, errcode.BadRequest},
-		{"no gesture", StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
-		{"control in target", StandingSpec{AppID: "app1", Slot: "chat", Target: "T\n2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
+		{"second target", fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.StandingArmed},
+		{"unknown trigger", fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "post", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
+		{"no trigger classes", fetch.StandingSpec{AppID: "app1", Slot: "plain", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
+		{"unknown slot", fetch.StandingSpec{AppID: "app1", Slot: "nope", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.ConnectionNotFound},
+		{"no rate cap", fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", Window: time.Hour, UserGesture: true}, errcode.BadRequest},
+		{"no gesture", fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "T2", Trigger: "reply", MaxSends: 1, Window: time.Hour}, errcode.BadRequest},
+		{"control in target", fetch.StandingSpec{AppID: "app1", Slot: "chat", Target: "T\n2", Trigger: "reply", MaxSends: 1, Window: time.Hour, UserGesture: true}, errcode.BadRequest},
 	} {
-		if _, err := r.d.ArmStanding(t.Context(), tc.spec); !errorsIsCode(err, tc.want) {
+		if _, err := r.d.exec.ArmStanding(t.Context(), tc.spec); !errorsIsCode(err, tc.want) {
 			t.Errorf("ArmStanding(%s) = %v, want %s", tc.name, err, tc.want)
 		}
 	}
-	if err := r.d.DisarmStanding(s.ID); err != nil {
+	if err := r.d.exec.DisarmStanding(context.Background(), s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.d.DisarmStanding(s.ID); !errorsIsCode(err, errcode.NotFound) {
+	if err := r.d.exec.DisarmStanding(context.Background(), s.ID); !errorsIsCode(err, errcode.NotFound) {
 		t.Errorf("second disarm = %v, want NOT_FOUND", err)
 	}
 	s = arm(t, r, "T2", nil)
-	if err := r.d.SetCredentials(t.Context(), "app1", "chat", map[string]string{"api_key": "rotated"}); err != nil {
+	if err := r.d.grants.SetCredentials(t.Context(), "app1", "chat", map[string]string{"api_key": "rotated"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.d.Standings()) != 0 {
+	if len(r.d.exec.Standings(context.Background())) != 0 {
 		t.Errorf("a write to the connection left %s armed", s.ID)
 	}
 }
@@ -175,7 +177,7 @@ func TestStandingGate(t *testing.T) {
 			}
 		})
 	}
-	es, err := r.d.Journal(t.Context(), JournalQuery{AppID: "app1", UnattendedOnly: true})
+	es, err := r.d.records.Journal(t.Context(), journal.JournalQuery{AppID: "app1", UnattendedOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,12 +197,12 @@ func TestStandingGate(t *testing.T) {
 	// The standing gate is consulted before the session memory: with
 	// (app, host, POST) remembered, disagreeing sources are still refused,
 	// and the standing approval never wrote that memory itself.
-	if r.d.confirms.sessionAllows("app1", apiHost, "POST") {
+	if r.d.confirms.SessionAllows("app1", apiHost, "POST") {
 		t.Fatal("an unattended send wrote the session memory")
 	}
-	r.d.confirms.mu.Lock()
-	r.d.confirms.session[sessionKey{"app1", apiHost, "POST"}] = struct{}{}
-	r.d.confirms.mu.Unlock()
+	r.d.confirms.Mu.Lock()
+	r.d.confirms.Session[fetch.SessionKey{App: "app1", Host: apiHost, Method: "POST"}] = struct{}{}
+	r.d.confirms.Mu.Unlock()
 	if p, code := r.outcome(t, reply("T1", "T9")); p || code != errcode.NetConfirmDenied {
 		t.Fatalf("disagreement with session memory = %v %q, want refused", p, code)
 	}
@@ -209,8 +211,8 @@ func TestStandingGate(t *testing.T) {
 // conformance: P3-S17-09, P3-S17-10
 func TestStandingRateCap(t *testing.T) {
 	r := newStandingRig(t)
-	arm(t, r, "T1", func(s *StandingSpec) { s.MaxSends = 3 })
-	r.autoDecide(t, false, RememberOnce) // whatever falls through is denied
+	arm(t, r, "T1", func(s *fetch.StandingSpec) { s.MaxSends = 3 })
+	r.autoDecide(t, false, fetch.RememberOnce) // whatever falls through is denied
 	const n = 12
 	var wg sync.WaitGroup
 	codes := make(chan errcode.Code, n)
@@ -218,7 +220,7 @@ func TestStandingRateCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := r.d.Net(t.Context(), NetCall{AppID: "app1", Frame: reply("T1", "T1"), Delivery: DeliveryApp})
+			res := r.d.exec.Net(t.Context(), fetch.NetCall{AppID: "app1", Frame: reply("T1", "T1"), Delivery: fetch.DeliveryApp})
 			codes <- res.Code
 		}()
 	}
@@ -233,7 +235,7 @@ func TestStandingRateCap(t *testing.T) {
 	if sent != 3 || len(r.up.requests()) != 3 {
 		t.Fatalf("%d concurrent sends: %d auto-approved, %d reached the upstream; want 3", n, sent, len(r.up.requests()))
 	}
-	if s, _ := r.d.StandingFor("app1", "chat"); s.SendsInWindow != 3 {
+	if s, _ := r.d.exec.StandingFor("app1", "chat"); s.SendsInWindow != 3 {
 		t.Errorf("SendsInWindow = %d, want 3", s.SendsInWindow)
 	}
 }
@@ -241,22 +243,22 @@ func TestStandingRateCap(t *testing.T) {
 // conformance: P3-S17-11, P3-S17-12
 func TestStandingQuietHoursAndKill(t *testing.T) {
 	r := newStandingRig(t) // the rig's clock reads 09:00 UTC
-	arm(t, r, "T1", func(s *StandingSpec) {
-		s.Quiet = &QuietHours{Start: 8 * time.Hour, End: 10 * time.Hour, Location: time.UTC}
+	arm(t, r, "T1", func(s *fetch.StandingSpec) {
+		s.Quiet = &fetch.QuietHours{Start: 8 * time.Hour, End: 10 * time.Hour, Location: time.UTC}
 	})
 	if p, _ := r.outcome(t, reply("T1", "T1")); !p {
 		t.Fatal("a send in quiet hours was auto-approved")
 	}
-	if n := r.d.KillStanding(); n != 1 {
+	if n := r.d.exec.KillStanding(context.Background()); n != 1 {
 		t.Fatalf("KillStanding = %d, want 1", n)
 	}
-	arm(t, r, "T1", func(s *StandingSpec) {
-		s.Quiet = &QuietHours{Start: 22 * time.Hour, End: 6 * time.Hour, Location: time.UTC}
+	arm(t, r, "T1", func(s *fetch.StandingSpec) {
+		s.Quiet = &fetch.QuietHours{Start: 22 * time.Hour, End: 6 * time.Hour, Location: time.UTC}
 	})
 	if p, code := r.outcome(t, reply("T1", "T1")); p || code != "" {
 		t.Fatalf("outside quiet hours = %v %q, want auto-approved", p, code)
 	}
-	r.d.KillStanding()
+	r.d.exec.KillStanding(context.Background())
 	if p, _ := r.outcome(t, reply("T1", "T1")); !p {
 		t.Fatal("a send after the kill switch was auto-approved")
 	}
@@ -270,37 +272,37 @@ func TestStandingNeverAnswersProbes(t *testing.T) {
 	r := newStandingRig(t)
 	arm(t, r, "T1", nil)
 	u := mustURL(t, "https://api.example.com/v1/threads/T1/messages")
-	f := &fetch{call: NetCall{AppID: "app1"}, probe: true, index: r.d.index.Load(), target: u}
-	seat := Confirm{AppID: "app1", Host: apiHost, Method: "POST", URL: u.String(), Probe: true}
-	if v := r.d.standing.decide(t.Context(), f, seat); v != standingNoOpinion {
+	f := &fetch.Fetch{Call: fetch.NetCall{AppID: "app1"}, Probe: true, Index: r.d.grants.Snapshot(), Target: u}
+	seat := fetch.Confirm{AppID: "app1", Host: apiHost, Method: "POST", URL: u.String(), Probe: true}
+	if v := r.d.standing.Decide(t.Context(), f, seat); v != fetch.StandingNoOpinion {
 		t.Fatalf("decide(probe) = %d, want no opinion", v)
 	}
 	seat.Probe, seat.Slot, seat.Body = false, "chat", `{"message":{"thread_id":"T1"}}`
-	if v := r.d.standing.decide(t.Context(), f, seat); v != standingApprove {
+	if v := r.d.standing.Decide(t.Context(), f, seat); v != fetch.StandingApprove {
 		t.Fatalf("decide(app send) = %d, want approve", v)
 	}
 
 	// Through gate 6 itself: a probe-path request that an armed standing
 	// approval and the session memory would both answer for an app send
 	// still asks the user, with a seat that carries no slot and no body.
-	r.d.confirms.mu.Lock()
-	r.d.confirms.session[sessionKey{"app1", apiHost, "POST"}] = struct{}{}
-	r.d.confirms.mu.Unlock()
-	idx := r.d.index.Load()
-	pf := &fetch{call: NetCall{AppID: "app1", Delivery: DeliveryApp}, probe: true, index: idx, app: idx.apps["app1"],
-		grant: idx.apps["app1"].row("chat"), host: apiHost, target: u,
-		req: wire.NetRequest{Method: "POST", Body: `{"message":{"thread_id":"T1"}}`, HasBody: true}}
+	r.d.confirms.Mu.Lock()
+	r.d.confirms.Session[fetch.SessionKey{App: "app1", Host: apiHost, Method: "POST"}] = struct{}{}
+	r.d.confirms.Mu.Unlock()
+	idx := r.d.grants.Snapshot()
+	pf := &fetch.Fetch{Call: fetch.NetCall{AppID: "app1", Delivery: fetch.DeliveryApp}, Probe: true, Index: idx, App: idx.Apps["app1"],
+		Grant: idx.Apps["app1"].Row("chat"), Host: apiHost, Target: u,
+		Req: wire.NetRequest{Method: "POST", Body: `{"message":{"thread_id":"T1"}}`, HasBody: true}}
 	done := make(chan *errcode.Error, 1)
-	go func() { done <- r.d.exec.confirm(t.Context(), pf) }()
+	go func() { done <- r.d.exec.Confirm(t.Context(), pf) }()
 	cs := waitConfirms(t, r.d, 1)
 	if c := cs[0]; !c.Probe || c.Slot != "" || c.Body != "" || c.Host != apiHost {
 		t.Errorf("probe confirm = %+v, want no slot, no body, Probe set", c)
 	}
-	r.d.DecideConfirm(cs[0].ID, false, RememberOnce)
+	r.d.exec.DecideConfirm(cs[0].ID, false, fetch.RememberOnce)
 	if err := <-done; err == nil || err.Code != errcode.NetConfirmDenied {
 		t.Fatalf("probe confirm = %v, want NET_CONFIRM_DENIED", err)
 	}
-	if s, _ := r.d.StandingFor("app1", "chat"); s.SendsInWindow != 1 {
+	if s, _ := r.d.exec.StandingFor("app1", "chat"); s.SendsInWindow != 1 {
 		t.Errorf("SendsInWindow = %d, want 1: the probe must not count", s.SendsInWindow)
 	}
 }
@@ -319,7 +321,7 @@ func FuzzBodyFieldTarget(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, field, body string) {
-		target, ambiguous, ok := bodyFieldTarget(field, body)
+		target, ambiguous, ok := fetch.BodyFieldTarget(field, body)
 		if ok && ambiguous {
 			t.Fatalf("bodyFieldTarget(%q, %q) is both found and ambiguous", field, body)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/internal/store"
 )
 
@@ -90,7 +91,7 @@ func seedImported(b *testing.B, dir string, n int) {
 			b.Fatal(err)
 		}
 		db.Close()
-		rep, err := d.Import(b.Context(), path)
+		rep, err := d.records.Import(b.Context(), path)
 		if err != nil || rep.Demoted != to-from {
 			b.Fatalf("import: %+v, %v", len(rep.Dropped), err)
 		}
@@ -160,9 +161,9 @@ func BenchmarkGrantLookup(b *testing.B) {
 	for _, kind := range []string{"built", "start"} {
 		for _, n := range []int{10, 100_000} {
 			b.Run(fmt.Sprintf("%s/rows=%d", kind, n), func(b *testing.B) {
-				var idx *grantIndex
+				var idx *grants.GrantIndex
 				if kind == "built" {
-					idx = indexOf(startRows(n), newParseCache())
+					idx = indexOf(startRows(n), grants.NewParseCache())
 				} else {
 					dir := b.TempDir() + "/data"
 					seedApproved(b, dir, n)
@@ -171,16 +172,16 @@ func BenchmarkGrantLookup(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer st.Close()
-					if idx, err = startIndex(b.Context(), st, slog.New(slog.DiscardHandler)); err != nil {
+					if idx, err = grants.StartIndex(b.Context(), st, slog.New(slog.DiscardHandler)); err != nil {
 						b.Fatal(err)
 					}
 				}
 				app, host := "seed-000000", "api000000.bench.test"
 				for b.Loop() {
-					a := idx.apps[app]
+					a := idx.Apps[app]
 					found := 0
-					for i := range a.rows {
-						if g := &a.rows[i]; g.approved() && g.inCeiling(host) {
+					for i := range a.Rows {
+						if g := &a.Rows[i]; g.Approved() && g.InCeiling(host) {
 							found++
 						}
 					}
@@ -204,20 +205,20 @@ func BenchmarkAppFirstLoad(b *testing.B) {
 	}
 	defer st.Close()
 	log := slog.New(slog.DiscardHandler)
-	idx, err := startIndex(b.Context(), st, log)
+	idx, err := grants.StartIndex(b.Context(), st, log)
 	if err != nil {
 		b.Fatal(err)
 	}
 	const app = "seed-000042"
-	tmpl := idx.apps[app]
+	tmpl := idx.Apps[app]
 	for b.Loop() {
-		l := &appLoad{st: st, log: log, app: app, rows: make([]grantRow, len(tmpl.rows))}
-		for i, g := range tmpl.rows {
-			g.parsed = &parsed{lazy: l, version: g.version}
-			l.rows[i] = g
+		l := &grants.AppLoad{St: st, Log: log, App: app, Rows: make([]grants.GrantRow, len(tmpl.Rows))}
+		for i, g := range tmpl.Rows {
+			g.Parsed = &grants.Parsed{Lazy: l, Version: g.Version}
+			l.Rows[i] = g
 		}
-		l.rows[0].load()
-		if !l.rows[0].approved() {
+		l.Rows[0].Load()
+		if !l.Rows[0].Approved() {
 			b.Fatal("the loaded row does not grant")
 		}
 	}

@@ -3,7 +3,11 @@ package daemon
 import (
 	"context"
 
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/pairing"
 )
 
 // StatusReport is the daemon's part of GET /v1/status and snugd ctl status:
@@ -17,7 +21,11 @@ type StatusReport struct {
 	Hosts       HostCounts
 	// Helpers lists the linked-device helpers of the supervisor's table
 	// and their state; empty (never nil) when none runs.
-	Helpers []HelperStatus
+	Helpers []pairing.HelperStatus
+	// PendingConfirms and Standing are the parked confirms and the armed
+	// standing approvals the caller may see.
+	PendingConfirms int
+	Standing        []fetch.Standing
 }
 
 // ConnectionCounts counts connection rows by status. NeedsReapproval
@@ -41,19 +49,8 @@ type HostCounts struct {
 	PendingPairings int
 }
 
-// HelperStatus is one linked-device helper: its id and its supervisor's
-// state.
-type HelperStatus struct {
-	ID    string
-	State string
-	// Sessions counts the helper's sessions (one per linked slot) and
-	// Restarts their restarts; LastError is a fixed sentence.
-	Sessions  int
-	Restarts  int
-	LastError string
-}
-
-// StatusReport reads the daemon's status in one read transaction.
+// StatusReport reads the daemon's status, as ctx's caller may see it, in
+// one read transaction: a paired host counts its own apps only.
 func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 	var (
 		rows     []store.Connection
@@ -72,13 +69,19 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 		return err
 	})
 	if err != nil {
-		return StatusReport{}, d.internal("read status", err)
+		return StatusReport{}, grants.Internal(d.log, "read status", err)
 	}
-	r := StatusReport{DataDir: d.DataDir(), Helpers: d.helperStatuses()}
+	r := StatusReport{DataDir: d.DataDir(), Helpers: d.devices.HelperStatuses()}
 	apps := map[string]bool{}
-	mine := d.AppFilter(ctx) // a host counts its own apps only (owners.go)
+	var mine func(appID string) bool // a host counts its own apps only (grants/owners.go)
+	if _, ok := hostauth.CallerHost(ctx); ok {
+		mine = func(appID string) bool {
+			ok, err := d.grants.AppVisible(ctx, appID)
+			return err == nil && ok
+		}
+	}
 	seen := map[string]bool{}
-	pc := newParseCache()
+	pc := grants.NewParseCache()
 	for i := range rows {
 		c := &rows[i]
 		if mine != nil {
@@ -95,15 +98,15 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 		r.Connections.Total++
 		// What the index would grant nothing by, read from the rows in
 		// hand: counting it from the index would load every app's rows.
-		if pc.grant(c.RequirementJSON) == nil {
+		if pc.Grant(c.RequirementJSON) == nil {
 			r.Connections.Invalid++
 		}
-		switch Status(c.Status) {
-		case StatusDeclared:
+		switch grants.Status(c.Status) {
+		case grants.StatusDeclared:
 			r.Connections.Declared++
-		case StatusApproved:
+		case grants.StatusApproved:
 			r.Connections.Approved++
-		case StatusRevoked:
+		case grants.StatusRevoked:
 			r.Connections.Revoked++
 		}
 		if c.NeedsReapproval() {
@@ -114,6 +117,8 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 		}
 	}
 	r.Apps = len(apps)
+	r.PendingConfirms = len(d.exec.Confirms(ctx))
+	r.Standing = d.exec.Standings(ctx)
 	r.Hosts.Paired = len(hosts)
 	now := d.now()
 	for _, p := range pairings {

@@ -13,17 +13,17 @@ func TestStatusReport(t *testing.T) {
 	ctx := t.Context()
 	approved(t, d, "app1", req("mail", "api.mail.example"))
 	approved(t, d, "app1", req("gone", "api.gone.example"))
-	if _, err := d.Revoke(ctx, "app1", "gone"); err != nil {
+	if _, err := d.grants.Revoke(ctx, "app1", "gone"); err != nil {
 		t.Fatal(err)
 	}
 	approved(t, d, "app2", req("chat", "api.chat.example"))
-	if _, err := d.stagePending(ctx, "app2", mustAdmit(t, req("chat", "api.chat.example", "upload.chat.example"))); err != nil {
+	if _, err := d.grants.StagePending(ctx, "app2", mustAdmit(t, req("chat", "api.chat.example", "upload.chat.example"))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.putDeclared(ctx, "app2", mustAdmit(t, req("todo", "api.todo.example"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.SetCredentials(ctx, "app1", "mail", map[string]string{"api_key": "sk-status-secret-123"}); err != nil {
+	if err := d.grants.SetCredentials(ctx, "app1", "mail", map[string]string{"api_key": "sk-status-secret-123"}); err != nil {
 		t.Fatal(err)
 	}
 	token := pairHost(t, d, hostauth.SurfaceDesktop, "")

@@ -138,6 +138,9 @@ type Supervisor struct {
 	log     *slog.Logger
 	starter Starter
 
+	subMu sync.RWMutex
+	subs  []func(Event) // Subscribe's receivers
+
 	// ctx is the sessions' lifetime: made by New so calls that arrive
 	// before Run starts are served, cancelled when Run's ctx ends.
 	ctx    context.Context
@@ -403,6 +406,20 @@ func (s *Supervisor) emit(e Event) {
 	if s.cfg.OnEvent != nil {
 		s.cfg.OnEvent(e)
 	}
+	s.subMu.RLock()
+	subs := s.subs
+	s.subMu.RUnlock()
+	for _, f := range subs {
+		f(e)
+	}
+}
+
+// Subscribe adds f to the receivers of the supervisor's events, beside
+// Config.OnEvent; f is called as OnEvent is. Call it before Run.
+func (s *Supervisor) Subscribe(f func(Event)) {
+	s.subMu.Lock()
+	defer s.subMu.Unlock()
+	s.subs = append(s.subs, f)
 }
 
 // keep runs ss's helper and restarts it per the supervision policy.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/oauth/oauthtest"
 	"github.com/snug/snugd/transports"
 )
@@ -30,13 +31,13 @@ func TestCtlConnect(t *testing.T) {
 		"endpoints":        map[string]any{"authorize": "https://accounts.spotify.com/authorize", "token": "https://accounts.spotify.com/api/token"},
 		"declaredApiHosts": []any{"api.spotify.com"},
 	})
-	if _, err := td.d.ProposeUser(ctx, "player", "music", decl); err != nil {
+	if _, err := td.d.Proposers().ProposeUser(ctx, "player", "music", decl); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := td.d.Approve(ctx, "player", "music"); err != nil {
+	if _, err := td.d.Grants().Approve(ctx, "player", "music"); err != nil {
 		t.Fatal(err)
 	}
-	if err := td.d.SetCredentials(ctx, "player", "music", map[string]string{"client_id": "my-spotify-app"}); err != nil {
+	if err := td.d.Grants().SetCredentials(ctx, "player", "music", map[string]string{"client_id": "my-spotify-app"}); err != nil {
 		t.Fatal(err)
 	}
 	authorize, _, wait := runCtlConnect(t, td, "player", "music")
@@ -116,13 +117,13 @@ func TestCtlConnectAndRevokeAgainstTheOP(t *testing.T) {
 	row := func(app, slot string, decl map[string]any, values map[string]string) {
 		t.Helper()
 		b, _ := json.Marshal(decl)
-		if _, err := td.d.ProposeUser(ctx, app, slot, b); err != nil {
+		if _, err := td.d.Proposers().ProposeUser(ctx, app, slot, b); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := td.d.Approve(ctx, app, slot); err != nil {
+		if _, err := td.d.Grants().Approve(ctx, app, slot); err != nil {
 			t.Fatal(err)
 		}
-		if err := td.d.SetCredentials(ctx, app, slot, values); err != nil {
+		if err := td.d.Grants().SetCredentials(ctx, app, slot, values); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -167,7 +168,7 @@ func TestCtlConnectAndRevokeAgainstTheOP(t *testing.T) {
 		row(app, "games", twitch, map[string]string{"client_id": oauthtest.ServiceID, "client_secret": oauthtest.ServiceKey})
 		// The first request fetches the token (client credentials).
 		frame := `{"type":"snug:net-request","v":1,"requestId":"r1","instanceId":"i1","url":"https://api.twitch.tv/helix/games/top?first=1","method":"GET"}`
-		if res := td.d.Net(ctx, daemon.NetCall{AppID: app, Frame: []byte(frame), Delivery: daemon.DeliveryApp}); res.Status != http.StatusOK {
+		if res := td.d.Fetch().Net(ctx, fetch.NetCall{AppID: app, Frame: []byte(frame), Delivery: fetch.DeliveryApp}); res.Status != http.StatusOK {
 			t.Fatalf("GET api.twitch.tv for %s = %+v", app, res)
 		}
 	}

@@ -169,7 +169,7 @@ func TestCtlApproveShowsTheReviewItBindsTo(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "--yes") || !strings.Contains(out, "may reach    api.exchange.coinbase.com") {
 		t.Fatalf("approve without a terminal = %d, %q, %q; want the review printed and --yes asked for", code, out, errOut)
 	}
-	if c, _ := td.d.Connection(t.Context(), "trader", "coinbase-exchange"); c.Status != "declared" {
+	if c, _ := td.d.Grants().Connection(t.Context(), "trader", "coinbase-exchange"); c.Status != "declared" {
 		t.Fatalf("after a refused approve the row is %s, want declared", c.Status)
 	}
 	// A row a script reviews, and that changes after it read the review.
@@ -182,7 +182,7 @@ func TestCtlApproveShowsTheReviewItBindsTo(t *testing.T) {
 		})
 		return b
 	}
-	if _, err := td.d.ProposeUser(t.Context(), "app", "mail", reqOn("api.example.com")); err != nil {
+	if _, err := td.d.Proposers().ProposeUser(t.Context(), "app", "mail", reqOn("api.example.com")); err != nil {
 		t.Fatal(err)
 	}
 	_, out, _ = td.ctl(t, "", "review", "app", "mail", "--json")
@@ -190,14 +190,14 @@ func TestCtlApproveShowsTheReviewItBindsTo(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rv); err != nil || rv.ReviewToken == "" {
 		t.Fatalf("review --json = %q (%v), want a reviewToken", out, err)
 	}
-	if _, err := td.d.ProposeUser(t.Context(), "app", "mail", reqOn("evil.example.com")); err != nil {
+	if _, err := td.d.Proposers().ProposeUser(t.Context(), "app", "mail", reqOn("evil.example.com")); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errOut = td.ctl(t, "", "approve", "app", "mail", "--token", rv.ReviewToken)
 	if code != exitNo || !strings.Contains(errOut, "REVIEW_STALE") {
 		t.Errorf("approve --token <stale> = %d, %q; want REVIEW_STALE", code, errOut)
 	}
-	if c, _ := td.d.Connection(t.Context(), "app", "mail"); c.Status != "declared" {
+	if c, _ := td.d.Grants().Connection(t.Context(), "app", "mail"); c.Status != "declared" {
 		t.Fatalf("after a stale approve the row is %s, want declared", c.Status)
 	}
 	code, out, errOut = td.ctl(t, "", "approve", "app", "mail", "--yes")
@@ -221,7 +221,7 @@ func TestCtlHostsApproveShowsTheRequestFirst(t *testing.T) {
 	if !strings.Contains(out, "origin") || strings.Index(out, "origin") > strings.Index(out, "name") || !strings.Contains(out, "desktop") || !strings.Contains(out, "asked") {
 		t.Errorf("hosts approve printed %q; want origin, then name, surface and age", out)
 	}
-	if ps, _ := td.d.PendingPairings(t.Context()); len(ps) != 1 {
+	if ps, _ := td.d.Hosts().Pending(t.Context()); len(ps) != 1 {
 		t.Fatalf("pending pairings after a refused approve = %d, want 1", len(ps))
 	}
 	if code, _, errOut := td.ctl(t, "", "hosts", "approve", "ZZZZ-ZZZZ", "--yes"); code != exitNo || !strings.Contains(errOut, "no pending pairing request") {

@@ -47,7 +47,7 @@ func startHueDaemon(t *testing.T) (string, *huesim.Sim, *transports.LAN) {
 		"request": map[string]any{"headerTemplate": map[string]any{"hue-application-key": "{{application_key}}"}},
 		"lanHost": map[string]any{"class": "rfc1918-ipv4-literal", "label": "Bridge IP address"},
 	})
-	if _, err := d.ProposeUser(t.Context(), "app", "hue", req); err != nil {
+	if _, err := d.Proposers().ProposeUser(t.Context(), "app", "hue", req); err != nil {
 		t.Fatal(err)
 	}
 	return td.dir, sim, lanT

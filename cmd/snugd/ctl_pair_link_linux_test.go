@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/snug/snugd/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/internal/testutil"
+
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/hints"
+	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/linkdevice"
 	"golang.org/x/sys/unix"
@@ -39,7 +43,7 @@ func startLinkDaemon(t *testing.T, rotate string) (*testDaemon, *linkdevice.Supe
 		Env: []string{simHelperEnv + "=1"},
 		OnEvent: func(ev linkdevice.Event) {
 			if d := target.Load(); d != nil {
-				d.HelperEvent(ev)
+				d.Devices().HelperEvent(ev)
 			}
 		},
 	})
@@ -59,10 +63,10 @@ func startLinkDaemon(t *testing.T, rotate string) (*testDaemon, *linkdevice.Supe
 		"fields":           []any{map[string]any{"key": "helper_token", "label": "Helper token", "type": "secret"}},
 		"declaredApiHosts": []any{"sim.sidecar.invalid"},
 	})
-	if _, err := td.d.ProposeUser(t.Context(), "app1", "chat", req); err != nil {
+	if _, err := td.d.Proposers().ProposeUser(t.Context(), "app1", "chat", req); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := td.d.Approve(t.Context(), "app1", "chat"); err != nil {
+	if _, err := td.d.Grants().Approve(t.Context(), "app1", "chat"); err != nil {
 		t.Fatal(err)
 	}
 	return td, sup
@@ -184,8 +188,8 @@ func TestCtlPairLinkOnATerminal(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("pair link did not return after the link")
 	}
-	st, ok, err := td.d.ConnectionState(t.Context(), "app1", "chat")
-	if err != nil || !ok || st.LinkVerifiedAt == nil || st.Status != daemon.ConnConnected {
+	st, ok, err := td.d.Grants().ConnectionState(t.Context(), "app1", "chat")
+	if err != nil || !ok || st.LinkVerifiedAt == nil || st.Status != grants.ConnConnected {
 		t.Fatalf("connection state after the link = %+v, %v; want connected with linkVerifiedAt", st, err)
 	}
 }
@@ -197,7 +201,7 @@ func TestCtlPairLinkCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var out, errb testutil.LogBuffer
 	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
-	hints := td.d.Hints(t.Context())
+	hs := td.d.Hints(t.Context())
 	done := make(chan int, 1)
 	go func() {
 		done <- dispatch(ctx, e, []string{"ctl", "--data-dir", td.dir, "pair", "link", "app1", "chat"})
@@ -205,8 +209,8 @@ func TestCtlPairLinkCancel(t *testing.T) {
 	var flowID string
 	for flowID == "" {
 		select {
-		case h := <-hints:
-			if h.Type == daemon.HintFlowUpdated {
+		case h := <-hs:
+			if h.Type == hints.FlowUpdated {
 				flowID = h.ID
 			}
 		case <-time.After(20 * time.Second):
@@ -223,8 +227,8 @@ func TestCtlPairLinkCancel(t *testing.T) {
 	if code := <-done; code != exitNo || !strings.Contains(out.String(), "cancelled") {
 		t.Fatalf("cancelled pair link = %d, %q %q", code, out.String(), errb.String())
 	}
-	f, err := td.d.Flow(context.Background(), flowID)
-	if err != nil || f.State != daemon.FlowFailed || f.Message != "the link was cancelled" {
+	f, err := td.d.Pairing().Flow(context.Background(), flowID)
+	if err != nil || f.State != pairing.FlowFailed || f.Message != "the link was cancelled" {
 		t.Fatalf("flow after Ctrl-C = %+v, %v", f, err)
 	}
 }

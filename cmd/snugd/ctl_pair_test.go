@@ -46,10 +46,10 @@ func startClaimDaemon(t *testing.T) (dir string, b *claimtest.Bridge) {
 		"request":          map[string]any{"headerTemplate": map[string]any{"Authorization": "Basic {{base64(access_credentials)}}"}},
 		"declaredApiHosts": []any{claimtest.DefaultHost},
 	})
-	if _, err := d.ProposeUser(t.Context(), "app", "bank", req); err != nil {
+	if _, err := d.Proposers().ProposeUser(t.Context(), "app", "bank", req); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Approve(t.Context(), "app", "bank"); err != nil {
+	if _, err := d.Grants().Approve(t.Context(), "app", "bank"); err != nil {
 		t.Fatal(err)
 	}
 	return td.dir, b

@@ -32,7 +32,7 @@ func TestCtlAsksOnATerminal(t *testing.T) {
 	if code != exitNo || !strings.Contains(out, "approve this host? [y/N]") {
 		t.Errorf("hosts approve, answered n = %d, %q", code, out)
 	}
-	if ps, _ := td.d.PendingPairings(t.Context()); len(ps) != 1 {
+	if ps, _ := td.d.Hosts().Pending(t.Context()); len(ps) != 1 {
 		t.Fatalf("pending after n = %d, want 1", len(ps))
 	}
 	if code, out, errOut := td.ctlOnTerminal(t, "y", "hosts", "approve", p.Code); code != exitOK || !strings.Contains(out, "is approved") {
@@ -44,7 +44,7 @@ func TestCtlAsksOnATerminal(t *testing.T) {
 	if code != exitNo || !strings.Contains(out, "as shown? [y/N]") {
 		t.Errorf("approve, answered nothing = %d, %q", code, out)
 	}
-	if c, _ := td.d.Connection(t.Context(), "trader", "coinbase-exchange"); c.Status != "declared" {
+	if c, _ := td.d.Grants().Connection(t.Context(), "trader", "coinbase-exchange"); c.Status != "declared" {
 		t.Fatalf("after no: %s, want declared", c.Status)
 	}
 	if code, out, errOut := td.ctlOnTerminal(t, "yes", "approve", "trader", "coinbase-exchange"); code != exitOK || !strings.Contains(out, "approved; it may reach") {

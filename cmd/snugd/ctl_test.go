@@ -24,6 +24,7 @@ import (
 
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/transports"
 
 	"github.com/snug/snugd/internal/testutil"
@@ -66,6 +67,7 @@ func startDaemonVersion(t *testing.T, version string, opts ...func(*daemon.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCore(t, d)
 	t.Cleanup(func() {
 		if n := offline.dials.Load(); n != 0 {
 			t.Errorf("the daemon tried %d outbound connections", n)
@@ -83,7 +85,7 @@ func startDaemonVersion(t *testing.T, version string, opts ...func(*daemon.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := api.New(d, api.Options{Version: version, DrainTimeout: time.Second})
+	srv := api.New(api.DepsOf(d), api.Options{Version: version, DrainTimeout: time.Second})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := srv.Serve(ctx, tcp, sock); err != nil {
@@ -377,7 +379,7 @@ func (td *testDaemon) propose(t *testing.T, app string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := td.d.ProposeUser(t.Context(), app, "coinbase-exchange", raw); err != nil {
+	if _, err := td.d.Proposers().ProposeUser(t.Context(), app, "coinbase-exchange", raw); err != nil {
 		t.Fatalf("ProposeUser: %v", err)
 	}
 }
@@ -436,7 +438,7 @@ func TestCtlConnectionWriters(t *testing.T) {
 	if code, out, _ = td.ctl(t, "", "revoke", app, "coinbase-exchange"); code != exitOK || !strings.Contains(out, "wiped") {
 		t.Errorf("revoke = %d, %q", code, out)
 	}
-	if _, ok, err := td.d.ConnectionState(t.Context(), app, "coinbase-exchange"); err != nil || ok {
+	if _, ok, err := td.d.Grants().ConnectionState(t.Context(), app, "coinbase-exchange"); err != nil || ok {
 		t.Errorf("ConnectionState after revoke = %v, %v; want the slice wiped", ok, err)
 	}
 	if code, out, _ = td.ctl(t, "", "reconnect", app, "coinbase-exchange"); code != exitOK || !strings.Contains(out, "declared again (revoked 20") {
@@ -495,9 +497,9 @@ func TestCtlConfirms(t *testing.T) {
 		t.Errorf("confirms with none = %d, %q", code, out)
 	}
 	frame := `{"type":"snug:net-request","v":1,"requestId":"r1","instanceId":"i1","url":"https://api.exchange.coinbase.com/orders","method":"POST","body":"{\"size\":\"1\"}"}`
-	done := make(chan daemon.NetResult, 1)
+	done := make(chan fetch.NetResult, 1)
 	go func() {
-		done <- td.d.Net(context.Background(), daemon.NetCall{AppID: "trader", Frame: []byte(frame), Delivery: daemon.DeliveryApp})
+		done <- td.d.Fetch().Net(context.Background(), fetch.NetCall{AppID: "trader", Frame: []byte(frame), Delivery: fetch.DeliveryApp})
 	}()
 	var list struct {
 		Confirms []api.ConfirmJSON `json:"confirms"`
@@ -646,9 +648,9 @@ func TestCtlFollow(t *testing.T) {
 	stopJournal := td.follow(t, &journal, "journal", "--follow")
 
 	frame := `{"type":"snug:net-request","v":1,"requestId":"r2","instanceId":"i1","url":"https://api.exchange.coinbase.com/orders/7","method":"DELETE"}`
-	done := make(chan daemon.NetResult, 1)
+	done := make(chan fetch.NetResult, 1)
 	go func() {
-		done <- td.d.Net(context.Background(), daemon.NetCall{AppID: "trader", Frame: []byte(frame), Delivery: daemon.DeliveryApp})
+		done <- td.d.Fetch().Net(context.Background(), fetch.NetCall{AppID: "trader", Frame: []byte(frame), Delivery: fetch.DeliveryApp})
 	}()
 	waitFor(t, &watch, "DELETE https://api.exchange.coinbase.com/orders/7")
 	id := strings.Fields(watch.String())[1] // "confirm ID"
@@ -663,4 +665,19 @@ func TestCtlFollow(t *testing.T) {
 	if code := stopJournal(); code != exitOK {
 		t.Errorf("journal --follow ended %d, want 0", code)
 	}
+}
+
+// runCore runs d until the test ends, as run does beside the API
+// server.
+func runCore(t testing.TB, d *daemon.Daemon) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }

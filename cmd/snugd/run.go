@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/registry"
 )
 
@@ -92,20 +93,18 @@ func runDaemon(ctx context.Context, e env, rf runFlags) error {
 	if err != nil {
 		return fmt.Errorf("load the provider registry: %w", err)
 	}
-	var self atomic.Pointer[daemon.Daemon]
-	helpers, err := newHelpers(dir, log, &self) // run by the daemon (run_helpers.go)
+	helpers, err := newHelpers(dir, log) // run by the daemon (run_helpers.go)
 	if err != nil {
 		return err
 	}
 	d, err := daemon.New(ctx, daemon.Config{
-		DataDir: dir, Logger: log, TransportPolicy: daemon.TransportPolicy(cfg.TransportPolicy),
+		DataDir: dir, Logger: log, TransportPolicy: fetch.TransportPolicy(cfg.TransportPolicy),
 		ConfirmTimeout: cfg.ConfirmTimeout, // denies sooner, never admits (config.go)
 		Registry:       reg, Helpers: helpers, StandingTargets: standingTargets(reg),
 	})
 	if err != nil {
 		return err
 	}
-	self.Store(d)
 	defer func() {
 		if err := d.Close(); err != nil {
 			log.Error("close the store", "err", err)
@@ -117,11 +116,21 @@ func runDaemon(ctx context.Context, e env, rf runFlags) error {
 	}
 	listener := tcp
 	tcp = nil // Serve owns it now
-	s := api.New(d, api.Options{Version: version, Logger: log, DrainTimeout: drainBound})
+	s := api.New(api.DepsOf(d), api.Options{Version: version, Logger: log, DrainTimeout: drainBound})
 	fmt.Fprintf(e.stdout, "snugd %s: data in %s, API on http://%s, ctl socket %s\n",
 		version, dir, listener.Addr(), filepath.Join(dir, api.CtlSocket))
 	log.Info("snugd started", "version", version, "data_dir", dir, "listen", listener.Addr().String(), "transport_policy", string(cfg.TransportPolicy))
-	err = s.Serve(ctx, listener, ctl)
+	// The API server and the daemon's long-lived parts run side by side
+	// until ctx is done (or one of them fails, which stops the other);
+	// the deferred Close then closes the store.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make(chan error, 2)
+	go func() { errs <- s.Serve(ctx, listener, ctl) }()
+	go func() { errs <- d.Run(ctx) }()
+	err = <-errs
+	stop()
+	err = errors.Join(err, <-errs)
 	log.Info("snugd stopped")
 	return err
 }

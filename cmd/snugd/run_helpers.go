@@ -5,9 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
-	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/linkdevice"
@@ -30,17 +29,17 @@ func helperTable(self string) map[string]linkdevice.Spec {
 // simStandingTarget is the sim entry's standing-approval target rule
 // (§17): a reply is a POST to /v1/threads/{target}/messages whose body's
 // threadId names the same thread.
-var simStandingTarget = daemon.StandingTarget{
+var simStandingTarget = fetch.StandingTarget{
 	Trigger: "reply", Method: linkdevice.SimSendMethod, PathPattern: linkdevice.SimSendPath, BodyField: linkdevice.SimTargetField,
 }
 
 // standingTargets answers Config.StandingTargets from the registry: a
 // requirement that binds the sim entry's device-link pairing may arm its
 // reply rule; nothing else may arm anything.
-func standingTargets(reg *registry.Registry) func(*requirement.Requirement) []daemon.StandingTarget {
-	return func(r *requirement.Requirement) []daemon.StandingTarget {
+func standingTargets(reg *registry.Registry) func(*requirement.Requirement) []fetch.StandingTarget {
+	return func(r *requirement.Requirement) []fetch.StandingTarget {
 		if p, ok := reg.Pairing(r); ok && p.Family == registry.FamilyDeviceLink && p.HelperID == "sim" {
-			return []daemon.StandingTarget{simStandingTarget}
+			return []fetch.StandingTarget{simStandingTarget}
 		}
 		return nil
 	}
@@ -49,9 +48,9 @@ func standingTargets(reg *registry.Registry) func(*requirement.Requirement) []da
 // newHelpers builds the helper supervisor for the daemon in dataDir: the
 // table above, executables from the directory of snugd's own executable
 // (symlinks resolved), session directories under <dataDir>/helpers, PATH
-// as a helper's whole environment. The daemon runs it; events reach the
-// daemon through *target once it exists.
-func newHelpers(dataDir string, log *slog.Logger, target *atomic.Pointer[daemon.Daemon]) (*linkdevice.Supervisor, error) {
+// as a helper's whole environment. The daemon runs it and subscribes to
+// its events.
+func newHelpers(dataDir string, log *slog.Logger) (*linkdevice.Supervisor, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find snugd's own executable: %w", err)
@@ -65,10 +64,5 @@ func newHelpers(dataDir string, log *slog.Logger, target *atomic.Pointer[daemon.
 		StateDir: filepath.Join(dataDir, "helpers"),
 		Env:      []string{"PATH=" + os.Getenv("PATH")},
 		Logger:   log.With("component", "helpers"),
-		OnEvent: func(ev linkdevice.Event) {
-			if d := target.Load(); d != nil {
-				d.HelperEvent(ev)
-			}
-		},
 	})
 }

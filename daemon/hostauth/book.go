@@ -168,6 +168,8 @@ type Book struct {
 	byHash   map[[sha256.Size]byte]*hostEntry
 	origins  map[string]int // paired web origins → how many hosts hold each
 	failures map[string]int // pairing id → wrong verifiers so far
+
+	hooks Hooks // hooks.go
 }
 
 // New returns the pairing book over st, reading the time from now (nil
@@ -409,7 +411,7 @@ func (b *Book) PairingOrigin(ctx context.Context, id string) (origin string, ok 
 	return p.Origin, true
 }
 
-// Pair records a pairing request and returns it with its code, pending for
+// pair records a pairing request and returns it with its code, pending for
 // PairingTTL. requestOrigin is the request's Origin header ("" when none):
 // a web request from a browser may pair only its own origin, and a desktop
 // request carries none.
@@ -428,7 +430,7 @@ func (b *Book) PairingOrigin(ctx context.Context, id string) (origin string, ok 
 // request is never refused for a full table: it displaces the oldest
 // pending desktop request of the name that holds the most (a flood under
 // one name displaces its own).
-func (b *Book) Pair(ctx context.Context, req PairRequest, requestOrigin string) (Pairing, error) {
+func (b *Book) pair(ctx context.Context, req PairRequest, requestOrigin string) (Pairing, error) {
 	if err := checkHostName(req.Name); err != nil {
 		return Pairing{}, err
 	}
@@ -685,12 +687,12 @@ func (b *Book) verifierFailed(ctx context.Context, id string, state store.Pairin
 	}
 }
 
-// Approve approves the pending pairing request with code (ctl
+// approve approves the pending pairing request with code (ctl
 // socket only: the API never serves it over TCP) and returns it, so the
 // administrator sees the name and origin approved. Errors: BAD_REQUEST for
 // a malformed code, PAIRING_NOT_FOUND when no unexpired request waits
 // under it.
-func (b *Book) Approve(ctx context.Context, code string) (Pairing, error) {
+func (b *Book) approve(ctx context.Context, code string) (Pairing, error) {
 	return b.decide(ctx, code, store.PairingApproved)
 }
 
@@ -771,14 +773,14 @@ func (b *Book) Hosts(ctx context.Context) ([]Host, error) {
 	return out, nil
 }
 
-// Unpair unpairs host id at once and returns the host it was: its token
+// unpair unpairs host id at once and returns the host it was: its token
 // stops authenticating, and every context Bind gave its requests is
 // cancelled, before Unpair returns. Errors: HOST_NOT_FOUND.
 // beforeCancel, when not nil, runs once the host is deleted and before its
 // requests are cancelled, with the book still locked, so that no request of
 // the host can start or decide anything in between (the daemon withdraws
 // the host's parked confirms there, issue 18).
-func (b *Book) Unpair(ctx context.Context, id string, beforeCancel func()) (Host, error) {
+func (b *Book) unpair(ctx context.Context, id string, beforeCancel func()) (Host, error) {
 	if err := b.lock(ctx); err != nil {
 		return Host{}, err
 	}

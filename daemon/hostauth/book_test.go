@@ -391,7 +391,7 @@ func TestUnpairRevokesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bk.Unpair(ctx, h.ID, nil); err != nil {
+	if _, err := bk.Unpair(ctx, h.ID); err != nil {
 		t.Fatalf("Unpair: %v", err)
 	}
 	_, err = bk.Authenticate(ctx, token, webOrigin)
@@ -399,7 +399,7 @@ func TestUnpairRevokesAtOnce(t *testing.T) {
 	if bk.PairedOrigin(ctx, webOrigin) {
 		t.Errorf("PairedOrigin after unpairing = true, want false")
 	}
-	_, err = bk.Unpair(ctx, h.ID, nil)
+	_, err = bk.Unpair(ctx, h.ID)
 	testutil.WantCode(t, err, errcode.HostNotFound)
 }
 
@@ -438,7 +438,7 @@ func TestUnpairCancelsBoundCalls(t *testing.T) {
 	if first.Err() != nil {
 		t.Fatalf("bound context cancelled before the unpairing: %v", first.Err())
 	}
-	if _, err := bk.Unpair(ctx, h.ID, nil); err != nil {
+	if _, err := bk.Unpair(ctx, h.ID); err != nil {
 		t.Fatal(err)
 	}
 	if first.Err() == nil {
@@ -476,7 +476,7 @@ func TestRedeemRacingUnpair(t *testing.T) {
 					return
 				}
 				if len(hs) > 0 {
-					_, err := bk.Unpair(ctx, hs[0].ID, nil)
+					_, err := bk.Unpair(ctx, hs[0].ID)
 					deleted <- err == nil
 					return
 				}

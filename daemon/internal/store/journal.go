@@ -235,7 +235,20 @@ type JournalQuery struct {
 	// Kind selects user acts only ("acts") or everything else
 	// ("requests": executor decisions, standing approvals); "" both.
 	Kind string
+	// VisibleTo limits the page to the entries paired host VisibleTo may
+	// read: those of the apps it owns or was given, and of apps nobody
+	// holds that have no row, never the daemon's own (app ""). "" is the
+	// administrator, who reads everything. The filter is part of the
+	// statement, so a page is full and its last ID is an honest cursor.
+	VisibleTo string
 }
+
+// visibleApps is VisibleTo's condition, the ownership rule of the daemon's
+// owners (held, or unclaimed with no row) in SQL.
+const visibleApps = `app_id != '' AND (
+	app_id IN (SELECT app_id FROM snugd_app_owners WHERE host_id = ?)
+	OR app_id IN (SELECT app_id FROM snugd_app_shares WHERE host_id = ?)
+	OR (app_id NOT IN (SELECT app_id FROM snugd_app_owners) AND app_id NOT IN (SELECT app_id FROM snug_connections)))`
 
 // Journal returns one page of entries, newest first. The next page is
 // JournalQuery{..., Before: the last entry's ID}.
@@ -268,6 +281,9 @@ func journalQuery(q JournalQuery) (string, []any) {
 	}
 	if q.Before > 0 {
 		where, args = append(where, "id < ?"), append(args, q.Before)
+	}
+	if q.VisibleTo != "" {
+		where, args = append(where, visibleApps), append(args, q.VisibleTo, q.VisibleTo)
 	}
 	query := "SELECT " + journalColumns + " FROM snugd_journal"
 	if len(where) > 0 {

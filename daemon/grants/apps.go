@@ -1,0 +1,215 @@
+package grants
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/requirement"
+)
+
+// AppSummary is one app as snugd ctl apps lists it: its connections, their
+// state, and what needs the administrator. It never carries a credential.
+type AppSummary struct {
+	AppID           string
+	Connections     []ConnSummary
+	Attention       []Attention
+	PendingConfirms int // the app's requests parked on a confirm
+	// (An owner host and its shares are listed here once app ownership
+	// lands; snugd ctl apps prints them in an owner column.)
+}
+
+// ConnSummary is one connection of an AppSummary.
+type ConnSummary struct {
+	Slot            string
+	Provider        string // "" when the stored requirement no longer validates
+	Kind            string
+	Status          Status
+	NeedsReapproval bool
+	Imported        bool
+	Invalid         bool
+	// Credentials is the dynamic state's status ("" when the slot has
+	// none yet); LastError its reason (secret-free, §13).
+	Credentials ConnStatus
+	LastError   string
+	ExpiresAt   *time.Time // when the stored token expires, when known
+	LANPin      string     // the pinned certificate's fingerprint, "" when none
+	Standing    bool       // a standing approval is armed on it
+}
+
+// AttentionKind names what needs the administrator. Stable strings: the
+// API sends them.
+type AttentionKind string
+
+const (
+	AttentionProposal    AttentionKind = "proposal"    // declared: review and approve, or leave it
+	AttentionStaged      AttentionKind = "staged"      // approved with a staged change
+	AttentionImported    AttentionKind = "imported"    // imported, not yet approved here
+	AttentionInvalid     AttentionKind = "invalid"     // the stored requirement no longer validates
+	AttentionCredentials AttentionKind = "credentials" // approved, credentials missing or incomplete
+	AttentionError       AttentionKind = "error"       // the credential state reports an error
+	AttentionExpired     AttentionKind = "expired"     // the token expired
+	AttentionExpiring    AttentionKind = "expiring"    // the token expires within a day
+	AttentionPin         AttentionKind = "pin"         // a LAN device with no certificate pinned yet
+	AttentionConfirm     AttentionKind = "confirm"     // requests wait for a confirmation
+	AttentionStanding    AttentionKind = "standing"    // a standing approval acts unattended
+)
+
+// Attention is one thing that needs the administrator, with the command
+// that deals with it. Slot is "" for the app as a whole.
+type Attention struct {
+	Slot    string
+	Kind    AttentionKind
+	Message string // a fixed sentence with keys and slot names, never a value
+}
+
+// expiringWithin is how soon an expiry counts as needing attention.
+const expiringWithin = 24 * time.Hour
+
+// Apps lists every app with at least one connection row, by app id, with
+// its connections in slot order and what needs attention.
+func (d *Book) Apps(ctx context.Context) ([]AppSummary, error) {
+	type rowState struct {
+		row   store.Connection
+		state ConnState
+		has   bool
+	}
+	var rows []rowState
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		all, err := tx.AllConnections()
+		if err != nil {
+			return err
+		}
+		for _, r := range all {
+			s, ok, err := ReadConnState(tx, r.AppID, r.Slot)
+			if err != nil {
+				// A state that does not decode is reported, not fatal.
+				s, ok = ConnState{Status: ConnError, LastError: "the stored connection state does not decode"}, true
+			}
+			rows = append(rows, rowState{row: r, state: s, has: ok})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, Internal(d.log, "list apps", err)
+	}
+	now := d.now()
+	byApp := map[string]*AppSummary{}
+	var order []string
+	for _, rs := range rows {
+		a := byApp[rs.row.AppID]
+		if a == nil {
+			a = &AppSummary{AppID: rs.row.AppID, PendingConfirms: d.gates.PendingConfirms(rs.row.AppID)}
+			byApp[rs.row.AppID] = a
+			order = append(order, rs.row.AppID)
+		}
+		c := FromRow(rs.row)
+		cs := ConnSummary{
+			Slot: c.Slot, Status: c.Status, NeedsReapproval: c.NeedsReapproval(),
+			Imported: c.Imported, Invalid: c.Requirement == nil,
+		}
+		if c.Requirement != nil {
+			cs.Provider, cs.Kind = c.Requirement.Provider.Name, string(c.Requirement.Kind)
+		}
+		if rs.has {
+			cs.Credentials, cs.LastError = rs.state.Status, rs.state.LastError
+			if rs.state.LANPin != nil {
+				cs.LANPin = rs.state.LANPin.Fingerprint
+			}
+			if rs.state.ObtainedAt != nil && rs.state.ExpiresIn != nil {
+				t := time.UnixMilli(*rs.state.ObtainedAt).Add(time.Duration(*rs.state.ExpiresIn) * time.Second).UTC()
+				cs.ExpiresAt = &t
+			}
+		}
+		cs.Standing = d.gates.StandingArmed(c.AppID, c.Slot)
+		a.Connections = append(a.Connections, cs)
+		a.Attention = append(a.Attention, attentionOf(c, cs, now)...)
+	}
+	out := make([]AppSummary, 0, len(order))
+	for _, id := range order {
+		a := byApp[id]
+		slices.SortFunc(a.Connections, func(x, y ConnSummary) int { return cmp.Compare(x.Slot, y.Slot) })
+		if a.PendingConfirms > 0 {
+			a.Attention = append(a.Attention, Attention{Kind: AttentionConfirm, Message: fmt.Sprintf("%d %s waiting for your confirmation: snugd ctl confirms", a.PendingConfirms, pluralize(a.PendingConfirms, "request is", "requests are"))})
+		}
+		out = append(out, *a)
+	}
+	slices.SortFunc(out, func(x, y AppSummary) int { return cmp.Compare(x.AppID, y.AppID) })
+	return out, nil
+}
+
+// attentionOf lists what one connection needs.
+func attentionOf(c Connection, cs ConnSummary, now time.Time) []Attention {
+	var out []Attention
+	add := func(k AttentionKind, format string, a ...any) {
+		out = append(out, Attention{Slot: c.Slot, Kind: k, Message: fmt.Sprintf(format, a...)})
+	}
+	app := c.AppID
+	switch {
+	case cs.Invalid:
+		add(AttentionInvalid, "the stored requirement no longer validates and grants nothing: snugd ctl connections %s", app)
+		return out
+	case c.Status == StatusRevoked:
+		return out
+	case c.Imported:
+		add(AttentionImported, "imported: review and approve it on this device: snugd ctl review %s %s", app, c.Slot)
+	case c.Status == StatusDeclared:
+		add(AttentionProposal, "a proposal waits: snugd ctl review %s %s, then snugd ctl approve %s %s", app, c.Slot, app, c.Slot)
+	case cs.NeedsReapproval:
+		add(AttentionStaged, "a changed requirement waits: snugd ctl review %s %s, then snugd ctl reapprove %s %s", app, c.Slot, app, c.Slot)
+	}
+	if c.Status != StatusApproved {
+		return out
+	}
+	needsValues := c.Requirement.Kind != requirement.KindNone && len(c.Requirement.FieldKeys()) > 0
+	switch cs.Credentials {
+	case "":
+		if needsValues {
+			add(AttentionCredentials, "no credentials stored: snugd ctl credentials set %s %s", app, c.Slot)
+		}
+	case ConnPending:
+		if needsValues {
+			why := "credentials incomplete"
+			if cs.LastError != "" {
+				why = cs.LastError
+			}
+			add(AttentionCredentials, "%s: snugd ctl credentials set %s %s", why, app, c.Slot)
+		}
+	case ConnError:
+		add(AttentionError, "the connection reports an error (%s)", orNone(cs.LastError))
+	case ConnExpired:
+		add(AttentionExpired, "the token expired: reconnect it or store new credentials")
+	}
+	if cs.ExpiresAt != nil && cs.Credentials == ConnConnected {
+		switch left := cs.ExpiresAt.Sub(now); {
+		case left <= 0:
+			add(AttentionExpired, "the token expired at %s", cs.ExpiresAt.Format(time.RFC3339))
+		case left < expiringWithin:
+			add(AttentionExpiring, "the token expires at %s", cs.ExpiresAt.Format(time.RFC3339))
+		}
+	}
+	if c.Requirement.LANHost != nil && cs.LANPin == "" {
+		add(AttentionPin, "no certificate pinned for the LAN device yet: the first connection pins it (trust on first use)")
+	}
+	if cs.Standing {
+		add(AttentionStanding, "a standing approval is armed: it sends without asking (snugd ctl status)")
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no detail"
+	}
+	return s
+}
+
+func pluralize(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,454 @@
+package pairing
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/hints"
+	"github.com/snug/snugd/daemon/hostauth"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/registry"
+	"github.com/snug/snugd/linkdevice"
+)
+
+// Linked devices (DESIGN.md, "Linked-device helpers and the sidecar
+// symbolic host"; §12.12's device-link family): the daemon's side of the
+// helper supervisor (linkdevice.Supervisor). It gives the executor one
+// LocalTransport per registered helper (gate 6a), runs the QR flow that
+// links a slot (start → qr → linked, the token verified and committed with
+// linkVerifiedAt in one write), unlinks on revoke, and folds the
+// supervisor's state into the status.
+
+// Helpers is the linked-device helper supervisor as the daemon uses it:
+// *linkdevice.Supervisor. main builds it from its literal table; the daemon
+// runs it as a service (started in New, stopped by Close, never restarted
+// during shutdown) and routes its events in through HelperEvent.
+type Helpers interface {
+	Run(ctx context.Context) error
+	// Subscribe adds a receiver of the supervisor's events (link
+	// notifications, state changes); called before Run.
+	Subscribe(func(linkdevice.Event))
+	// Helpers lists the helper ids the table holds.
+	Helpers() []string
+	Do(ctx context.Context, k linkdevice.SessionKey, req linkdevice.Request) (linkdevice.Response, error)
+	StartLink(ctx context.Context, k linkdevice.SessionKey) error
+	PollLink(ctx context.Context, k linkdevice.SessionKey) (linkdevice.Poll, error)
+	CancelLink(ctx context.Context, k linkdevice.SessionKey) error
+	Verify(ctx context.Context, k linkdevice.SessionKey, token linkdevice.Token) (linkdevice.Verification, error)
+	Unlink(ctx context.Context, k linkdevice.SessionKey) error
+	HelperStatus() []linkdevice.HelperSummary
+}
+
+// Device-link bounds.
+const (
+	// linkFlowTTL bounds a device-link flow: the simulator's default five
+	// codes of 20 s fit with room; a real helper's attempt ends itself
+	// sooner (expired) or the flow does.
+	linkFlowTTL = 5 * time.Minute
+	// linkPollEvery is the poll of a flow whose helper sends no
+	// link.status: the notifications only hurry it.
+	linkPollEvery = time.Second
+	// linkCallTimeout bounds the daemon's own calls to a helper outside a
+	// request (start, cancel, unlink); the protocol's per-method timeouts
+	// bound them too.
+	linkCallTimeout = 15 * time.Second
+)
+
+// helperTransports builds gate 6a's transports: one per helper that is
+// both registered in the registry (so its symbolic host is pinned by an
+// entry) and present in the supervisor's table. A registry helper the
+// table lacks, or a table helper the registry lacks, gets none and is
+// logged: requests to it refuse.
+func HelperTransports(reg *registry.Registry, h Helpers, log *slog.Logger) map[string]fetch.LocalTransport {
+	out := map[string]fetch.LocalTransport{}
+	if h == nil {
+		return out
+	}
+	table := h.Helpers()
+	registered := map[string]bool{}
+	for _, rh := range reg.Helpers() {
+		registered[rh.ID] = true
+		if !slices.Contains(table, rh.ID) {
+			log.Warn("a registry helper has no executable in snugd's helper table; requests to it refuse", "helper", rh.ID)
+			continue
+		}
+		out[rh.ID] = supervisorTransport{h: h, id: rh.ID}
+	}
+	for _, id := range table {
+		if !registered[id] {
+			log.Warn("a helper in snugd's table is not in the registry; it is never used", "helper", id)
+		}
+	}
+	return out
+}
+
+// supervisorTransport is gate 6a's LocalTransport for one helper: the
+// request goes to the helper session of its (app, slot).
+type supervisorTransport struct {
+	h  Helpers
+	id string
+}
+
+func (s supervisorTransport) Do(ctx context.Context, req fetch.LocalRequest) (fetch.LocalResponse, error) {
+	tok, err := linkdevice.NewToken(req.Token)
+	if err != nil {
+		return fetch.LocalResponse{}, linkdevice.ErrUnauthorized // a stored value of the wrong shape is no token
+	}
+	resp, err := s.h.Do(ctx, linkdevice.SessionKey{HelperID: s.id, AppID: req.AppID, Slot: req.Slot}, linkdevice.Request{
+		Method: req.Method, PathAndQuery: req.PathAndQuery, Header: req.Header.Clone(), Body: []byte(req.Body), Token: tok,
+	})
+	if err != nil {
+		return fetch.LocalResponse{}, err
+	}
+	return fetch.LocalResponse{Status: resp.Status, Header: resp.Header, Body: resp.Body}, nil
+}
+
+// linkWatch is a live device-link flow's route for the supervisor's
+// events: the flow it updates and the poller it hurries.
+type linkWatch struct {
+	flowID string
+	nudge  chan struct{}
+}
+
+// linkBook maps helper sessions to their live flows.
+type LinkBook struct {
+	mu sync.Mutex
+	by map[linkdevice.SessionKey]*linkWatch
+}
+
+func (b *LinkBook) set(k linkdevice.SessionKey, w *linkWatch) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.by == nil {
+		b.by = map[linkdevice.SessionKey]*linkWatch{}
+	}
+	b.by[k] = w
+}
+
+func (b *LinkBook) get(k linkdevice.SessionKey) *linkWatch {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.by[k]
+}
+
+// drop removes w if it is still k's.
+func (b *LinkBook) drop(k linkdevice.SessionKey, w *linkWatch) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.by[k] == w {
+		delete(b.by, k)
+	}
+}
+
+// HelperEvent takes one of the supervisor's events (main passes it as
+// linkdevice.Config.OnEvent): a new code updates the slot's flow, a link
+// status hurries its poller, a supervision change is announced as
+// helper-changed. It returns at once.
+func (d *Devices) HelperEvent(ev linkdevice.Event) {
+	switch ev.Kind {
+	case linkdevice.EventQR:
+		if w := d.links.get(ev.SessionKey); w != nil {
+			d.flows.Update(w.flowID, func(f *Flow) {
+				if f.State == FlowQR {
+					f.QR, f.QRExpiresAt = ev.QR.Payload, ev.QR.ExpiresAt
+				}
+			})
+		}
+	case linkdevice.EventLinkStatus:
+		if w := d.links.get(ev.SessionKey); w != nil {
+			select {
+			case w.nudge <- struct{}{}:
+			default:
+			}
+		}
+	case linkdevice.EventState:
+		d.hints.Publish(hints.Hint{Type: hints.HelperChanged, ID: ev.HelperID, AppID: ev.AppID, Slot: ev.Slot})
+	}
+}
+
+// linkTarget returns the helper session an approved device-link row links
+// through, with the field its token goes to.
+func (d *Devices) linkTarget(c grants.Connection) (linkdevice.SessionKey, string, error) {
+	if c.Status != grants.StatusApproved || c.Requirement == nil {
+		return linkdevice.SessionKey{}, "", errcode.New(errcode.ConnectionNotApproved, "only an approved connection can link a device")
+	}
+	p, ok := d.registry.Pairing(c.Requirement)
+	if !ok || p.Family != registry.FamilyDeviceLink {
+		return linkdevice.SessionKey{}, "", errcode.New(errcode.NotFound, "the connection has no device-link pairing")
+	}
+	if d.helpers == nil || d.local[p.HelperID] == nil {
+		return linkdevice.SessionKey{}, "", errcode.New(errcode.NetFetchFailed, "no local helper serves the connection")
+	}
+	return linkdevice.SessionKey{HelperID: p.HelperID, AppID: c.AppID, Slot: c.Slot}, p.Field, nil
+}
+
+// StartLink starts the device-link flow of (appID, slot) (POST
+// …/{slot}/link/start): the helper begins an attempt and the flow, in
+// state qr, shows each code it sends. One poller per flow, under the
+// flow's context, polls the helper; the one answer that carries the token
+// is verified and committed with linkVerifiedAt in one write, and the flow
+// ends linked with the session's label. A newer flow for the slot replaces
+// this one; expiry, cancel and shutdown cancel the helper's attempt.
+func (d *Devices) StartLink(ctx context.Context, appID, slot string) (Flow, error) {
+	c, err := d.grants.Connection(ctx, appID, slot)
+	if err != nil {
+		return Flow{}, err
+	}
+	key, field, err := d.linkTarget(c)
+	if err != nil {
+		return Flow{}, err
+	}
+	host, _ := hostauth.CallerHost(ctx)
+	f, fctx, err := d.flows.Start(ctx, FlowDeviceLink, appID, slot, host, FlowQR, linkFlowTTL)
+	if err != nil {
+		return Flow{}, err
+	}
+	w := &linkWatch{flowID: f.ID, nudge: make(chan struct{}, 1)}
+	d.links.set(key, w)
+	sctx, cancel := context.WithTimeout(fctx, linkCallTimeout)
+	err = d.helpers.StartLink(sctx, key)
+	cancel()
+	if errors.Is(err, linkdevice.ErrAlreadyLinked) {
+		// The helper holds a session snugd has no token for (a lost
+		// commit, a wiped slice): forget it and start again.
+		uctx, cancel := context.WithTimeout(fctx, linkCallTimeout)
+		if uerr := d.helpers.Unlink(uctx, key); uerr != nil {
+			d.log.Warn("unlink a stale device session", "app", appID, "slot", slot, "helper", key.HelperID, "err", uerr.Error())
+		}
+		err = d.helpers.StartLink(uctx, key)
+		cancel()
+	}
+	if err != nil {
+		d.links.drop(key, w)
+		d.flows.end(f.ID, FlowFailed, "the device helper could not start linking")
+		d.log.Warn("device link did not start", "app", appID, "slot", slot, "helper", key.HelperID, "err", err.Error())
+		return Flow{}, errcode.New(errcode.NetFetchFailed, "the device helper could not start linking")
+	}
+	d.log.Info("device link started", "app", appID, "slot", slot, "helper", key.HelperID, "flow", f.ID)
+	go d.pollLink(fctx, c, key, field, w)
+	cur, _ := d.flows.Get(f.ID)
+	return cur, nil
+}
+
+// pollLink is a device-link flow's one poller: it lives under the flow's
+// context and ends the flow.
+func (d *Devices) pollLink(ctx context.Context, before grants.Connection, key linkdevice.SessionKey, field string, w *linkWatch) {
+	defer d.links.drop(key, w)
+	tick := time.NewTicker(linkPollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// Expired, cancelled, replaced or shutting down: the helper's
+			// attempt ends too (best effort), and an expiry shows.
+			if f, ok := d.flows.Get(w.flowID); ok && !f.State.Ended() {
+				d.flows.end(w.flowID, FlowExpired, "the flow expired; start again")
+			}
+			if d.links.get(key) != w {
+				return // a newer flow of the slot owns the helper's attempt now
+			}
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
+			if err := d.helpers.CancelLink(cctx, key); err != nil && !errors.Is(err, linkdevice.ErrStopped) {
+				d.log.Debug("cancel a device link", "helper", key.HelperID, "err", err.Error())
+			}
+			cancel()
+			return
+		case <-tick.C:
+		case <-w.nudge:
+		}
+		p, err := d.helpers.PollLink(ctx, key)
+		if !p.Token.IsZero() {
+			// The one answer with the token: keep it whatever else
+			// happens, commit it or unlink.
+			d.finishLink(ctx, before, key, field, w.flowID, p)
+			return
+		}
+		if err != nil {
+			if ctx.Err() == nil && (errors.Is(err, linkdevice.ErrHelperFailed) || errors.Is(err, linkdevice.ErrUnknownHelper)) {
+				d.flows.end(w.flowID, FlowFailed, "the device helper stopped; start again")
+				return
+			}
+			continue // a restart or a slow answer: poll again
+		}
+		switch p.State {
+		case linkdevice.LinkQR:
+			if p.QR != nil {
+				q := *p.QR
+				d.flows.Update(w.flowID, func(f *Flow) {
+					if f.QR != q.Payload {
+						f.QR, f.QRExpiresAt = q.Payload, q.ExpiresAt
+					}
+				})
+			}
+		case linkdevice.LinkExpired:
+			d.flows.end(w.flowID, FlowExpired, "the code was not scanned in time; start again")
+			return
+		case linkdevice.LinkFailed:
+			d.flows.end(w.flowID, FlowFailed, "the device link failed; start again")
+			return
+		case linkdevice.LinkLinked:
+			// Linked, but the token went to an earlier answer snugd never
+			// saw: the session is useless to snugd.
+			d.failLink(key, w.flowID, "the device linked but its token was lost; start again")
+			return
+		case linkdevice.LinkIdle:
+			d.flows.end(w.flowID, FlowFailed, "the device helper abandoned the link; start again")
+			return
+		}
+	}
+}
+
+// finishLink verifies the released token and commits it (verify before
+// claim, §12.12); any failure unlinks the helper's session, since its
+// token is gone for good.
+func (d *Devices) finishLink(ctx context.Context, before grants.Connection, key linkdevice.SessionKey, field, flowID string, p linkdevice.Poll) {
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
+	v, err := d.helpers.Verify(vctx, key, p.Token)
+	cancel()
+	if err != nil || !v.Alive {
+		d.failLink(key, flowID, "the linked device did not pass its check; start again")
+		return
+	}
+	label := v.Label
+	if label == "" {
+		label = p.Label
+	}
+	if err := d.commitLink(ctx, before, field, p.Token); err != nil {
+		d.log.Warn("device link not stored", "app", key.AppID, "slot", key.Slot, "err", err.Error())
+		msg := "the link could not be stored; start again"
+		if ec, ok := errors.AsType[*errcode.Error](err); ok && ec.Code == errcode.ConnectionNotApproved {
+			msg = "the connection changed while linking; start again"
+		}
+		d.failLink(key, flowID, msg)
+		return
+	}
+	d.flows.Update(flowID, func(f *Flow) {
+		f.State, f.Label, f.QR, f.QRExpiresAt, f.Message = FlowLinked, label, "", time.Time{}, ""
+	})
+	d.log.Info("device linked", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID)
+}
+
+// failLink ends a flow failed and forgets the helper's session.
+func (d *Devices) failLink(key linkdevice.SessionKey, flowID, msg string) {
+	d.flows.end(flowID, FlowFailed, msg)
+	uctx, cancel := context.WithTimeout(context.Background(), linkCallTimeout)
+	defer cancel()
+	if err := d.helpers.Unlink(uctx, key); err != nil {
+		d.log.Warn("unlink a failed device link", "helper", key.HelperID, "app", key.AppID, "slot", key.Slot, "err", err.Error())
+	}
+}
+
+// commitLink is the one write of a device link (§12.12 "one write, no
+// window"): the token as the declared field and _connection with status
+// connected and linkVerifiedAt, in one transaction, and only while the row
+// is the approved row the flow started on.
+func (d *Devices) commitLink(ctx context.Context, before grants.Connection, field string, token linkdevice.Token) error {
+	err := d.grants.CommitIfUnchanged(ctx, before, grants.CommitChange, func(tx *store.Tx) error {
+		return writeLink(tx, before.AppID, before.Slot, field, token)
+	})
+	if errors.Is(err, grants.ErrRowChanged) {
+		return errcode.New(errcode.ConnectionNotApproved, "the connection changed while linking")
+	}
+	return err
+}
+
+// writeLink is the one write inside tx: the helper token and the state
+// with linkVerifiedAt. Either both commit or neither does.
+func writeLink(tx *store.Tx, appID, slot, field string, token linkdevice.Token) error {
+	return grants.WriteVerified(tx, appID, slot, field, store.Secret(token.Reveal()), func(s *grants.ConnState, at int64) {
+		s.LinkVerifiedAt = &at
+	})
+}
+
+// CancelLink cancels a live device-link flow (DELETE /v1/flows/{id}): it
+// ends failed and the helper's attempt is cancelled. A host cancels only
+// the flows it may see; another flow answers NOT_FOUND, an ended one is
+// left as it ended.
+func (d *Devices) CancelLink(ctx context.Context, flowID string) (Flow, error) {
+	f, err := d.Flow(ctx, flowID)
+	if err != nil {
+		return Flow{}, err
+	}
+	if f.Kind != FlowDeviceLink {
+		return Flow{}, errcode.New(errcode.BadRequest, "only a device-link flow can be cancelled")
+	}
+	d.flows.end(flowID, FlowFailed, "the link was cancelled")
+	f, _ = d.flows.Get(flowID)
+	return f, nil
+}
+
+// unlinkSlot is revoke's first step on a device-link row: the helper
+// forgets the session (best effort: the supervisor removes the session
+// directory even when the helper cannot be reached), and a live link flow
+// of the slot ends. The wipe of the slice follows regardless.
+func (d *Devices) UnlinkSlot(ctx context.Context, appID, slot string) string {
+	if d.helpers == nil {
+		return ""
+	}
+	c, err := d.grants.Connection(ctx, appID, slot)
+	if err != nil || c.Status != grants.StatusApproved || c.Requirement == nil {
+		return "" // Revoke refuses it, and nothing was linked
+	}
+	p, ok := d.registry.Pairing(c.Requirement)
+	if !ok || p.Family != registry.FamilyDeviceLink {
+		return ""
+	}
+	key := linkdevice.SessionKey{HelperID: p.HelperID, AppID: appID, Slot: slot}
+	if w := d.links.get(key); w != nil {
+		d.flows.end(w.flowID, FlowFailed, "the connection was revoked")
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
+	defer cancel()
+	if err := d.helpers.Unlink(uctx, key); err != nil {
+		d.log.Warn("unlink on revoke", "helper", p.HelperID, "app", appID, "slot", slot, "err", err.Error())
+		return ""
+	}
+	d.log.Info("device unlinked", "helper", p.HelperID, "app", appID, "slot", slot)
+	return ""
+}
+
+// helperStatuses folds the supervisor's state into the status: one line
+// per helper in its table.
+func (d *Devices) HelperStatuses() []HelperStatus {
+	out := []HelperStatus{}
+	if d.helpers == nil {
+		return out
+	}
+	for _, h := range d.helpers.HelperStatus() {
+		out = append(out, HelperStatus{ID: h.HelperID, State: string(h.State), Sessions: h.Sessions, Restarts: h.Restarts, LastError: h.LastError})
+	}
+	return out
+}
+
+// FlowQRPNG draws a device-link flow's current QR code as a PNG image (GET
+// /v1/flows/{id}?format=png). A flow with no code (another kind, ended,
+// or before the first code) is NOT_FOUND.
+func FlowQRPNG(f Flow) ([]byte, error) {
+	if f.Kind != FlowDeviceLink || f.QR == "" {
+		return nil, errcode.New(errcode.NotFound, "the flow shows no QR code")
+	}
+	img, err := linkdevice.QRPNG(f.QR)
+	if err != nil {
+		return nil, errcode.New(errcode.Internal, "the QR code could not be drawn")
+	}
+	return img, nil
+}
+
+// HelperStatus is one linked-device helper: its id and its supervisor's
+// state.
+type HelperStatus struct {
+	ID    string
+	State string
+	// Sessions counts the helper's sessions (one per linked slot) and
+	// Restarts their restarts; LastError is a fixed sentence.
+	Sessions  int
+	Restarts  int
+	LastError string
+}
