@@ -227,8 +227,8 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 // service that owns the tokens exists (New sets src before any request).
 type lateTokens struct{ src fetch.TokenSource }
 
-func (l *lateTokens) AccessToken(ctx context.Context, appID, slot string) (string, error) {
-	return l.src.AccessToken(ctx, appID, slot)
+func (l *lateTokens) AccessToken(ctx context.Context, req fetch.TokenRequest) (string, error) {
+	return l.src.AccessToken(ctx, req)
 }
 
 // lateAnswer is the executor's after-answer hook, bound the same way.

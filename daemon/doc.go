@@ -1,56 +1,58 @@
-// Package daemon is snugd's core: connections and grants (the five writers of
-// spec §12.3 plus reconnect), import reconciliation, credential custody, the
-// connected-fetch executor (§14), the confirm broker and standing approvals.
+// Package daemon is snugd's composition root. New wires the core's parts;
+// Run runs their long-lived services under the caller's context; the API
+// and main take the parts they use (Grants, Proposers, Records, Fetch,
+// Pairing, Devices, Hosts). The root itself does only what needs several
+// parts at once: the status report (status.go), the hint stream as the
+// caller may hear it (hints_visible.go) and the lifecycle.
 //
 // Where each concern lives:
 //
-//   - *Daemon (daemon.go) holds the wiring and the parts that write: the
-//     writers (connections.go), custody (custody.go), the proposers
-//     (channels.go), import (importdb.go), review (review.go). Its host,
-//     executor, confirm and standing methods are thin forwarders for the
-//     API; host pairing and authentication are daemon/hostauth's pairing
-//     book (hosts.go forwards to it).
-//   - A connection's pairing with a device (§13's families): pairing.go
-//     says which family a row still owes, flows.go runs the pairing flows
-//     (OAuth consent, LAN exchange, device link) with their lifetimes, and
-//     claim.go the token-claim family (its pure checks in daemon/claim).
-//   - The executor (fetch.go: type executor) owns the gate pipeline and its
-//     dependencies: the grant index (index.go; the start builds it from
-//     one scan and loads an app on first use, index_start.go), the confirm
-//     broker, the standing gate, the journal, the credential reader, the
-//     credential sources per kind (fetch_inject.go) and the transports
-//     (fetch_transport.go). Net runs one snug:net-request through gates();
-//     TestConnection runs a requirement's testRequest on the probe path.
-//     fetch.go documents the pipeline.
-//   - The confirm broker (confirm.go: confirmBroker) owns the queue,
-//     ConfirmByID, DecideConfirm, the session memory (R10) and the
-//     withdrawal of a host's confirms (unpairing) and of all of them
-//     (BeginShutdown).
-//   - The standing gate (standing.go: standingGate) owns the armed
-//     approval (§17); it takes the index and the journal.
-//   - The journal (journal.go: journal) is written by the executor and the
-//     standing gate; its batcher is a service.
-//   - Services (services.go) are the long-lived parts, Run(ctx) error,
-//     started by New and stopped by Close: the journal batcher today.
-//   - Facts (facts.go) are the chat lane's connection facts (§16); hints
-//     (hints.go) the doorbell of /v1/events; status and diagnose
-//     (status.go, diagnose.go) what ctl reports.
-//   - Leaves that know nothing of *Daemon: daemon/scrub (gate 10's value
-//     scrub and the provider-error extractor), daemon/oauth (the OAuth
-//     protocol core), requirement, template, registry, starter, wire and
-//     errcode; under internal/, store (every SQL statement), strictjson
-//     (the one strict JSON reader of wire and requirement) and ident (the
-//     app-id and slot rules every layer checks).
+//	concern                                   package (file)
+//	connection rows, the five writers         daemon/grants (connections.go)
+//	the grant index the executor reads        daemon/grants (index.go, index_start.go)
+//	credential custody, connection state      daemon/grants (custody.go)
+//	app ownership and sharing                 daemon/grants (owners.go)
+//	proposer channels, re-consent             daemon/grants (channels.go: Proposers)
+//	review and its token                      daemon/grants (review.go: Proposers)
+//	import, export, the journal read          daemon/grants (importdb.go, acts.go: Records)
+//	a ceremony's guarded commit               daemon/grants (commit.go)
+//	the gate pipeline, Net, TestConnection    daemon/fetch (fetch.go, fetch_gates.go)
+//	credential sources per kind (gate 8)      daemon/fetch (fetch_inject.go)
+//	transports of gate 9                      daemon/fetch (fetch_transport.go)
+//	connection URLs                           daemon/fetch (connurl.go)
+//	confirms and the session memory           daemon/fetch (confirm.go)
+//	standing approvals                        daemon/fetch (standing.go)
+//	the guarded client for side calls         daemon/fetch (side.go)
+//	OAuth sign-in, tokens, revocation         daemon/pairing (oauthflow.go, oauthconn.go)
+//	the SimpleFIN token claim                 daemon/pairing (claim.go)
+//	LAN pairing, relocation                   daemon/pairing (lan.go: Devices)
+//	device links, helper transports           daemon/pairing (linkdev.go: Devices)
+//	pairing flows                             daemon/pairing (flows.go)
+//	the journal and its batcher               daemon/journal
+//	the hint bus                              daemon/hints
+//	host pairing, authentication, the caller  daemon/hostauth
+//	the status report, the hint stream        daemon (status.go, hints_visible.go)
+//	services and their order                  daemon (services.go)
+//	what ctl doctor checks of the data dir    daemon (diagnose.go)
 //
-// Hosts own their apps (owners.go): a context made with WithHost acts for
-// one paired host, and AppVisible, CheckApp and AppFilter are the one
-// check every app-scoped entry point makes; the writers check again and
-// record a host's first row as its claim. ShareApp, UnshareApp and
-// AppAccess are the administrator's. ApproveReviewed and ReapproveReviewed
-// bind an approval to the review it follows (Review.Token).
+// The stack: pairing above fetch (it uses the side client), fetch above
+// grants (it reads the snapshot), all three above journal, hints and
+// hostauth. Each part says what it needs of another on its own side
+// (fetch.Snapshots, fetch.Owners, grants.Gates, pairing.Rows,
+// pairing.Stager); grants runs the hooks the others register (RevokeHook,
+// ChangeHook) and never names them.
+//
+// Who may see what is decided below the API, from the caller in ctx
+// (hostauth.WithHost, set by the API's security chain): a paired host sees
+// and addresses only the apps it owns or was given; a context without a
+// host is the administrator's.
+//
+// Leaves that know nothing of the core: daemon/scrub, daemon/oauth,
+// daemon/claim, requirement, template, registry, starter, wire and errcode;
+// under internal/, store (every SQL statement), strictjson and ident.
 //
 // Imports: transports, lan, linkdevice and daemon's own subpackages, the
 // standard library, the SQLite driver (through daemon/internal/store only),
-// golang.org/x/crypto and golang.org/x/net. Never api, never cmd, never echo.
-// Domain types carry no JSON tags.
+// golang.org/x/crypto and golang.org/x/net. Never api, never cmd, never
+// echo. Domain types carry no JSON tags.
 package daemon

@@ -268,7 +268,7 @@ type fakeTokens struct {
 	err error
 }
 
-func (f fakeTokens) AccessToken(ctx context.Context, appID, slot string) (string, error) {
+func (f fakeTokens) AccessToken(ctx context.Context, _ fetch.TokenRequest) (string, error) {
 	return f.tok, f.err
 }
 

@@ -190,11 +190,22 @@ type LocalResponse struct {
 }
 
 // TokenSource supplies the access token of an OAuth-kind connection at
-// gate 8; the OAuth issue implements it (refreshing inside its own
-// ceiling-checked place). An error ends the request NET_AUTH_FAILED with a
-// fixed message; its text is only logged.
+// gate 8 (daemon/pairing implements it, refreshing inside its own
+// ceiling-checked place). It is given what gate 8 read: the row's kind and
+// the slot's credential slice, so a token that needs no refresh costs no
+// further read. An error ends the request NET_AUTH_FAILED with a fixed
+// message; its text is only logged.
 type TokenSource interface {
-	AccessToken(ctx context.Context, appID, slot string) (string, error)
+	AccessToken(ctx context.Context, req TokenRequest) (string, error)
+}
+
+// TokenRequest is what gate 8 hands the token source.
+type TokenRequest struct {
+	AppID, Slot string
+	Kind        requirement.Kind
+	// Slice is the slot's credential slice as gate 8 read it: the
+	// tokens and the connection state under their reserved names.
+	Slice map[string]store.Secret
 }
 
 // executor is the connected-fetch executor (§14): the gate pipeline and

@@ -28,26 +28,27 @@ type Fetch struct {
 	Start time.Time
 	Index *grants.GrantIndex // one snapshot serves every gate
 
-	Req      wire.NetRequest   // gate 1
-	parseErr *wire.ParseError  // gate 1, when it refused
-	conn     *ConnTarget       // resolution: set for a connection URL
-	Target   *url.URL          // resolution: the URL to send, before query credentials
-	App      *grants.AppGrants // gate 2: the acting app's rows only
-	Host     string            // gate 3: target's host, normalized ("" when it does not normalize)
-	Grant    *grants.GrantRow  // gate 3
-	lan      bool              // gate 4: the LAN admission (desktop policy)
-	Sidecar  string            // gate 5: the registered helper id of a sidecar host
-	via      transport         // gate 5 (network) or 6a (helper): how the request departs
-	approval string            // gate 6: "", "user", "session" or "standing"
-	denial   string            // gate 6: who or what denied the confirm (a Denied* note)
-	Header   http.Header       // gate 7
-	SendURL  *url.URL          // gate 8: target with query credentials placed
-	pin      string            // gate 8: the LAN row's certificate pin
-	pinned   bool              // gate 8: the LAN row has a pin, or state that does not say: https only
-	PinBad   bool              // gate 9: the LAN device presented another leaf than the pin (lan.go marks the row)
-	token    string            // gate 8: the helper token, for a helper transport
-	scrub    scrub.Set         // gate 8: every value injected
-	resp     *upstream         // gate 9
+	Req      wire.NetRequest         // gate 1
+	parseErr *wire.ParseError        // gate 1, when it refused
+	conn     *ConnTarget             // resolution: set for a connection URL
+	Target   *url.URL                // resolution: the URL to send, before query credentials
+	App      *grants.AppGrants       // gate 2: the acting app's rows only
+	Host     string                  // gate 3: target's host, normalized ("" when it does not normalize)
+	Grant    *grants.GrantRow        // gate 3
+	secrets  map[string]store.Secret // gate 8: the slot's slice, as read once
+	lan      bool                    // gate 4: the LAN admission (desktop policy)
+	Sidecar  string                  // gate 5: the registered helper id of a sidecar host
+	via      transport               // gate 5 (network) or 6a (helper): how the request departs
+	approval string                  // gate 6: "", "user", "session" or "standing"
+	denial   string                  // gate 6: who or what denied the confirm (a Denied* note)
+	Header   http.Header             // gate 7
+	SendURL  *url.URL                // gate 8: target with query credentials placed
+	pin      string                  // gate 8: the LAN row's certificate pin
+	pinned   bool                    // gate 8: the LAN row has a pin, or state that does not say: https only
+	PinBad   bool                    // gate 9: the LAN device presented another leaf than the pin (lan.go marks the row)
+	token    string                  // gate 8: the helper token, for a helper transport
+	scrub    scrub.Set               // gate 8: every value injected
+	resp     *upstream               // gate 9
 
 	out           wire.NetResponse // gate 10
 	providerError string           // gate 10
@@ -493,15 +494,26 @@ func unsendable(name string) bool {
 	return strings.HasPrefix(c, "proxy-")
 }
 
+// readSlice is the one credential read of a request: the slot's slice,
+// kept in f for the token source (an OAuth bearer) and the field values.
+func (e *Executor) readSlice(ctx context.Context, f *Fetch) *errcode.Error {
+	slice, err := e.ReadSecrets(ctx, f.Call.AppID, f.Grant.Slot)
+	if err != nil {
+		e.log.Error("read credentials", "app", f.Call.AppID, "slot", f.Grant.Slot, "err", err)
+		return refuse(errcode.NetFetchFailed, "the connection's credentials could not be read")
+	}
+	f.secrets = slice
+	return nil
+}
+
 // credentials performs the executor's one credential read: the slot's
 // slice, field values and the _connection state (for the LAN pin). Every
 // value read joins the scrub set.
 func (e *Executor) credentials(ctx context.Context, f *Fetch) (map[string]string, *errcode.Error) {
-	slice, err := e.ReadSecrets(ctx, f.Call.AppID, f.Grant.Slot)
-	if err != nil {
-		e.log.Error("read credentials", "app", f.Call.AppID, "slot", f.Grant.Slot, "err", err)
-		return nil, refuse(errcode.NetFetchFailed, "the connection's credentials could not be read")
+	if err := e.readSlice(ctx, f); err != nil {
+		return nil, err
 	}
+	slice := f.secrets
 	values := make(map[string]string, len(slice))
 	for name, v := range slice {
 		if name == store.ConnectionStateField {

@@ -71,11 +71,23 @@ func (e *Executor) inject(ctx context.Context, f *Fetch) *errcode.Error {
 		if values, err = e.credentials(ctx, f); err != nil {
 			return err
 		}
+	} else if oauthKind(g.Req.Kind) {
+		// The token source reads the tokens from the slice; the
+		// fields are no template's, so nothing is rendered or scrubbed.
+		if err := e.readSlice(ctx, f); err != nil {
+			return err
+		}
 	}
 	if f.lan && f.Target.Scheme == "http" && f.pinned {
 		return refuse(errcode.NetSchemeBlocked, "the device is paired over https, so plain http is refused")
 	}
 	return e.sourceFor(g.Req.Kind).inject(ctx, e, f, values)
+}
+
+// oauthKind reports whether k's bearer comes from the token source, which
+// reads the slice gate 8 read.
+func oauthKind(k requirement.Kind) bool {
+	return k == requirement.KindOAuth2AuthCode || k == requirement.KindOAuth2ClientCreds
 }
 
 // templateSource renders the row's header and query templates.
@@ -102,7 +114,7 @@ func (s oauthSource) inject(ctx context.Context, e *Executor, f *Fetch, values m
 		return refuse(errcode.NetAuthFailed, "the connection has no token source")
 	}
 	tctx, cancel := context.WithTimeout(ctx, e.RequestTimeout)
-	tok, err := s.tokens.AccessToken(tctx, f.Call.AppID, f.Grant.Slot)
+	tok, err := s.tokens.AccessToken(tctx, TokenRequest{AppID: f.Call.AppID, Slot: f.Grant.Slot, Kind: f.Grant.Req.Kind, Slice: f.secrets})
 	cancel()
 	if err != nil || tok == "" || strings.ContainsAny(tok, "\r\n\x00") {
 		// The token source's error is its own to log: its text

@@ -128,17 +128,37 @@ func storedToken(o oauthRow) oauth.Token {
 // client-credentials row. Concurrent requests share one refresh.
 //
 // conformance: P3-C13-23
-func (s OauthTokens) AccessToken(ctx context.Context, appID, slot string) (string, error) {
+func (s OauthTokens) AccessToken(ctx context.Context, req fetch.TokenRequest) (string, error) {
 	d := s.d
-	var o oauthRow // the row load read: a refresh reuses it
+	own := true // the first load is the request's: the slice gate 8 read
+	var o oauthRow
 	load := func(ctx context.Context) (oauth.Token, error) {
+		if own && req.Slice != nil {
+			own = false
+			cur := oauthRow{slice: req.Slice}
+			if v, ok := req.Slice[store.ConnectionStateField]; ok {
+				st, err := grants.UnmarshalConnState(v)
+				if err != nil {
+					return oauth.Token{}, err
+				}
+				cur.state = st
+			}
+			if req.Kind == requirement.KindOAuth2AuthCode && cur.state.Status == grants.ConnExpired {
+				// The grant is gone: nothing is posted until a new sign-in.
+				return oauth.Token{}, errors.New(OauthExpiredMessage)
+			}
+			return storedToken(cur), nil
+		}
+		// The shared refresh reads the row once, afresh: another refresh
+		// may have committed since the request read its slice, and a
+		// rotated refresh token must not be spent twice. The refresh
+		// uses what this read.
 		var err error
-		o, err = d.readOAuthRow(ctx, appID, slot)
+		o, err = d.readOAuthRow(ctx, req.AppID, req.Slot)
 		if err != nil {
 			return oauth.Token{}, err
 		}
 		if o.req.Kind == requirement.KindOAuth2AuthCode && o.state.Status == grants.ConnExpired {
-			// The grant is gone: nothing is posted until a new sign-in.
 			return oauth.Token{}, errors.New(OauthExpiredMessage)
 		}
 		return storedToken(o), nil
@@ -146,7 +166,7 @@ func (s OauthTokens) AccessToken(ctx context.Context, appID, slot string) (strin
 	refresh := func(ctx context.Context, cur oauth.Token) (oauth.Token, error) {
 		return d.refreshToken(ctx, o, cur)
 	}
-	t, err := d.refresher.Fresh(ctx, oauth.Key{AppID: appID, Slot: slot}, load, refresh)
+	t, err := d.refresher.Fresh(ctx, oauth.Key{AppID: req.AppID, Slot: req.Slot}, load, refresh)
 	if err != nil {
 		return "", err
 	}
