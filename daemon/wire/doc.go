@@ -37,11 +37,11 @@
 //
 // Encode validates a frame and returns its exact wire bytes (HTML
 // characters unescaped, so the size class measures what is sent).
-// NewNetResponse builds the answer to an upstream response (headers
+// NewNetResponseText builds the answer to an upstream response (headers
 // whitelist-filtered by FilterResponseHeaders, content-length recomputed,
-// ruling R21); NetErrorResponse builds an error answer whose envelope
-// (ErrorBodyOf) always has code, message and retryable, and never a
-// reserved code. EncodeNetResponse turns a net-response over its size
+// ruling R21, the body valid UTF-8 as ValidText makes it);
+// NetErrorResponse builds an error answer whose envelope (ErrorBodyOf)
+// always has code, message and retryable, and never a reserved code. EncodeNetResponse turns a net-response over its size
 // class into the NET_SIZE_EXCEEDED answer (R6) and says that it did.
 //
 // # Schemas
