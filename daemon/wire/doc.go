@@ -12,10 +12,10 @@
 //
 // A refused frame is a *ParseError carrying the code an answer would
 // carry (UNSUPPORTED_VERSION, or NET_INVALID_REQUEST for a malformed
-// net-request, ruling R2), a message safe to send back, and the requestId
-// recovered from the raw frame. ParseError.Answer builds the net-response
-// error that answers it, and refuses when no requestId was recovered:
-// such a frame is never answered (R1).
+// net-request), a message safe to send back, and the requestId recovered
+// from the raw frame. ParseError.Answer builds the net-response error
+// that answers it, and refuses when no requestId was recovered: such a
+// frame is never answered.
 //
 // ParseNetRequest applies Part I §3 and ruling R3 exactly, including the
 // rules the published schema cannot carry: no body on GET or HEAD, no
@@ -38,8 +38,8 @@
 // Encode validates a frame and returns its exact wire bytes (HTML
 // characters unescaped, so the size class measures what is sent).
 // NewNetResponseText builds the answer to an upstream response (headers
-// whitelist-filtered by FilterResponseHeaders, content-length recomputed,
-// ruling R21, the body valid UTF-8 as ValidText makes it);
+// whitelist-filtered by FilterResponseHeaders, content-length recomputed
+// to the body delivered, the body valid UTF-8 as ValidText makes it);
 // NetErrorResponse builds an error answer whose envelope (ErrorBodyOf)
 // always has code, message and retryable, and never a reserved code. EncodeNetResponse turns a net-response over its size
 // class into the NET_SIZE_EXCEEDED answer (R6) and says that it did.

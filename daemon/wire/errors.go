@@ -9,9 +9,9 @@ import (
 )
 
 // A ParseError is a frame that was refused. Code is what an answer
-// carries: UNSUPPORTED_VERSION when v is not 1 (R1), NET_INVALID_REQUEST
-// for a malformed net-request (ruling R2); Validate's refusal of a
-// net-response carries HOST_ERROR. Message is safe to send back to the frame's sender: it names
+// carries: UNSUPPORTED_VERSION when v is not 1, NET_INVALID_REQUEST for a
+// malformed net-request; Validate's refusal of a net-response carries
+// HOST_ERROR. Message is safe to send back to the frame's sender: it names
 // fields, rules and at most a header name the frame itself carried, never a
 // value from the frame. RequestID is the requestId recovered from the raw
 // frame when it carried exactly one plausible string id (1–128
@@ -39,8 +39,8 @@ func (e *ParseError) ErrorCode() errcode.Code { return e.Code }
 
 // Answer returns the net-response error that answers the refused
 // frame, and reports whether one may be sent: only when a requestId was
-// recovered (R1) and the frame is a net-request, the one frame snugd
-// parses.
+// recovered (a frame without one is never answered) and the frame is a
+// net-request, the one frame snugd parses.
 func (e *ParseError) Answer() (Frame, bool) {
 	if e.RequestID == "" || e.Type != TypeNetRequest {
 		return nil, false

@@ -24,7 +24,7 @@ type futureFrame struct{}
 
 func (futureFrame) FrameType() string { return "snug:future" }
 
-// TestFrameTypes: exactly the thirteen types of §2, and each frame this
+// TestFrameTypes: exactly the thirteen frame types, and each frame this
 // package sends encodes with its type and v: 1; a net-request parses back
 // to itself.
 //

@@ -56,7 +56,7 @@ func TestFilterResponseHeaders(t *testing.T) {
 	if _, ok := got["set-cookie"]; ok {
 		t.Error("set-cookie crossed")
 	}
-	for _, name := range []string{"content-type", "content-length", "cache-control", "etag", "last-modified", "retry-after", "link", "x-ratelimit-*"} { // §3's whitelist
+	for _, name := range []string{"content-type", "content-length", "cache-control", "etag", "last-modified", "retry-after", "link", "x-ratelimit-*"} { // the whole whitelist
 		probe := strings.ReplaceAll(name, "*", "used")
 		if !AllowedResponseHeader(probe) || !AllowedResponseHeader(strings.ToUpper(probe)) {
 			t.Errorf("AllowedResponseHeader(%q) = false, want true", probe)
