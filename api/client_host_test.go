@@ -123,13 +123,6 @@ func (c *Client) Install(ctx context.Context, appID string, req InstallRequest) 
 	return out.Proposals, err
 }
 
-// PickOption calls POST …/{slot}/option.
-func (c *Client) PickOption(ctx context.Context, appID, slot, optionID string) (ProposalJSON, error) {
-	var out ProposalResponse
-	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/option", OptionRequest{OptionID: optionID}, &out)
-	return out.Proposal, err
-}
-
 // Net calls POST /v1/net and returns the snug:net-response frame's bytes
 // exactly as snugd wrote them. A frame snugd does not answer is an *Error
 // (400 NET_INVALID_REQUEST). Cancelling ctx cancels the request in the
@@ -179,11 +172,6 @@ func (c *Client) ArmStanding(ctx context.Context, req StandingRequest) (Standing
 	var out StandingResponse
 	err := c.do(ctx, http.MethodPost, "/v1/standing", req, &out)
 	return out.Standing, err
-}
-
-// DisarmStanding calls DELETE /v1/standing/{id}.
-func (c *Client) DisarmStanding(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/standing/"+esc(id), nil, nil)
 }
 
 // KillStanding calls POST /v1/standing/kill and returns how many standing

@@ -48,7 +48,7 @@ func BenchmarkEncodeNetResponse(b *testing.B) {
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				r, err := NewNetResponse("req-01HZX3K9", "https://api.example.com/v1/items", 200, h, bc.body)
+				r, err := NewNetResponseText("req-01HZX3K9", "https://api.example.com/v1/items", 200, h, ValidText(bc.body))
 				if err != nil {
 					b.Fatal(err)
 				}

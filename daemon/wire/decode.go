@@ -116,21 +116,3 @@ func checkLen(field, s string, lo, hi int) string {
 	}
 	return ""
 }
-
-// truncateChars cuts s to at most n characters.
-func truncateChars(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
-}
-
-// checked is a frame with value rules of its own.
-type checked interface {
-	Frame
-	problem() string
-}

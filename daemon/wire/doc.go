@@ -11,11 +11,11 @@
 // duplicate key rejects the frame.
 //
 // A refused frame is a *ParseError carrying the code an answer would
-// carry (UNSUPPORTED_VERSION, NET_INVALID_REQUEST for a net-request,
-// HOST_ERROR for the rest, ruling R2), a message safe to send back, and
-// the requestId recovered from the raw frame. ParseError.Answer builds
-// the answer, and refuses when no requestId was recovered: such a frame
-// is never answered (R1).
+// carry (UNSUPPORTED_VERSION, or NET_INVALID_REQUEST for a malformed
+// net-request), a message safe to send back, and the requestId recovered
+// from the raw frame. ParseError.Answer builds the net-response error
+// that answers it, and refuses when no requestId was recovered: such a
+// frame is never answered.
 //
 // ParseNetRequest applies Part I §3 and ruling R3 exactly, including the
 // rules the published schema cannot carry: no body on GET or HEAD, no
@@ -37,11 +37,11 @@
 //
 // Encode validates a frame and returns its exact wire bytes (HTML
 // characters unescaped, so the size class measures what is sent).
-// NewNetResponse builds the answer to an upstream response (headers
-// whitelist-filtered by FilterResponseHeaders, content-length recomputed,
-// ruling R21); NetErrorResponse builds an error answer whose envelope
-// (ErrorBodyOf) always has code, message and retryable, and never a
-// reserved code. EncodeNetResponse turns a net-response over its size
+// NewNetResponseText builds the answer to an upstream response (headers
+// whitelist-filtered by FilterResponseHeaders, content-length recomputed
+// to the body delivered, the body valid UTF-8 as ValidText makes it);
+// NetErrorResponse builds an error answer whose envelope (ErrorBodyOf)
+// always has code, message and retryable, and never a reserved code. EncodeNetResponse turns a net-response over its size
 // class into the NET_SIZE_EXCEEDED answer (R6) and says that it did.
 //
 // # Schemas
@@ -49,17 +49,16 @@
 // Schema and SchemaTypes expose the JSON Schemas (draft 2020-12) of the
 // thirteen frames, embedded from schemas/; GET /v1/schemas serves them.
 //
-// # The rest of Part I, in the tests
+// # What snugd does not speak
 //
-// snugd parses no other frame, so the decoders of the other eleven frame
-// types, Parse (a frame of any type, Ignored for an unknown snug:* type),
-// the host-event hints and the chat envelope (§6, with its graduated
-// agent-reply parse and PARSE_FAILED budget) live in this package's
-// *_lib_test.go files. They are the oracle the schemas are held to:
-// testdata/corpus holds the frames on which the schemas and the parsers
-// agree, and those the parsers refuse by prose rules the schemas leave
-// out. Other packages' tests read back the net-responses snugd writes with
-// daemon/wire/wiretest.
+// snugd is no frame host: it parses net-requests and writes
+// net-responses, and nothing else of Part I. The other eleven frame types
+// appear here only as names (FrameTypes) with their size classes
+// (FrameLimit) and their published schemas. testdata/corpus holds frames
+// of all thirteen types that the schemas must accept or reject, and the
+// net-requests among them that ParseNetRequest must refuse although the
+// schema accepts them (rules only prose can state). Other packages' tests
+// read back the net-responses snugd writes with daemon/wire/wiretest.
 //
 // Everything here is safe for concurrent use.
 //

@@ -9,9 +9,9 @@ import (
 )
 
 // A ParseError is a frame that was refused. Code is what an answer
-// carries: UNSUPPORTED_VERSION when v is not 1 (R1), NET_INVALID_REQUEST
-// for a malformed net-request (ruling R2), HOST_ERROR for the other
-// frames. Message is safe to send back to the frame's sender: it names
+// carries: UNSUPPORTED_VERSION when v is not 1, NET_INVALID_REQUEST for a
+// malformed net-request; Validate's refusal of a net-response carries
+// HOST_ERROR. Message is safe to send back to the frame's sender: it names
 // fields, rules and at most a header name the frame itself carried, never a
 // value from the frame. RequestID is the requestId recovered from the raw
 // frame when it carried exactly one plausible string id (1–128
@@ -37,30 +37,16 @@ func (e *ParseError) Is(target error) bool { return target == e.Code }
 // ErrorCode returns e's code (errcode.CodeOf finds it).
 func (e *ParseError) ErrorCode() errcode.Code { return e.Code }
 
-// Answer returns the frame that answers the refused frame, and reports
-// whether one may be sent: only when a requestId was recovered (R1) and
-// the frame is a request. A net-request is answered by a net-response
-// error, an app-message by an app-response error, a db-request by a
-// db-response error and an open-url-request by an open-url-result with
-// status refused. A refused app-cancel is not answered: its requestId
-// names a request already in flight, which gets its one terminal frame
-// (R3) from its own outcome.
+// Answer returns the net-response error that answers the refused
+// frame, and reports whether one may be sent: only when a requestId was
+// recovered (a frame without one is never answered) and the frame is a
+// net-request, the one frame snugd parses.
 func (e *ParseError) Answer() (Frame, bool) {
-	if e.RequestID == "" {
+	if e.RequestID == "" || e.Type != TypeNetRequest {
 		return nil, false
 	}
 	body := e.Body()
-	switch e.Type {
-	case TypeNetRequest:
-		return NetResponse{RequestID: e.RequestID, Error: &body}, true
-	case TypeAppMessage:
-		return AppResponse{RequestID: e.RequestID, Error: &body}, true
-	case TypeDBRequest:
-		return DBResponse{RequestID: e.RequestID, Error: &body}, true
-	case TypeOpenURLRequest:
-		return OpenURLResult{RequestID: e.RequestID, Status: OpenURLRefused, Reason: truncateChars(e.Message, maxReasonChars)}, true
-	}
-	return nil, false
+	return NetResponse{RequestID: e.RequestID, Error: &body}, true
 }
 
 // Body returns e as an error envelope. A frame that failed to parse fails
@@ -124,25 +110,17 @@ func (b ErrorBody) emitProblem() string {
 	return b.problem()
 }
 
-// bodyError is an error that knows its own envelope: *ParseError and
-// *ReplyError.
-type bodyError interface {
-	error
-	Body() ErrorBody
-}
-
 // ErrorBodyOf turns err into an error envelope. The code is the one err
-// carries (a *ParseError, *ReplyError, *errcode.Error or bare
-// errcode.Code in its chain); the message is the safe message it
-// carries, or the code's registered meaning; retryable is the registry's
-// flag, except that a frame that failed to parse is never retryable and a
-// PARSE_FAILED reply is retryable while attempts remain. An error without
-// a code, or with a code that is reserved or not registered, becomes
-// HOST_ERROR, so a reserved code is never emitted (ruling R2). The
-// wrapped cause (errcode.Error.Err) never reaches the envelope.
+// carries (a *ParseError, *errcode.Error or bare errcode.Code in its
+// chain); the message is the safe message it carries, or the code's
+// registered meaning; retryable is the registry's flag, except that a
+// frame that failed to parse is never retryable. An error without a code,
+// or with a code that is reserved or not registered, becomes HOST_ERROR,
+// so a reserved code is never emitted (ruling R2). The wrapped cause
+// (errcode.Error.Err) never reaches the envelope.
 func ErrorBodyOf(err error) ErrorBody {
-	if be, ok := errors.AsType[bodyError](err); ok {
-		return be.Body()
+	if pe, ok := errors.AsType[*ParseError](err); ok {
+		return pe.Body()
 	}
 	code, _ := errcode.CodeOf(err)
 	msg := ""

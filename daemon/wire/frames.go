@@ -46,26 +46,15 @@ const (
 	MaxFrameBytes    = 256 << 10      // every frame but the db and net pairs
 	MaxDBFrameBytes  = 8 << 20        // snug:db-request, snug:db-response
 	MaxNetFrameBytes = 1<<20 + 64<<10 // MAX_NET_FRAME_BYTES: snug:net-request, snug:net-response
-	MaxArtifactBytes = 5 << 20        // a db import artifact, decoded
 	MaxRawExcerpt    = 200            // characters of PARSE_FAILED's rawExcerpt
 	MaxIDChars       = 128            // requestId, instanceId, appId
 	// ParseFailureBudget is how many consecutive agent-reply parse
 	// failures a thread may have before the host requires an explicit
-	// user reset.
+	// user reset: the most a PARSE_FAILED error's attemptsRemaining says.
 	ParseFailureBudget = 3
 
-	maxAppIDChars       = MaxIDChars
-	maxDisplayNameChars = 80
-	maxDescriptionChars = 400
-	maxIconEmojiChars   = 8
-	maxIconColorChars   = 32
-	maxActionChars      = 128
-	maxEventChars       = 128
-	maxCodeChars        = 128
-	maxReasonChars      = 300
-	maxOpenURLChars     = 2048
-	maxSafeInteger      = 1<<53 - 1 // the largest integer a JSON number holds exactly
-	maxKnownKeys        = 16        // stack room for a frame's top-level members
+	maxCodeChars = 128
+	maxKnownKeys = 16 // stack room for a frame's top-level members
 	// maxScanBytes bounds the work spent on an oversized frame to recover
 	// its requestId: twice the largest class. Larger input is refused
 	// unread and never answered.
@@ -187,14 +176,10 @@ type sendable interface {
 	Validate() error
 }
 
-// The frame types this package sends: the net frames, and the answers
-// ParseError.Answer builds.
+// The frame types this package sends: the net pair.
 var (
-	_ sendable = AppResponse{}
-	_ sendable = DBResponse{}
 	_ sendable = NetRequest{}
 	_ sendable = NetResponse{}
-	_ sendable = OpenURLResult{}
 )
 
 // encode validates f and marshals it, whatever its size.

@@ -425,9 +425,6 @@ func TestParseNetRequestFrameSize(t *testing.T) {
 	if pe.RequestID != "r1" {
 		t.Errorf("oversized frame: RequestID = %q, want %q (recovered)", pe.RequestID, "r1")
 	}
-	if _, err := Parse(over); !errors.Is(err, errcode.NetInvalidRequest) {
-		t.Errorf("Parse(1,114,113-byte net-request) = %v, want NET_INVALID_REQUEST", err)
-	}
 	padded := append([]byte(" "), exact...)
 	if _, err := ParseNetRequest(padded); err == nil {
 		t.Error("ParseNetRequest(valid frame + 1 byte of whitespace over the class) = nil, want an error: size is measured as received")
@@ -482,41 +479,15 @@ func TestCredentialHeader(t *testing.T) {
 			t.Errorf("CredentialHeader(%q) = true, want false", n)
 		}
 	}
-	for _, n := range StripHeaders() {
-		if !CredentialHeader(n) || strings.ToLower(n) != n {
-			t.Errorf("StripHeaders() holds %q, which CredentialHeader does not match", n)
+	for _, n := range []string{"authorization", "cookie", "set-cookie", "x-api-key", "proxy-authorization"} { // STRIP_HEADERS
+		if !CredentialHeader(n) {
+			t.Errorf("CredentialHeader(%q) = false, want true: it is one of STRIP_HEADERS", n)
 		}
-	}
-	if got := len(StripHeaders()); got != 5 {
-		t.Errorf("len(StripHeaders()) = %d, want 5", got)
 	}
 	var sink bool
 	if got := testing.AllocsPerRun(100, func() { sink = CredentialHeader("Proxy-Authorization") }); got != 0 || !sink {
 		t.Errorf("CredentialHeader allocates %v times, want 0", got)
 	}
-}
-
-// TestStripCredentialHeaders is the C1 strip at the chat envelope
-// boundary (and gate 7's belt).
-//
-// conformance: P1-ENV6-04
-func TestStripCredentialHeaders(t *testing.T) {
-	h := map[string][]string{
-		"Authorization":       {"Bearer a"},
-		"Cookie":              {"s=1"},
-		"Set-Cookie":          {"s=2"},
-		"X-Api-Key":           {"k"},
-		"X_API_KEY":           {"k2"},
-		"Proxy-Authorization": {"Basic x"},
-		"Content-Type":        {"application/json"},
-		"X-Request-Id":        {"7"},
-	}
-	StripCredentialHeaders(h)
-	want := map[string][]string{"Content-Type": {"application/json"}, "X-Request-Id": {"7"}}
-	if !reflect.DeepEqual(h, want) {
-		t.Errorf("StripCredentialHeaders left %v, want %v", h, want)
-	}
-	StripCredentialHeaders(nil) // a nil map is fine
 }
 
 // TestNetRequestValidate: a request built in Go meets the same rules.

@@ -142,31 +142,22 @@ func (r NetResponse) MarshalJSON() ([]byte, error) {
 	}{h, r.Status, headers, r.Body, r.Truncated, r.URL})
 }
 
-// NewNetResponse builds the net-response for an upstream answer: the
+// NewNetResponseText builds the net-response for an upstream answer: the
 // headers whitelist-filtered (FilterResponseHeaders), content-length
-// recomputed to match the delivered body (ruling R21), the body made valid
-// UTF-8 (invalid bytes become U+FFFD, as a JSON string must hold text),
-// and url echoing the URL the app asked for.
+// recomputed to match the delivered body, and url echoing the URL the app
+// asked for. The body is Text, so it is valid UTF-8 (a
+// JSON string must hold text): the executor validates an upstream body
+// once, before it scrubs it, and hands the result here rather than have
+// it looked at again.
 //
-// Scrub header values and body (gate 10, and §14.2 for a model-bound
-// result) before calling it: content-length is computed from the body
-// given.
+// Scrub header values and body before calling it (the executor's scrub,
+// and the stricter one for a result bound for a model): content-length is
+// computed from the body given.
 //
 // It returns an *errcode.Error instead when the answer may not pass:
-// NET_FETCH_FAILED for a status outside 100–599 (§3), NET_SIZE_EXCEEDED
-// for a body over MaxNetResponseBody (ruling R5: never truncated). The
-// caller answers that error with NetErrorResponse.
-func NewNetResponse(requestID, url string, status int, header map[string][]string, body string) (NetResponse, error) {
-	if err := checkAnswer(status, len(body)); err != nil {
-		return NetResponse{}, err
-	}
-	return newNetResponse(requestID, url, status, header, ValidText(body)), nil
-}
-
-// NewNetResponseText is NewNetResponse for a body that is already Text:
-// the executor validates an upstream body once, before it scrubs it, and
-// hands the result here rather than have it looked at again. The size
-// and status checks are NewNetResponse's, on the body as given.
+// NET_FETCH_FAILED for a status outside 100–599, NET_SIZE_EXCEEDED for a
+// body over MaxNetResponseBody (an oversized body is refused, never
+// truncated). The caller answers that error with NetErrorResponse.
 func NewNetResponseText(requestID, url string, status int, header map[string][]string, body Text) (NetResponse, error) {
 	if err := checkAnswer(status, len(body.s)); err != nil {
 		return NetResponse{}, err

@@ -1,9 +1,7 @@
 // Package wiretest reads back the frames snugd writes, for the tests of
 // the packages that write them (daemon, api). snugd itself never parses a
-// net-response, so its parser is no part of package wire; the wire
-// package's own tests hold the full Part I decoders and check them against
-// the published schemas. Only _test.go files may import this package
-// (cmd/snugd's import-rule test says so).
+// net-response, so its parser is no part of package wire. Only _test.go
+// files may import this package (cmd/snugd's import-rule test says so).
 package wiretest
 
 import (

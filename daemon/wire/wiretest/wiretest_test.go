@@ -11,7 +11,7 @@ import (
 // TestParseNetResponseRoundTrip: both shapes the encoder writes read back
 // as the value encoded.
 func TestParseNetResponseRoundTrip(t *testing.T) {
-	ok, err := wire.NewNetResponse("r1", "https://api.example.com/x", 200, map[string][]string{"Content-Type": {"application/json"}}, `{"a":1}`)
+	ok, err := wire.NewNetResponseText("r1", "https://api.example.com/x", 200, map[string][]string{"Content-Type": {"application/json"}}, wire.ValidText(`{"a":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
