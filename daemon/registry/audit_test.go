@@ -193,7 +193,7 @@ func optionFieldKeys(o Option) []string {
 // auditPostures: a vouched desktop redirect posture is backed by a source
 // note that says how the provider treats loopback redirects, and a web
 // posture by one about its redirect URIs. The posture is what lets a
-// sign-in start (ruling R24); the note is why the registry believes it.
+// sign-in start; the note is why the registry believes it.
 func auditPostures(entries []Entry) []string {
 	var out []string
 	for _, e := range entries {
@@ -235,7 +235,7 @@ func auditScopes(entries []Entry) []string {
 // looseName folds a provider name, an alias or an ID for comparison across
 // entries: lowercase letters and digits only, so "Open Weather Map",
 // "OpenWeatherMap" and "open-weather-map" are one name. Load compares
-// names case-insensitively (ruling R22, what the borrow trigger does); the
+// names case-insensitively (what the borrow trigger does); the
 // audit is stricter, so two entries are never a punctuation mark apart.
 func looseName(s string) string {
 	var b strings.Builder
