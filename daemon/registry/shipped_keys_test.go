@@ -38,6 +38,7 @@ func TestShippedKeyEntries(t *testing.T) {
 		"tomorrow-io":    {hosts: []string{"api.tomorrow.io"}, kind: requirement.KindAPIKey, header: map[string]string{"apikey": "{{api_key}}"}, test: "/v4/locations"},
 		"readwise":       {hosts: []string{"readwise.io"}, kind: requirement.KindAPIKey, header: map[string]string{"Authorization": "Token {{token}}"}, test: "/api/v2/auth/"},
 		"raindrop":       {hosts: []string{"api.raindrop.io"}, kind: requirement.KindBearerToken, header: map[string]string{"Authorization": "Bearer {{token}}"}, test: "/rest/v1/user"},
+		"openai":         {hosts: []string{"api.openai.com"}, kind: requirement.KindBearerToken, header: map[string]string{"Authorization": "Bearer {{api_key}}"}, test: "/v1/models"},
 		"ntfy":           {hosts: []string{"ntfy.sh"}, kind: requirement.KindBearerToken, header: map[string]string{"Authorization": "Bearer {{token}}"}},
 		"home-assistant": {kind: requirement.KindBearerToken, header: map[string]string{"Authorization": "Bearer {{token}}"}, test: "/api/", lan: true},
 		"jellyfin":       {kind: requirement.KindAPIKey, header: map[string]string{"Authorization": `MediaBrowser Token="{{api_key}}"`}, lan: true},
