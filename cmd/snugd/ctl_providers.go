@@ -309,7 +309,7 @@ func printEntry(c *ctl, e registry.Entry) {
 				c.out("  %-13s %s", ep.name, ep.url)
 			}
 		}
-		if o.Kind.IsOAuth() {
+		if o.Kind == requirement.KindOAuth2AuthCode { // PKCE guards a redirect; client credentials have none
 			c.out("  pkce          %s", onOff(o.PKCE == nil || *o.PKCE))
 		}
 		reg := o.Registration

@@ -192,6 +192,11 @@ func TestProvidersShow(t *testing.T) {
 		}
 	}
 
+	code, out, _ = runCmd(t, "", "ctl", "providers", "show", "twitch")
+	if code != exitOK || strings.Contains(out, "pkce") || !strings.Contains(out, "revoke        https://id.twitch.tv/oauth2/revoke") {
+		t.Errorf("show twitch = %d; want the revoke endpoint and no pkce line (client credentials redirect nowhere):\n%s", code, out)
+	}
+
 	code, out, _ = runCmd(t, "", "ctl", "providers", "show", "home-assistant")
 	if code != exitOK || !strings.Contains(out, "none pinned: a device on your own network") || !strings.Contains(out, "header        Authorization: Bearer {{token}}") {
 		t.Errorf("show home-assistant = %d:\n%s", code, out)
