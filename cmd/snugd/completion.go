@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/snug/snugd/daemon/registry"
 )
 
 // cmdCompletion is snugd completion bash|zsh|fish: a completion script for
@@ -15,11 +17,12 @@ func cmdCompletion(_ context.Context, e env, args []string) int {
 	}
 	top := strings.Join(topNames(), " ")
 	ctlCmds := strings.Join(ctlNames(), " ")
+	ids := strings.Join(providerIDs(), " ")
 	switch args[0] {
 	case "bash":
-		fmt.Fprintf(e.stdout, bashCompletion, top, ctlCmds)
+		fmt.Fprintf(e.stdout, bashCompletion, top, ctlCmds, ids)
 	case "zsh":
-		fmt.Fprintf(e.stdout, zshCompletion, top, ctlCmds)
+		fmt.Fprintf(e.stdout, zshCompletion, top, ctlCmds, ids)
 	case "fish":
 		var b strings.Builder
 		b.WriteString("# fish completion for snugd (snugd completion fish > ~/.config/fish/completions/snugd.fish)\n")
@@ -30,6 +33,8 @@ func cmdCompletion(_ context.Context, e env, args []string) int {
 		for _, c := range ctlCommands() {
 			fmt.Fprintf(&b, "complete -c snugd -n '__fish_seen_subcommand_from ctl; and not __fish_seen_subcommand_from %s' -a %s -d %s\n", ctlCmds, c.name, fishQuote(c.summary))
 		}
+		b.WriteString("complete -c snugd -n '__fish_seen_subcommand_from providers; and not __fish_seen_subcommand_from show' -a show -d 'one entry'\n")
+		fmt.Fprintf(&b, "complete -c snugd -n '__fish_seen_subcommand_from providers; and __fish_seen_subcommand_from show' -a %s\n", fishQuote(ids))
 		b.WriteString("complete -c snugd -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n")
 		b.WriteString("complete -c snugd -l data-dir -r -F -d 'the data directory'\n")
 		b.WriteString("complete -c snugd -l port -r -d 'the loopback port'\n")
@@ -45,15 +50,30 @@ func cmdCompletion(_ context.Context, e env, args []string) int {
 	return exitOK
 }
 
+// providerIDs returns the IDs of the built-in registry's entries, for
+// completing snugd ctl providers show ID; none when it does not load.
+func providerIDs() []string {
+	g, err := registry.Load()
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range g.Entries() {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
 func fishQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
 
 const bashCompletion = `# bash completion for snugd (snugd completion bash > /etc/bash_completion.d/snugd)
 _snugd() {
-	local cur prev top ctl
+	local cur prev top ctl providers
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD-1]}
 	top="%s"
 	ctl="%s"
+	providers="%s"
 	case $prev in
 	--data-dir|--file|--requirement|--values|--body-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -65,6 +85,10 @@ _snugd() {
 	ctl)
 		if [ "$COMP_CWORD" -eq 2 ]; then
 			COMPREPLY=($(compgen -W "$ctl --data-dir --json --help" -- "$cur"))
+		elif [ "${COMP_WORDS[2]}" = providers ] && [ "$prev" = show ]; then
+			COMPREPLY=($(compgen -W "$providers" -- "$cur"))
+		elif [ "${COMP_WORDS[2]}" = providers ] && [ "$COMP_CWORD" -eq 3 ]; then
+			COMPREPLY=($(compgen -W "show --json --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "--data-dir --json --help" -- "$cur"))
 		fi ;;
@@ -80,9 +104,10 @@ complete -F _snugd snugd
 const zshCompletion = `#compdef snugd
 # zsh completion for snugd (snugd completion zsh > "${fpath[1]}/_snugd")
 _snugd() {
-	local -a top ctl
+	local -a top ctl providers
 	top=(%s)
 	ctl=(%s)
+	providers=(%s)
 	if (( CURRENT == 2 )); then
 		compadd -- $top --help --version
 		return
@@ -91,6 +116,10 @@ _snugd() {
 	ctl)
 		if (( CURRENT == 3 )); then
 			compadd -- $ctl --data-dir --json --help
+		elif [[ $words[3] == providers && $words[CURRENT-1] == show ]]; then
+			compadd -- $providers
+		elif [[ $words[3] == providers && CURRENT -eq 4 ]]; then
+			compadd -- show --json --help
 		else
 			_arguments '--data-dir[the data directory]:directory:_files -/' '--json[machine-readable output]' '--file[a values file]:file:_files'
 		fi ;;
