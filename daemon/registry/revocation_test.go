@@ -78,6 +78,8 @@ func TestOAuthProtocolBindsToEndpoints(t *testing.T) {
 			OAuthProtocol{TokenAuth: TokenAuthPost, ScopeSeparator: " ", Revocation: Revocation{Method: RevokeTokenClientID}}},
 		{"spotify", "oauth2_auth_code", "https://accounts.spotify.com/authorize", "https://accounts.spotify.com/api/token", true,
 			OAuthProtocol{TokenAuth: TokenAuthBasic, ScopeSeparator: " ", Revocation: Revocation{Method: RevokeNone}}},
+		{"strava commas", "oauth2_auth_code", "https://www.strava.com/oauth/authorize", "https://www.strava.com/oauth/token", true,
+			OAuthProtocol{TokenAuth: TokenAuthPost, ScopeSeparator: ",", Revocation: Revocation{Method: RevokeNone}}},
 		{"pinned token, own authorize", "oauth2_auth_code", "https://evil.example/authorize", "https://github.com/login/oauth/access_token", false, OAuthProtocol{}},
 		{"pinned authorize, own token", "oauth2_auth_code", "https://github.com/login/oauth/authorize", "https://evil.example/token", false, OAuthProtocol{}},
 		{"trailing slash", "oauth2_auth_code", "https://github.com/login/oauth/authorize", "https://github.com/login/oauth/access_token/", false, OAuthProtocol{}},
@@ -126,7 +128,7 @@ func TestShippedRevocationTruth(t *testing.T) {
 			}
 		}
 	}
-	if oauth < 3 {
-		t.Errorf("%d shipped OAuth options, want at least 3", oauth)
+	if oauth < 19 {
+		t.Errorf("%d shipped OAuth options, want at least 19 (three before issue 29, sixteen from it)", oauth)
 	}
 }
