@@ -80,7 +80,20 @@ var paths = map[string]string{
 	"/login/oauth/access_token": "/oauth/token", // GitHub
 	"/login/oauth/authorize":    "/auth",        // GitHub
 	"/authorize":                "/auth",        // Spotify
+	"/o/oauth2/v2/auth":         "/auth",        // Google
+	"/token":                    "/oauth/token", // Google
+	"/oauth/authorize":          "/auth",        // Strava
 }
+
+// The providers' hosts whose quirks the OP reproduces (quirks.go).
+const (
+	twitchIDHost  = "id.twitch.tv"
+	githubHost    = "github.com"
+	githubAPIHost = "api.github.com"
+	googleAuth    = "accounts.google.com"
+	googleToken   = "oauth2.googleapis.com"
+	stravaHost    = "www.strava.com"
+)
 
 // Server is a running OP.
 type Server struct {
@@ -94,6 +107,12 @@ type Server struct {
 	fault   atomic.Pointer[http.HandlerFunc]
 	bearers []string // Authorization of each API request
 	auths   []string // how each token POST authenticated its client
+
+	// live are the access and refresh tokens the OP issued and no
+	// revocation through a quirk handler has dropped, by the client they
+	// were issued to (quirks.go).
+	live     map[string]string
+	requests []RevokeRequest
 }
 
 // New starts an OP on 127.0.0.1 over TLS whose certificate names hosts;
@@ -118,7 +137,7 @@ func New(t testing.TB, hosts ...string) *Server {
 func NewOP(issuer string) *Server {
 	s := &Server{grants: map[string]*atomic.Int64{
 		"authorization_code": {}, "refresh_token": {}, "client_credentials": {},
-	}}
+	}, live: map[string]string{}}
 	// The public clients may redirect to the loopback callback (any port,
 	// RFC 8252 §7.3) and to the web origin's callback page, as one
 	// Spotify app registered for both surfaces does.
@@ -217,6 +236,9 @@ func (s *Server) SetFault(f http.HandlerFunc) {
 
 func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.quirk(w, r, next) {
+			return
+		}
 		if strings.HasPrefix(r.Host, "api.") {
 			// The provider's API: it records the bearer it was sent.
 			s.mu.Lock()
@@ -232,9 +254,14 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		if r.URL.Path == "/auth" {
 			// Spotify and GitHub issue a refresh token without asking;
 			// the OP only with offline_access, so the scripted provider
-			// asks for it on the user's behalf.
+			// asks for it on the user's behalf. Google issues one only
+			// for access_type=offline (quirks.go).
 			q := r.URL.Query()
-			q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid offline_access"))
+			if hostOf(r) != googleAuth || q.Get("access_type") == "offline" {
+				q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid offline_access"))
+			} else {
+				q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid"))
+			}
 			r.URL.RawQuery = q.Encode()
 		}
 		if r.Method == http.MethodPost && (r.URL.Path == "/oauth/token" || r.URL.Path == "/revoke") {
@@ -262,6 +289,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			}
 			if f := s.fault.Load(); f != nil {
 				(*f)(w, r)
+				return
+			}
+			if r.URL.Path == "/oauth/token" {
+				s.token(w, r, next)
 				return
 			}
 		}
