@@ -59,10 +59,16 @@
 // # Token endpoint calls
 //
 //	client := &oauth.Client{HTTP: publicTransportClient}  // ceiling + SSRF guard inside
-//	ep := oauth.Endpoint{TokenURL, RevokeURL, ClientID, ClientSecret, AuthStyle}
+//	ep := oauth.Endpoint{TokenURL, RevokeURL, ClientID, ClientSecret, AuthStyle,
+//		RevokeMethod, ManageAccessURL}
 //	tok, err := client.ClientCredentials(ctx, ep, row.Scopes)
 //	tok, err := client.Refresh(ctx, ep, stored.RefreshToken, stored.Scopes)
-//	errs := client.Revoke(ctx, ep, stored.AccessToken, stored.RefreshToken)
+//	rev := client.RevokeGrant(ctx, ep, stored.AccessToken, stored.RefreshToken)
+//
+// AuthStyle, RevokeMethod and ManageAccessURL come from the registry entry
+// the row binds to (its tokenAuth and revocation seats, read with
+// ParseAuthStyle and ParseRevokeMethod; a github-grant's RevokeURL is the
+// seat's url); a row of no entry keeps the RFC defaults.
 //
 // Client copies HTTP and makes CheckRedirect refuse, so no redirect is
 // followed whatever the transport does, and refuses any 3xx answer; it
@@ -90,6 +96,22 @@
 // provider's raw answer, capped and unscrubbed, for the caller to scrub
 // with Secrets and hand to its §14.3 extractor. Neither Error(), %v, %#v
 // nor LogValue ever prints Body or Secrets.
+//
+// # Revocation
+//
+// RevokeGrant withdraws the grant the provider's way: RFC 7009 (refresh
+// token, then access token, each with its hint), Twitch's form of exactly
+// token and client_id, or GitHub's grant deletion (DELETE with Basic
+// client credentials, which drops every token of the app for the user).
+// It reports a Revocation whose Outcome tells the truth — Revoked,
+// AlreadyRevoked (the provider says the token was already invalid:
+// Twitch's 400 "Invalid token", RFC 6750's invalid_token; counted as
+// revoked), AccessRemains (nothing could be sent: the provider has no
+// revocation snugd can call, so the user's grant stays there) or
+// RevokeFailed — and a fixed Message naming ManageAccessURL, the page
+// where the user removes the app, when the outcome leaves access at the
+// provider. Revoke returns only the failures. The caller wipes its copy
+// whatever the outcome.
 //
 // # Gate 8: the refresher
 //
