@@ -24,13 +24,16 @@
 //		Endpoint: row.Endpoints.Authorize, ClientID: fields["client_id"],
 //		RedirectURI: f.RedirectURI, Scopes: row.Scopes, State: state,
 //		Verifier: f.Verifier, Params: row.AuthorizeParams,
+//		ScopeSeparator: protocol.ScopeSeparator, // "," for Linear, Strava, Todoist
 //	})
 //	b, err := f.MarshalBinary()              // seal as auth:_flow:<f.ID>
 //
 // NewFlow refuses a desktop flow without PKCE (ErrLoopbackWithoutPKCE);
 // AuthorizeURL refuses a loopback redirect without a verifier, an endpoint
 // that is not https, and authorizeParams naming a parameter snugd sets
-// (ErrReservedParam, the same list as requirement.ReservedAuthorizeParams).
+// (ErrReservedParam, the same list as requirement.ReservedAuthorizeParams),
+// and a scope separator other than a space or a comma, or one a scope
+// holds (ErrScopeSeparator).
 // The desktop redirect is http://127.0.0.1:<port>/oauth/callback (RFC 8252
 // §7.3, §8.3: the IP literal, never localhost); the web one is the host's
 // https origin followed by /oauth/callback. Whether the registry vouches

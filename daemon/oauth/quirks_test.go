@@ -241,6 +241,36 @@ func TestGoogleOfflineAccess(t *testing.T) {
 	}
 }
 
+// TestStravaCommaScopes: Strava wants its scopes joined by commas, the
+// entry's scopeSeparator; a space-joined list is refused there.
+func TestStravaCommaScopes(t *testing.T) {
+	op, c, hc := providerOP(t, "www.strava.com")
+	redirect, _ := oauth.WebRedirectURI(oauthtest.WebOrigin)
+	ep := oauth.Endpoint{TokenURL: "https://www.strava.com/oauth/token", ClientID: oauthtest.WebClient, ClientSecret: oauthtest.WebSecret}
+	r := oauth.AuthorizeRequest{
+		Endpoint: "https://www.strava.com/oauth/authorize", ClientID: ep.ClientID, RedirectURI: redirect,
+		Scopes: []string{"profile", "email"}, State: "flow.mac", ScopeSeparator: ",",
+	}
+	u, err := oauth.AuthorizeURL(r)
+	if err != nil || !strings.Contains(u, "scope=profile%2Cemail") {
+		t.Fatalf("AuthorizeURL = %s, %v; want scope=profile,email", u, err)
+	}
+	if tok := signIn(t, op, c, ep, r); tok.AccessToken == "" {
+		t.Fatal("no access token")
+	}
+	r.ScopeSeparator = ""
+	spaced, _ := oauth.AuthorizeURL(r)
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := hc.Get(spaced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("space-joined scopes at Strava = %d, want 400", resp.StatusCode)
+	}
+}
+
 // TestRevocationTellsTheTruth: a provider without a revocation snugd can
 // call gets nothing sent and an answer that access remains, naming where
 // to remove it when the entry knows; an unreachable endpoint is a failure

@@ -53,7 +53,7 @@ func protocolEndpoint(t *testing.T, p registry.OAuthProtocol, ep oauth.Endpoint)
 // TestShippedOAuthEntries drives every OAuth option of the shipped
 // registry through this package with its entry's protocol seats: its
 // authorize URL builds (with the desktop loopback redirect where the entry
-// vouches for it, PKCE on), and its token
+// vouches for it, PKCE on, the entry's scope separator), and its token
 // and revocation requests go to exactly the pinned endpoints, in the
 // method's shape, on a host of the entry's pinned hosts — the ceiling a
 // borrowed row derives.
@@ -96,11 +96,15 @@ func TestShippedOAuthEntries(t *testing.T) {
 					u, err := oauth.AuthorizeURL(oauth.AuthorizeRequest{
 						Endpoint: o.Endpoints.Authorize, ClientID: "client-id", RedirectURI: redirect,
 						Scopes: e.Scopes, State: "flow.mac", Verifier: verifier, Params: o.AuthorizeParams,
+						ScopeSeparator: p.ScopeSeparator,
 					})
 					if err != nil {
 						t.Fatalf("AuthorizeURL = %v", err)
 					}
 					inCeiling(u)
+					if pu, _ := url.Parse(u); len(e.Scopes) > 1 && pu.Query().Get("scope") != strings.Join(e.Scopes, p.ScopeSeparator) {
+						t.Errorf("scope = %q, want the pinned scopes joined by %q", pu.Query().Get("scope"), p.ScopeSeparator)
+					}
 				}
 				rec := &recorder{}
 				c := &oauth.Client{HTTP: &http.Client{Transport: rec}}
