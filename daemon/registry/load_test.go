@@ -50,8 +50,8 @@ func TestLoadShipped(t *testing.T) {
 	want := []string{
 		"airtable", "asana", "atlassian", "box", "calendly",
 		"coinbase-advanced-trade", "coinbase-exchange", "coingecko", "discord", "dropbox",
-		"fitbit", "github", "google-calendar", "linear", "microsoft-graph", "nasa", "notion",
-		"openweather", "philips-hue", "reddit", "sim", "simplefin", "spotify", "strava",
+		"github", "google-calendar", "linear", "microsoft-graph", "nasa", "notion",
+		"openweather", "oura", "philips-hue", "reddit", "sim", "simplefin", "spotify", "strava",
 		"todoist", "twitch", "zoom",
 	}
 	// Dropbox's API is RPC over POST and Linear's is GraphQL over POST:
