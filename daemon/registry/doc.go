@@ -101,8 +101,10 @@
 //     token_type_hint to endpoints.revoke), token-and-client-id (POST
 //     only those two fields there, as Twitch documents), github-grant
 //     (DELETE the url, https on a pinned host with {client_id} in its
-//     path, with Basic client credentials) or none. endpoints.revoke is
-//     set exactly beside the two methods that post to it.
+//     path, with Basic client credentials), bearer (POST endpoints.revoke
+//     with the access token as bearer, as Dropbox documents) or none.
+//     endpoints.revoke is set exactly beside the three methods that post
+//     to it.
 //     manageAccessUrl, when the provider's documentation names one, is
 //     the https page where the user removes the app; it is what a revoke
 //     that could not withdraw the grant points to. tokenAuth and

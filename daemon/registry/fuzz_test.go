@@ -138,7 +138,7 @@ func FuzzLoadEntry(f *testing.F) {
 			}
 		}
 		if rv := e.revocation; rv != nil {
-			posts := rv.Method == RevokeRFC7009 || rv.Method == RevokeTokenClientID
+			posts := rv.Method == RevokeRFC7009 || rv.Method == RevokeTokenClientID || rv.Method == RevokeBearer
 			if !posts && rv.Method != RevokeGitHubGrant && rv.Method != RevokeNone {
 				t.Fatalf("accepted revocation method %q", rv.Method)
 			}

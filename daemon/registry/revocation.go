@@ -42,6 +42,9 @@ const (
 	// revocation seat's url, {client_id} filled in) with the client ID and
 	// secret as Basic credentials and the access token in a JSON body.
 	RevokeGitHubGrant RevocationMethod = "github-grant"
+	// RevokeBearer: POST endpoints.revoke with no body and the access
+	// token as bearer (Dropbox's /2/auth/token/revoke).
+	RevokeBearer RevocationMethod = "bearer"
 	// RevokeNone: the provider offers no revocation a client can call;
 	// access remains until the user removes it at manageAccessUrl.
 	RevokeNone RevocationMethod = "none"
@@ -72,7 +75,7 @@ const (
 	RuleScopeSeparator     = "oauth.scope-separator"    // a scopeSeparator other than "," (the space is the absent value), or one without an authorization-code option
 	RuleRevocationMissing  = "revocation.missing"       // an entry with an authorization-code option that does not say how its grant is withdrawn
 	RuleRevocationKind     = "revocation.kind"          // a revocation seat on an entry without an OAuth option
-	RuleRevocationMethod   = "revocation.method"        // a method outside the four
+	RuleRevocationMethod   = "revocation.method"        // a method outside the five
 	RuleRevocationEndpoint = "revocation.endpoint"      // endpoints.revoke missing beside a method that posts to it, or present beside one that does not
 	RuleRevocationURL      = "revocation.url"           // a github-grant URL that is not https on a pinned host with one {client_id}, or a url beside another method
 	RuleRevocationManage   = "revocation.manage-access" // no manageAccessUrl beside none, or one that is not an https address
@@ -169,11 +172,11 @@ func (l *loader) protocolSeats(e *entry, m map[string]json.RawMessage) {
 	e.revocation = rv
 	posts := false
 	switch rv.Method {
-	case RevokeRFC7009, RevokeTokenClientID:
+	case RevokeRFC7009, RevokeTokenClientID, RevokeBearer:
 		posts = true
 	case RevokeGitHubGrant, RevokeNone:
 	default:
-		l.fail("revocation.method", RuleRevocationMethod, "the revocation method is rfc7009, token-and-client-id, github-grant or none")
+		l.fail("revocation.method", RuleRevocationMethod, "the revocation method is rfc7009, token-and-client-id, github-grant, bearer or none")
 		return
 	}
 	for _, o := range e.options {
@@ -181,7 +184,7 @@ func (l *loader) protocolSeats(e *entry, m map[string]json.RawMessage) {
 			continue
 		}
 		if has := o.base.Endpoints.Revoke != ""; has != posts {
-			l.fail("revocation.method", RuleRevocationEndpoint, "option "+o.id+": endpoints.revoke is set exactly when the method posts to it (rfc7009, token-and-client-id)")
+			l.fail("revocation.method", RuleRevocationEndpoint, "option "+o.id+": endpoints.revoke is set exactly when the method posts to it (rfc7009, token-and-client-id, bearer)")
 		}
 	}
 	switch {

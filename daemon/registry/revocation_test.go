@@ -117,7 +117,7 @@ func TestShippedRevocationTruth(t *testing.T) {
 				continue
 			}
 			switch e.Revocation.Method {
-			case RevokeRFC7009, RevokeTokenClientID:
+			case RevokeRFC7009, RevokeTokenClientID, RevokeBearer:
 				if o.Endpoints.Revoke == "" {
 					t.Errorf("entry %s: method %s without endpoints.revoke", e.ID, e.Revocation.Method)
 				}
