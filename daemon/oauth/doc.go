@@ -104,8 +104,10 @@
 //
 // RevokeGrant withdraws the grant the provider's way: RFC 7009 (refresh
 // token, then access token, each with its hint), Twitch's form of exactly
-// token and client_id, or GitHub's grant deletion (DELETE with Basic
-// client credentials, which drops every token of the app for the user).
+// token and client_id, GitHub's grant deletion (DELETE with Basic
+// client credentials, which drops every token of the app for the user),
+// or Dropbox's bearer revocation (the access token revokes itself and its
+// refresh token; an expired one is refreshed once first).
 // It reports a Revocation whose Outcome tells the truth — Revoked,
 // AlreadyRevoked (the provider says the token was already invalid:
 // Twitch's 400 "Invalid token", RFC 6750's invalid_token; counted as

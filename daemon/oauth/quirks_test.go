@@ -320,6 +320,7 @@ func TestRegistryNamesParse(t *testing.T) {
 	want := map[registry.RevocationMethod]oauth.RevokeMethod{
 		registry.RevokeRFC7009: oauth.RevokeRFC7009, registry.RevokeTokenClientID: oauth.RevokeTokenClientID,
 		registry.RevokeGitHubGrant: oauth.RevokeGitHubGrant, registry.RevokeNone: oauth.RevokeUnsupported,
+		registry.RevokeBearer: oauth.RevokeBearer,
 	}
 	for name, m := range want {
 		if got, ok := oauth.ParseRevokeMethod(string(name)); !ok || got != m {
@@ -339,5 +340,64 @@ func TestRegistryNamesParse(t *testing.T) {
 	}
 	if oauth.GrantURLPlaceholder != registry.GrantURLPlaceholder {
 		t.Errorf("GrantURLPlaceholder = %q, registry's %q", oauth.GrantURLPlaceholder, registry.GrantURLPlaceholder)
+	}
+}
+
+// TestDropboxBearerRevocation: Dropbox revokes with the access token as
+// bearer and no body, which disables the refresh token too; a short-lived
+// access token that has expired cannot revoke, so snugd refreshes once
+// and revokes with the new one; and once the grant is gone, a second
+// revocation reads as already revoked, not as a failure.
+//
+// conformance: P3-C13-22
+func TestDropboxBearerRevocation(t *testing.T) {
+	op, c, _ := providerOP(t, "www.dropbox.com", "api.dropboxapi.com", "content.dropboxapi.com")
+	ep := oauth.Endpoint{
+		TokenURL: "https://api.dropboxapi.com/oauth2/token", RevokeURL: "https://api.dropboxapi.com/2/auth/token/revoke",
+		ClientID: oauthtest.NativeClient, RevokeMethod: oauth.RevokeBearer,
+	}
+	dropboxSignIn := func(params map[string]string) oauth.Token {
+		return signIn(t, op, c, ep, oauth.AuthorizeRequest{
+			Endpoint: "https://www.dropbox.com/oauth2/authorize", ClientID: ep.ClientID, RedirectURI: loopback(t),
+			Scopes: []string{"profile"}, State: "flow.mac", Verifier: oauth.NewVerifier(), Params: params,
+		})
+	}
+	if tok := dropboxSignIn(nil); tok.RefreshToken != "" {
+		t.Fatal("Dropbox issued a refresh token without token_access_type=offline")
+	}
+	offline := map[string]string{"token_access_type": "offline"}
+
+	tok := dropboxSignIn(offline)
+	if got := c.RevokeGrant(t.Context(), ep, tok.AccessToken, tok.RefreshToken); got.Outcome != oauth.Revoked || got.Errors != nil {
+		t.Fatalf("RevokeGrant = %+v, want Revoked", got)
+	}
+	reqs := op.RevokeRequests()
+	if last := reqs[len(reqs)-1]; last.Method != http.MethodPost || last.Authorization != "bearer" || len(last.Fields) != 0 {
+		t.Fatalf("revocation = %+v, want a bodiless POST with the bearer", last)
+	}
+	if op.Live(tok.AccessToken) || op.Live(tok.RefreshToken) {
+		t.Fatal("a token survived the revocation")
+	}
+	if again := c.RevokeGrant(t.Context(), ep, tok.AccessToken, tok.RefreshToken); again.Outcome != oauth.AlreadyRevoked || again.Errors != nil {
+		t.Fatalf("revoking a revoked grant = %+v, want AlreadyRevoked", again)
+	}
+
+	tok = dropboxSignIn(offline)
+	op.Expire(tok.AccessToken)
+	before := op.Count("refresh_token")
+	if got := c.RevokeGrant(t.Context(), ep, tok.AccessToken, tok.RefreshToken); got.Outcome != oauth.Revoked {
+		t.Fatalf("RevokeGrant with an expired access token = %+v, want Revoked after a refresh", got)
+	}
+	if n := op.Count("refresh_token") - before; n != 1 {
+		t.Fatalf("%d refreshes, want 1", n)
+	}
+	if op.Live(tok.RefreshToken) {
+		t.Fatal("the refresh token survived: the expired access token could not revoke it")
+	}
+
+	tok = dropboxSignIn(nil)
+	op.Expire(tok.AccessToken)
+	if got := c.RevokeGrant(t.Context(), ep, tok.AccessToken, ""); got.Outcome != oauth.AlreadyRevoked {
+		t.Fatalf("an expired token without a refresh token = %+v, want AlreadyRevoked: nothing remains", got)
 	}
 }

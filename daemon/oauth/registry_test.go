@@ -124,7 +124,7 @@ func TestShippedOAuthEntries(t *testing.T) {
 				switch p.Revocation.Method {
 				case registry.RevokeRFC7009:
 					want = append(want, "POST "+o.Endpoints.Revoke, "POST "+o.Endpoints.Revoke)
-				case registry.RevokeTokenClientID:
+				case registry.RevokeTokenClientID, registry.RevokeBearer:
 					want = append(want, "POST "+o.Endpoints.Revoke)
 				case registry.RevokeGitHubGrant:
 					want = append(want, "DELETE "+strings.Replace(p.Revocation.URL, registry.GrantURLPlaceholder, "client-id", 1))

@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -32,6 +33,15 @@ const (
 	// call. Nothing is sent; access remains until the user removes it at
 	// the provider (ManageAccessURL, when known).
 	RevokeUnsupported
+	// RevokeBearer POSTs to RevokeURL with no body, the access token as
+	// its bearer credential: Dropbox's /2/auth/token/revoke, which
+	// disables that token, its refresh token and every access token of
+	// that refresh token. An expired access token cannot revoke, so on a
+	// 401 RevokeGrant refreshes once and revokes with the new token; a
+	// refresh the provider refuses as invalid_grant means nothing remains.
+	// Checked 2026-12-01:
+	// https://dropbox.github.io/dropbox-sdk-java/api-docs/v8.0.1/com/dropbox/core/v2/auth/DbxUserAuthRequests.html
+	RevokeBearer
 )
 
 // GrantURLPlaceholder is the seat of a RevokeGitHubGrant URL that the
@@ -125,6 +135,10 @@ func (c *Client) RevokeGrant(ctx context.Context, ep Endpoint, accessToken, refr
 		if ep.RevokeURL != "" && accessToken != "" {
 			calls = []revokeCall{githubGrantCall(ep, accessToken)}
 		}
+	case RevokeBearer:
+		if ep.RevokeURL != "" && (accessToken != "" || refreshToken != "") {
+			return c.revokeBearer(ctx, ep, accessToken, refreshToken)
+		}
 	}
 	if len(calls) == 0 {
 		return Revocation{Outcome: AccessRemains, ManageAccessURL: ep.ManageAccessURL}
@@ -155,6 +169,49 @@ func (c *Client) RevokeGrant(ctx context.Context, ep Endpoint, accessToken, refr
 // found nothing left to revoke, or nothing was sent.
 func (c *Client) Revoke(ctx context.Context, ep Endpoint, accessToken, refreshToken string) []*Error {
 	return c.RevokeGrant(ctx, ep, accessToken, refreshToken).Errors
+}
+
+// revokeBearer is RevokeBearer: revoke with the access token; when the
+// provider refuses it (401) or there is none, refresh once and revoke
+// with the new one. A refresh refused as invalid_grant, or a refused
+// access token with no refresh token beside it, leaves nothing to revoke.
+func (c *Client) revokeBearer(ctx context.Context, ep Endpoint, accessToken, refreshToken string) Revocation {
+	failed := func(errs ...*Error) Revocation {
+		return Revocation{Outcome: RevokeFailed, ManageAccessURL: ep.ManageAccessURL, Errors: errs}
+	}
+	var errs []*Error
+	if accessToken != "" {
+		_, err := c.send(ctx, bearerCall(ep, accessToken), ep, []string{accessToken})
+		switch {
+		case err == nil:
+			return Revocation{Outcome: Revoked}
+		case err.Status != http.StatusUnauthorized:
+			return failed(err)
+		case refreshToken == "":
+			return Revocation{Outcome: AlreadyRevoked}
+		}
+		errs = append(errs, err)
+	}
+	tok, rerr := c.Refresh(ctx, ep, refreshToken, nil)
+	var re *Error
+	switch {
+	case errors.As(rerr, &re) && re.Class == Expired:
+		return Revocation{Outcome: AlreadyRevoked}
+	case rerr != nil:
+		if re == nil {
+			re = &Error{Op: "refresh", Class: Failed, reason: "the refresh before the revocation failed"}
+		}
+		return failed(append(errs, re)...)
+	}
+	if _, err := c.send(ctx, bearerCall(ep, tok.AccessToken), ep, []string{tok.AccessToken, refreshToken}); err != nil {
+		return failed(append(errs, err)...)
+	}
+	return Revocation{Outcome: Revoked}
+}
+
+func bearerCall(ep Endpoint, accessToken string) request {
+	return request{op: "revoke access token", method: http.MethodPost, endpoint: ep.RevokeURL, noBody: true,
+		auth: authNone, header: map[string]string{"Authorization": "Bearer " + accessToken}}
 }
 
 // revokeCall is one revocation request and the token it submits.
@@ -229,7 +286,7 @@ func deadToken(m RevokeMethod, status int, body []byte) bool {
 }
 
 // ParseRevokeMethod maps a registry revocation method (rfc7009,
-// token-and-client-id, github-grant, none) onto a RevokeMethod; ok is
+// token-and-client-id, github-grant, bearer, none) onto a RevokeMethod; ok is
 // false for anything else. The registry's names are data, so the leaf
 // reads them here rather than importing the registry.
 func ParseRevokeMethod(name string) (m RevokeMethod, ok bool) {
@@ -242,6 +299,8 @@ func ParseRevokeMethod(name string) (m RevokeMethod, ok bool) {
 		return RevokeGitHubGrant, true
 	case "none":
 		return RevokeUnsupported, true
+	case "bearer":
+		return RevokeBearer, true
 	}
 	return RevokeRFC7009, false
 }

@@ -255,6 +255,9 @@ const (
 	// authBasicRaw: HTTP Basic (RFC 7617) of the client ID and secret as
 	// they are, for a provider's REST API (GitHub's grant deletion).
 	authBasicRaw
+	// authNone: no client authentication; the request's own header
+	// carries its credential (a bearer revocation).
+	authNone
 )
 
 // request is one call to a provider endpoint: a form POST, or a request
@@ -263,6 +266,7 @@ type request struct {
 	op, method, endpoint string
 	form                 url.Values // the form body; nil with json
 	json                 []byte     // a JSON body instead of a form
+	noBody               bool       // neither: no body and no Content-Type
 	auth                 clientAuth
 	header               map[string]string // further request headers
 }
@@ -292,9 +296,12 @@ func (c *Client) send(ctx context.Context, r request, ep Endpoint, secrets []str
 	}
 	var body io.Reader
 	contentType := "application/json"
-	if r.json != nil {
+	switch {
+	case r.noBody:
+		contentType = ""
+	case r.json != nil:
 		body = bytes.NewReader(r.json)
-	} else {
+	default:
 		switch {
 		case r.auth == authClientIDOnly || ep.ClientSecret == "":
 			r.form.Set("client_id", ep.ClientID)
@@ -315,7 +322,9 @@ func (c *Client) send(ctx context.Context, r request, ep Endpoint, secrets []str
 	if err != nil {
 		return nil, fail(Failed, 0, "the request could not be built", nil, nil)
 	}
-	req.Header.Set("Content-Type", contentType)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	req.Header.Set("Accept", "application/json")
 	for k, v := range r.header {
 		req.Header.Set(k, v)

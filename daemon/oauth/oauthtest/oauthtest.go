@@ -83,6 +83,7 @@ var paths = map[string]string{
 	"/o/oauth2/v2/auth":         "/auth",        // Google
 	"/token":                    "/oauth/token", // Google
 	"/oauth/authorize":          "/auth",        // Strava
+	"/oauth2/authorize":         "/auth",        // Dropbox
 }
 
 // The providers' hosts whose quirks the OP reproduces (quirks.go).
@@ -93,7 +94,16 @@ const (
 	googleAuth    = "accounts.google.com"
 	googleToken   = "oauth2.googleapis.com"
 	stravaHost    = "www.strava.com"
+	dropboxWeb    = "www.dropbox.com"
+	dropboxAPI    = "api.dropboxapi.com"
 )
+
+// offlineParam is, per authorize host, the parameter without which the
+// provider issues no refresh token.
+var offlineParam = map[string][2]string{
+	googleAuth: {"access_type", "offline"},
+	dropboxWeb: {"token_access_type", "offline"},
+}
 
 // Server is a running OP.
 type Server struct {
@@ -112,6 +122,7 @@ type Server struct {
 	// revocation through a quirk handler has dropped, by the client they
 	// were issued to (quirks.go).
 	live     map[string]string
+	expired  map[string]bool // live tokens a test made expired (Expire)
 	requests []RevokeRequest
 }
 
@@ -137,7 +148,7 @@ func New(t testing.TB, hosts ...string) *Server {
 func NewOP(issuer string) *Server {
 	s := &Server{grants: map[string]*atomic.Int64{
 		"authorization_code": {}, "refresh_token": {}, "client_credentials": {},
-	}, live: map[string]string{}}
+	}, live: map[string]string{}, expired: map[string]bool{}}
 	// The public clients may redirect to the loopback callback (any port,
 	// RFC 8252 §7.3) and to the web origin's callback page, as one
 	// Spotify app registered for both surfaces does.
@@ -152,7 +163,8 @@ func NewOP(issuer string) *Server {
 	return s
 }
 
-// Handler serves the OP and the providers' APIs (every host api.*).
+// Handler serves the OP and the providers' APIs (every host api.*, except
+// a provider's documented token path there, such as Dropbox's).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // shortLived is the example storage, except that ShortClient's
@@ -239,7 +251,7 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		if s.quirk(w, r, next) {
 			return
 		}
-		if strings.HasPrefix(r.Host, "api.") {
+		if _, oauthPath := paths[r.URL.Path]; strings.HasPrefix(r.Host, "api.") && !oauthPath {
 			// The provider's API: it records the bearer it was sent.
 			s.mu.Lock()
 			s.bearers = append(s.bearers, r.Header.Get("Authorization"))
@@ -254,10 +266,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		if r.URL.Path == "/auth" {
 			// Spotify and GitHub issue a refresh token without asking;
 			// the OP only with offline_access, so the scripted provider
-			// asks for it on the user's behalf. Google issues one only
-			// for access_type=offline (quirks.go).
+			// asks for it on the user's behalf. Google and Dropbox issue
+			// one only when asked for offline access (quirks.go).
 			q := r.URL.Query()
-			if hostOf(r) != googleAuth || q.Get("access_type") == "offline" {
+			if p, ok := offlineParam[hostOf(r)]; !ok || q.Get(p[0]) == p[1] {
 				q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid offline_access"))
 			} else {
 				q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid"))

@@ -34,6 +34,13 @@ import (
 //     (https://developers.google.com/identity/protocols/oauth2/web-server),
 //     and its revoke endpoint answers 400 invalid_token for a token it
 //     already dropped.
+//   - Dropbox issues a refresh token only for token_access_type=offline,
+//     and revokes at POST /2/auth/token/revoke with the access token as
+//     bearer and no body, disabling the refresh token and its access
+//     tokens; it answers 401 expired_access_token or invalid_access_token
+//     to a token it no longer takes
+//     (https://developers.dropbox.com/oauth-guide,
+//     https://dropbox.github.io/dropbox-sdk-java/api-docs/v8.0.1/com/dropbox/core/v2/auth/DbxUserAuthRequests.html).
 //   - Strava's scopes are comma-separated
 //     (https://developers.strava.com/docs/authentication/): a scope
 //     parameter with a space is refused.
@@ -111,7 +118,8 @@ func (s *Server) quirk(w http.ResponseWriter, r *http.Request, next http.Handler
 	host := hostOf(r)
 	revocation := (host == twitchIDHost && r.URL.Path == "/oauth2/revoke") ||
 		(host == githubAPIHost && strings.HasPrefix(r.URL.Path, "/applications/")) ||
-		(host == googleToken && r.URL.Path == "/revoke")
+		(host == googleToken && r.URL.Path == "/revoke") ||
+		(host == dropboxAPI && r.URL.Path == "/2/auth/token/revoke")
 	if f := s.fault.Load(); f != nil && revocation {
 		(*f)(w, r)
 		return true
@@ -122,6 +130,9 @@ func (s *Server) quirk(w http.ResponseWriter, r *http.Request, next http.Handler
 		return true
 	case host == githubAPIHost && r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/applications/"):
 		s.githubGrant(w, r, next)
+		return true
+	case host == dropboxAPI && r.Method == http.MethodPost && r.URL.Path == "/2/auth/token/revoke":
+		s.dropboxRevoke(w, r, next)
 		return true
 	case host == googleToken && r.Method == http.MethodPost && r.URL.Path == "/revoke":
 		form, _ := url.ParseQuery(string(readBody(r)))
@@ -222,6 +233,50 @@ func (s *Server) githubGrant(w http.ResponseWriter, r *http.Request, next http.H
 		s.revokeAtOP(next, r, t, id)
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// Expire makes a live token one the provider refuses as expired, the way
+// a short-lived Dropbox access token is after four hours.
+func (s *Server) Expire(token string) {
+	s.mu.Lock()
+	s.expired[token] = true
+	s.mu.Unlock()
+}
+
+// dropboxRevoke is Dropbox's POST /2/auth/token/revoke.
+func (s *Server) dropboxRevoke(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	var fields []string
+	if b := readBody(r); len(b) > 0 {
+		fields = []string{"(body)"}
+	}
+	s.record(r, fields)
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	owner, live := s.live[token]
+	expired := s.expired[token]
+	var all []string
+	for t, o := range s.live {
+		if o == owner {
+			all = append(all, t)
+		}
+	}
+	s.mu.Unlock()
+	dropboxError := func(tag string) {
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error_summary": tag + "/", "error": map[string]string{".tag": tag}})
+	}
+	switch {
+	case !ok || !live:
+		dropboxError("invalid_access_token")
+		return
+	case expired:
+		dropboxError("expired_access_token")
+		return
+	}
+	for _, t := range all {
+		s.revokeAtOP(next, r, t, owner)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, "null")
 }
 
 // drop forgets a live token.
