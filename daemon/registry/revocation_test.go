@@ -79,7 +79,7 @@ func TestOAuthProtocolBindsToEndpoints(t *testing.T) {
 		{"spotify", "oauth2_auth_code", "https://accounts.spotify.com/authorize", "https://accounts.spotify.com/api/token", true,
 			OAuthProtocol{TokenAuth: TokenAuthBasic, ScopeSeparator: " ", Revocation: Revocation{Method: RevokeNone}}},
 		{"strava commas", "oauth2_auth_code", "https://www.strava.com/oauth/authorize", "https://www.strava.com/oauth/token", true,
-			OAuthProtocol{TokenAuth: TokenAuthPost, ScopeSeparator: ",", Revocation: Revocation{Method: RevokeNone}}},
+			OAuthProtocol{TokenAuth: TokenAuthPost, ScopeSeparator: ",", Revocation: Revocation{Method: RevokeBearer}}},
 		{"pinned token, own authorize", "oauth2_auth_code", "https://evil.example/authorize", "https://github.com/login/oauth/access_token", false, OAuthProtocol{}},
 		{"pinned authorize, own token", "oauth2_auth_code", "https://github.com/login/oauth/authorize", "https://evil.example/token", false, OAuthProtocol{}},
 		{"trailing slash", "oauth2_auth_code", "https://github.com/login/oauth/authorize", "https://github.com/login/oauth/access_token/", false, OAuthProtocol{}},
