@@ -65,8 +65,6 @@ func loopback(t *testing.T) string {
 // as already revoked, not as a failure. The RFC 7009 shape snugd sent
 // before, with the secret and the hint, is what the provider does not
 // document, and the strict fake refuses it.
-//
-// conformance: P3-C13-22
 func TestTwitchRevocation(t *testing.T) {
 	op, c, _ := providerOP(t, "id.twitch.tv", "api.twitch.tv")
 	ep := oauth.Endpoint{
@@ -138,8 +136,6 @@ func githubSignIn(t *testing.T, op *oauthtest.Server, c *oauth.Client) (oauth.En
 // grant — DELETE /applications/{client_id}/grant with Basic client
 // credentials and the access token in JSON — and every token of the app
 // for the user is dead afterwards, the refresh token included.
-//
-// conformance: P3-C13-22
 func TestGitHubGrantDeletion(t *testing.T) {
 	op, c, _ := providerOP(t, "github.com", "api.github.com")
 	ep, tok := githubSignIn(t, op, c)
@@ -275,8 +271,6 @@ func TestStravaCommaScopes(t *testing.T) {
 // call gets nothing sent and an answer that access remains, naming where
 // to remove it when the entry knows; an unreachable endpoint is a failure
 // naming the same page; no outcome's message names a token.
-//
-// conformance: P3-C13-22
 func TestRevocationTellsTheTruth(t *testing.T) {
 	rec := &recorder{}
 	c := &oauth.Client{HTTP: &http.Client{Transport: rec}}
@@ -348,8 +342,6 @@ func TestRegistryNamesParse(t *testing.T) {
 // access token that has expired cannot revoke, so snugd refreshes once
 // and revokes with the new one; and once the grant is gone, a second
 // revocation reads as already revoked, not as a failure.
-//
-// conformance: P3-C13-22
 func TestDropboxBearerRevocation(t *testing.T) {
 	op, c, _ := providerOP(t, "www.dropbox.com", "api.dropboxapi.com", "content.dropboxapi.com")
 	ep := oauth.Endpoint{

@@ -8,8 +8,6 @@ import (
 
 // TestLoadProtocolSeatsBroken: each OAuth protocol rule refuses its
 // broken registry, and nothing else breaks with it.
-//
-// conformance: P3-C12.12-24
 func TestLoadProtocolSeatsBroken(t *testing.T) {
 	checkBroken(t, []brokenCase{
 		{dir: "revocation-missing", rule: RuleRevocationMissing},
@@ -101,8 +99,6 @@ func TestOAuthProtocolBindsToEndpoints(t *testing.T) {
 // TestShippedRevocationTruth: every shipped sign-in entry says how its
 // grant is withdrawn, and an entry that can post a revocation pins the
 // endpoint on one of its own hosts.
-//
-// conformance: P3-C13-22
 func TestShippedRevocationTruth(t *testing.T) {
 	g := shipped(t)
 	oauth := 0
