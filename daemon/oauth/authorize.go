@@ -31,6 +31,9 @@ var (
 	ErrReservedParam = errors.New("an extra authorization parameter names a parameter snugd sets itself")
 	// ErrClientID: the client ID is empty or holds a control character.
 	ErrClientID = errors.New("the client ID is empty or not printable")
+	// ErrScopeSeparator: the scope separator is neither a space nor a
+	// comma.
+	ErrScopeSeparator = errors.New("the scope separator is neither a space nor a comma")
 )
 
 // reservedParams are the authorization-request parameters snugd sets (or
@@ -62,6 +65,10 @@ type AuthorizeRequest struct {
 	Verifier    string
 	// Params are the requirement's authorizeParams.
 	Params map[string]string
+	// ScopeSeparator joins Scopes: "" or " " for RFC 6749 §3.3's space,
+	// "," for a provider that documents commas (the registry's
+	// scopeSeparator). Anything else is ErrScopeSeparator.
+	ScopeSeparator string
 }
 
 // AuthorizeURL returns the URL the user opens to sign in: the endpoint with
@@ -69,7 +76,8 @@ type AuthorizeRequest struct {
 // scopes), state, code_challenge and code_challenge_method=S256 (when
 // there is a verifier), and the extra params. A query the endpoint already
 // has is kept (RFC 6749 §3.1). It returns ErrEndpoint, ErrRedirectURI,
-// ErrClientID, ErrReservedParam, ErrLoopbackWithoutPKCE or ErrBadState.
+// ErrClientID, ErrReservedParam, ErrLoopbackWithoutPKCE, ErrScopeSeparator
+// or ErrBadState.
 func AuthorizeURL(r AuthorizeRequest) (string, error) {
 	u, err := endpointURL(r.Endpoint)
 	if err != nil {
@@ -90,6 +98,19 @@ func AuthorizeURL(r AuthorizeRequest) (string, error) {
 	}
 	if r.State == "" || !printable(r.State) {
 		return "", ErrBadState
+	}
+	sep := r.ScopeSeparator
+	switch sep {
+	case "":
+		sep = " "
+	case " ", ",":
+	default:
+		return "", ErrScopeSeparator
+	}
+	for _, sc := range r.Scopes {
+		if strings.Contains(sc, sep) {
+			return "", ErrScopeSeparator // the joined list would split it
+		}
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
@@ -113,7 +134,7 @@ func AuthorizeURL(r AuthorizeRequest) (string, error) {
 	q.Set("client_id", r.ClientID)
 	q.Set("redirect_uri", r.RedirectURI)
 	if len(r.Scopes) > 0 {
-		q.Set("scope", strings.Join(r.Scopes, " "))
+		q.Set("scope", strings.Join(r.Scopes, sep))
 	}
 	q.Set("state", r.State)
 	if r.Verifier != "" {

@@ -90,6 +90,10 @@ func TestAuthorizeURLRefusals(t *testing.T) {
 		}, oauth.ErrReservedParam},
 		{"empty-client", func(r *oauth.AuthorizeRequest) { r.ClientID = "" }, oauth.ErrClientID},
 		{"empty-state", func(r *oauth.AuthorizeRequest) { r.State = "" }, oauth.ErrBadState},
+		{"scope-separator", func(r *oauth.AuthorizeRequest) { r.ScopeSeparator = ";" }, oauth.ErrScopeSeparator},
+		{"scope-holds-separator", func(r *oauth.AuthorizeRequest) {
+			r.ScopeSeparator, r.Scopes = ",", []string{"read,write"}
+		}, oauth.ErrScopeSeparator},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,13 +24,16 @@
 //		Endpoint: row.Endpoints.Authorize, ClientID: fields["client_id"],
 //		RedirectURI: f.RedirectURI, Scopes: row.Scopes, State: state,
 //		Verifier: f.Verifier, Params: row.AuthorizeParams,
+//		ScopeSeparator: protocol.ScopeSeparator, // "," for Linear, Strava, Todoist
 //	})
 //	b, err := f.MarshalBinary()              // seal as auth:_flow:<f.ID>
 //
 // NewFlow refuses a desktop flow without PKCE (ErrLoopbackWithoutPKCE);
 // AuthorizeURL refuses a loopback redirect without a verifier, an endpoint
 // that is not https, and authorizeParams naming a parameter snugd sets
-// (ErrReservedParam, the same list as requirement.ReservedAuthorizeParams).
+// (ErrReservedParam, the same list as requirement.ReservedAuthorizeParams),
+// and a scope separator other than a space or a comma, or one a scope
+// holds (ErrScopeSeparator).
 // The desktop redirect is http://127.0.0.1:<port>/oauth/callback (RFC 8252
 // §7.3, §8.3: the IP literal, never localhost); the web one is the host's
 // https origin followed by /oauth/callback. Whether the registry vouches
@@ -59,10 +62,16 @@
 // # Token endpoint calls
 //
 //	client := &oauth.Client{HTTP: publicTransportClient}  // ceiling + SSRF guard inside
-//	ep := oauth.Endpoint{TokenURL, RevokeURL, ClientID, ClientSecret, AuthStyle}
+//	ep := oauth.Endpoint{TokenURL, RevokeURL, ClientID, ClientSecret, AuthStyle,
+//		RevokeMethod, ManageAccessURL}
 //	tok, err := client.ClientCredentials(ctx, ep, row.Scopes)
 //	tok, err := client.Refresh(ctx, ep, stored.RefreshToken, stored.Scopes)
-//	errs := client.Revoke(ctx, ep, stored.AccessToken, stored.RefreshToken)
+//	rev := client.RevokeGrant(ctx, ep, stored.AccessToken, stored.RefreshToken)
+//
+// AuthStyle, RevokeMethod and ManageAccessURL come from the registry entry
+// the row binds to (its tokenAuth and revocation seats, read with
+// ParseAuthStyle and ParseRevokeMethod; a github-grant's RevokeURL is the
+// seat's url); a row of no entry keeps the RFC defaults.
 //
 // Client copies HTTP and makes CheckRedirect refuse, so no redirect is
 // followed whatever the transport does, and refuses any 3xx answer; it
@@ -90,6 +99,24 @@
 // provider's raw answer, capped and unscrubbed, for the caller to scrub
 // with Secrets and hand to its §14.3 extractor. Neither Error(), %v, %#v
 // nor LogValue ever prints Body or Secrets.
+//
+// # Revocation
+//
+// RevokeGrant withdraws the grant the provider's way: RFC 7009 (refresh
+// token, then access token, each with its hint), Twitch's form of exactly
+// token and client_id, GitHub's grant deletion (DELETE with Basic
+// client credentials, which drops every token of the app for the user),
+// or Dropbox's bearer revocation (the access token revokes itself and its
+// refresh token; an expired one is refreshed once first).
+// It reports a Revocation whose Outcome tells the truth — Revoked,
+// AlreadyRevoked (the provider says the token was already invalid:
+// Twitch's 400 "Invalid token", RFC 6750's invalid_token; counted as
+// revoked), AccessRemains (nothing could be sent: the provider has no
+// revocation snugd can call, so the user's grant stays there) or
+// RevokeFailed — and a fixed Message naming ManageAccessURL, the page
+// where the user removes the app, when the outcome leaves access at the
+// provider. Revoke returns only the failures. The caller wipes its copy
+// whatever the outcome.
 //
 // # Gate 8: the refresher
 //

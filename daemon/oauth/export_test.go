@@ -7,3 +7,6 @@ func IsLoopbackRedirect(uri string) bool {
 	loopback, err := checkRedirectURI(uri)
 	return err == nil && loopback
 }
+
+// DeadToken is deadToken, for the fuzz target.
+func DeadToken(m RevokeMethod, status int, body []byte) bool { return deadToken(m, status, body) }

@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -140,6 +141,57 @@ func FuzzParseCallbackFields(f *testing.F) {
 			if providerError != "" || gotCode != code || gotState != state {
 				t.Fatalf("(%q, %q, %q) parsed as %q, %q", code, state, providerError, gotCode, gotState)
 			}
+		}
+	})
+}
+
+// FuzzDeadToken: a refused revocation reads as "already revoked" only for
+// a 400 whose JSON carries the method's documented sign (Twitch's message
+// "Invalid token", RFC 6750's invalid_token), never for GitHub's grant
+// deletion or a provider without revocation, and never by accident of a
+// substring.
+func FuzzDeadToken(f *testing.F) {
+	for _, s := range []struct {
+		m      int
+		status int
+		body   string
+	}{
+		{1, 400, `{"status":400,"message":"Invalid token"}`},
+		{1, 404, `{"status":404,"message":"client does not exist"}`},
+		{0, 400, `{"error":"invalid_token","error_description":"Token expired or revoked"}`},
+		{0, 400, `{"error":"invalid_request"}`},
+		{2, 422, `{"message":"Validation Failed"}`},
+		{1, 400, `{"message":"Invalid token, and more"}`},
+		{0, 400, `invalid_token`},
+		{1, 400, `{"message":["Invalid token"]}`},
+	} {
+		f.Add(s.m, s.status, []byte(s.body))
+	}
+	f.Fuzz(func(t *testing.T, m, status int, body []byte) {
+		method := oauth.RevokeMethod(m & 3)
+		if !oauth.DeadToken(method, status, body) {
+			return
+		}
+		var v struct {
+			Error   any `json:"error"`
+			Message any `json:"message"`
+		}
+		if status != 400 || json.Unmarshal(body, &v) != nil {
+			t.Fatalf("dead for status %d body %q", status, body)
+		}
+		msg, _ := v.Message.(string)
+		code, _ := v.Error.(string)
+		switch method {
+		case oauth.RevokeTokenClientID:
+			if !strings.EqualFold(msg, "invalid token") {
+				t.Fatalf("Twitch dead without its message: %q", body)
+			}
+		case oauth.RevokeRFC7009:
+			if code != "invalid_token" {
+				t.Fatalf("RFC 7009 dead without invalid_token: %q", body)
+			}
+		default:
+			t.Fatalf("method %d read a dead token: %q", method, body)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -29,11 +30,35 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, errNoNetwork
 }
 
+// protocolEndpoint is the wiring the daemon does for a row bound to a
+// registry entry: the row's endpoints and client fields, and the entry's
+// protocol seats (client authentication, revocation method and URL, the
+// manage-access page).
+func protocolEndpoint(t *testing.T, p registry.OAuthProtocol, ep oauth.Endpoint) oauth.Endpoint {
+	t.Helper()
+	var ok bool
+	if ep.AuthStyle, ok = oauth.ParseAuthStyle(string(p.TokenAuth)); !ok {
+		t.Fatalf("tokenAuth %q does not parse", p.TokenAuth)
+	}
+	if ep.RevokeMethod, ok = oauth.ParseRevokeMethod(string(p.Revocation.Method)); !ok && p.Revocation.Method != "" {
+		t.Fatalf("revocation method %q does not parse", p.Revocation.Method)
+	}
+	if ep.RevokeMethod == oauth.RevokeGitHubGrant {
+		ep.RevokeURL = p.Revocation.URL
+	}
+	ep.ManageAccessURL = p.Revocation.ManageAccessURL
+	return ep
+}
+
 // TestShippedOAuthEntries drives every OAuth option of the shipped
-// registry through this package: its authorize URL builds (with the
-// desktop loopback redirect where the entry vouches for it, PKCE on), and
-// its token and revoke POSTs go to exactly the pinned endpoint, on a host
-// of the entry's pinned hosts — the ceiling a borrowed row derives.
+// registry through this package with its entry's protocol seats: its
+// authorize URL builds (with the desktop loopback redirect where the entry
+// vouches for it, PKCE on, the entry's scope separator), and its token
+// and revocation requests go to exactly the pinned endpoints, in the
+// method's shape, on a host of the entry's pinned hosts — the ceiling a
+// borrowed row derives; the authorize URL's scope is the pin.
+//
+// conformance: P3-C13-20, P3-C13-22, P3-C12.12-08
 func TestShippedOAuthEntries(t *testing.T) {
 	g, err := registry.Load()
 	if err != nil {
@@ -54,6 +79,10 @@ func TestShippedOAuthEntries(t *testing.T) {
 						t.Errorf("endpoint %s is outside the pinned hosts %v", raw, e.Hosts)
 					}
 				}
+				p, ok := g.OAuthProtocol(&requirement.Requirement{Kind: o.Kind, Endpoints: o.Endpoints})
+				if !ok {
+					t.Fatal("OAuthProtocol does not bind the entry's own option")
+				}
 				if o.Kind == requirement.KindOAuth2AuthCode {
 					redirect, _ := oauth.WebRedirectURI("https://host.example")
 					if e.DesktopRedirect == registry.PostureLoopback {
@@ -67,15 +96,19 @@ func TestShippedOAuthEntries(t *testing.T) {
 					u, err := oauth.AuthorizeURL(oauth.AuthorizeRequest{
 						Endpoint: o.Endpoints.Authorize, ClientID: "client-id", RedirectURI: redirect,
 						Scopes: e.Scopes, State: "flow.mac", Verifier: verifier, Params: o.AuthorizeParams,
+						ScopeSeparator: p.ScopeSeparator,
 					})
 					if err != nil {
 						t.Fatalf("AuthorizeURL = %v", err)
 					}
 					inCeiling(u)
+					if pu, _ := url.Parse(u); len(e.Scopes) > 0 && pu.Query().Get("scope") != strings.Join(e.Scopes, p.ScopeSeparator) {
+						t.Errorf("scope = %q, want the pinned scopes joined by %q", pu.Query().Get("scope"), p.ScopeSeparator)
+					}
 				}
 				rec := &recorder{}
 				c := &oauth.Client{HTTP: &http.Client{Transport: rec}}
-				ep := oauth.Endpoint{TokenURL: o.Endpoints.Token, RevokeURL: o.Endpoints.Revoke, ClientID: "client-id", ClientSecret: "s3cret-value"}
+				ep := protocolEndpoint(t, p, oauth.Endpoint{TokenURL: o.Endpoints.Token, RevokeURL: o.Endpoints.Revoke, ClientID: "client-id", ClientSecret: "s3cret-value"})
 				var tokErr error
 				if o.Kind == requirement.KindOAuth2AuthCode {
 					_, tokErr = c.Exchange(t.Context(), ep, oauth.ExchangeParams{Code: "c", RedirectURI: "https://host.example/oauth/callback"})
@@ -86,17 +119,23 @@ func TestShippedOAuthEntries(t *testing.T) {
 				if !errors.As(tokErr, &oe) || oe.Class != oauth.Transient || !errors.Is(tokErr, errNoNetwork) {
 					t.Fatalf("token call = %v, want it to reach the transport", tokErr)
 				}
-				c.Revoke(t.Context(), ep, "access", "refresh")
-				want := []string{o.Endpoints.Token}
-				if o.Endpoints.Revoke != "" {
-					want = append(want, o.Endpoints.Revoke, o.Endpoints.Revoke)
+				rev := c.RevokeGrant(t.Context(), ep, "access", "refresh")
+				want := []string{"POST " + o.Endpoints.Token}
+				switch p.Revocation.Method {
+				case registry.RevokeRFC7009:
+					want = append(want, "POST "+o.Endpoints.Revoke, "POST "+o.Endpoints.Revoke)
+				case registry.RevokeTokenClientID, registry.RevokeBearer:
+					want = append(want, "POST "+o.Endpoints.Revoke)
+				case registry.RevokeGitHubGrant:
+					want = append(want, "DELETE "+strings.Replace(p.Revocation.URL, registry.GrantURLPlaceholder, "client-id", 1))
+				case registry.RevokeNone:
+					if rev.Outcome != oauth.AccessRemains || rev.ManageAccessURL != p.Revocation.ManageAccessURL {
+						t.Errorf("RevokeGrant = %+v, want AccessRemains", rev)
+					}
 				}
 				var got []string
 				for _, r := range rec.reqs {
-					if r.Method != http.MethodPost {
-						t.Errorf("%s %s, want POST", r.Method, r.URL)
-					}
-					got = append(got, r.URL.String())
+					got = append(got, r.Method+" "+r.URL.String())
 					inCeiling(r.URL.String())
 				}
 				if !slices.Equal(got, want) {
@@ -105,8 +144,8 @@ func TestShippedOAuthEntries(t *testing.T) {
 			})
 		}
 	}
-	if seen < 3 {
-		t.Fatalf("the shipped registry has %d OAuth options, want GitHub's, Spotify's and a client-credentials one", seen)
+	if seen < 19 {
+		t.Fatalf("the shipped registry has %d OAuth options, want the three older ones and issue 29's sixteen", seen)
 	}
 }
 

@@ -68,6 +68,14 @@ type Endpoint struct {
 	// ClientSecret is empty for a public client (PKCE only).
 	ClientSecret string
 	AuthStyle    AuthStyle
+	// RevokeMethod is how the provider withdraws a grant; the zero value
+	// is RFC 7009 at RevokeURL (nothing is sent when RevokeURL is empty).
+	// For RevokeGitHubGrant, RevokeURL holds GrantURLPlaceholder.
+	RevokeMethod RevokeMethod
+	// ManageAccessURL is the provider's page where the user removes the
+	// app, when its documentation names one: what a Revocation that could
+	// not withdraw the grant points to. Empty when unknown.
+	ManageAccessURL string
 }
 
 // String, GoString and LogValue keep the client secret out of logs.
@@ -171,34 +179,6 @@ func (c *Client) Refresh(ctx context.Context, ep Endpoint, refreshToken string, 
 	return c.token(ctx, "refresh", ep, form, []string{refreshToken}, scopes, refreshToken)
 }
 
-// Revoke revokes a connection's tokens at the revoke endpoint (RFC 7009):
-// the refresh token first (the server then drops the access tokens it
-// issued, §2.1), then the access token. Empty tokens are skipped, and
-// nothing is sent when ep has no RevokeURL. It returns the failures, one
-// *Error per token; the caller reports them and wipes its copy anyway — a
-// failed remote revocation never blocks the local wipe.
-func (c *Client) Revoke(ctx context.Context, ep Endpoint, accessToken, refreshToken string) []*Error {
-	if ep.RevokeURL == "" {
-		return nil
-	}
-	var errs []*Error
-	for _, t := range []struct{ op, hint, value string }{
-		{"revoke refresh token", "refresh_token", refreshToken},
-		{"revoke access token", "access_token", accessToken},
-	} {
-		if t.value == "" {
-			continue
-		}
-		form := url.Values{"token": {t.value}, "token_type_hint": {t.hint}}
-		// RFC 7009 §2.2: 200 whether or not the token was valid; the body
-		// is ignored.
-		if _, err := c.post(ctx, t.op, ep.RevokeURL, ep, form, []string{t.value}); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
 // token posts a token request and parses the answer.
 func (c *Client) token(ctx context.Context, op string, ep Endpoint, form url.Values, secrets, requested []string, usedRefresh string) (Token, error) {
 	body, e := c.post(ctx, op, ep.TokenURL, ep, form, secrets)
@@ -259,11 +239,49 @@ var errRedirect = http.ErrUseLastResponse
 // post sends form to endpoint with ep's client authentication and returns
 // a 2xx answer's body, or an *Error.
 func (c *Client) post(ctx context.Context, op, endpoint string, ep Endpoint, form url.Values, secrets []string) ([]byte, *Error) {
+	return c.send(ctx, request{op: op, method: http.MethodPost, endpoint: endpoint, form: form, auth: authEndpoint}, ep, secrets)
+}
+
+// clientAuth is how one call authenticates the client.
+type clientAuth int
+
+const (
+	// authEndpoint: ep's AuthStyle for a confidential client; client_id in
+	// the form for a public one.
+	authEndpoint clientAuth = iota
+	// authClientIDOnly: client_id in the form and nothing else, whatever
+	// the client holds (Twitch's revocation).
+	authClientIDOnly
+	// authBasicRaw: HTTP Basic (RFC 7617) of the client ID and secret as
+	// they are, for a provider's REST API (GitHub's grant deletion).
+	authBasicRaw
+	// authNone: no client authentication; the request's own header
+	// carries its credential (a bearer revocation).
+	authNone
+)
+
+// request is one call to a provider endpoint: a form POST, or a request
+// with a JSON body.
+type request struct {
+	op, method, endpoint string
+	form                 url.Values // the form body; nil with json
+	json                 []byte     // a JSON body instead of a form
+	noBody               bool       // neither: no body and no Content-Type
+	auth                 clientAuth
+	header               map[string]string // further request headers
+}
+
+// send sends r with its client authentication and returns a 2xx answer's
+// body, or an *Error.
+func (c *Client) send(ctx context.Context, r request, ep Endpoint, secrets []string) ([]byte, *Error) {
 	secrets = submittedSecrets(ep, secrets)
-	fail := func(class Class, status int, reason string, body []byte, err error) *Error {
-		return &Error{Op: op, Class: class, Status: status, Secrets: secrets, reason: reason, body: body, err: err}
+	if r.auth == authBasicRaw && ep.ClientSecret != "" {
+		secrets = append(secrets, basicRaw(ep.ClientID, ep.ClientSecret))
 	}
-	u, err := endpointURL(endpoint)
+	fail := func(class Class, status int, reason string, body []byte, err error) *Error {
+		return &Error{Op: r.op, Class: class, Status: status, Secrets: secrets, reason: reason, body: body, err: err}
+	}
+	u, err := endpointURL(r.endpoint)
 	if err != nil {
 		return nil, fail(Failed, 0, "the endpoint is not an https address", nil, nil)
 	}
@@ -273,12 +291,26 @@ func (c *Client) post(ctx context.Context, op, endpoint string, ep Endpoint, for
 	if c.HTTP == nil {
 		return nil, fail(Failed, 0, "no HTTP client was given", nil, nil)
 	}
+	if r.auth == authBasicRaw && ep.ClientSecret == "" {
+		return nil, fail(Failed, 0, "the call needs the client secret, and the connection holds none", nil, nil)
+	}
+	var body io.Reader
+	contentType := "application/json"
 	switch {
-	case ep.ClientSecret == "":
-		form.Set("client_id", ep.ClientID)
-	case ep.AuthStyle == AuthPost:
-		form.Set("client_id", ep.ClientID)
-		form.Set("client_secret", ep.ClientSecret)
+	case r.noBody:
+		contentType = ""
+	case r.json != nil:
+		body = bytes.NewReader(r.json)
+	default:
+		switch {
+		case r.auth == authClientIDOnly || ep.ClientSecret == "":
+			r.form.Set("client_id", ep.ClientID)
+		case r.auth == authEndpoint && ep.AuthStyle == AuthPost:
+			r.form.Set("client_id", ep.ClientID)
+			r.form.Set("client_secret", ep.ClientSecret)
+		}
+		body = strings.NewReader(r.form.Encode())
+		contentType = "application/x-www-form-urlencoded"
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -286,13 +318,21 @@ func (c *Client) post(ctx context.Context, op, endpoint string, ep Endpoint, for
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
 	if err != nil {
 		return nil, fail(Failed, 0, "the request could not be built", nil, nil)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	req.Header.Set("Accept", "application/json")
-	if ep.ClientSecret != "" && ep.AuthStyle == AuthBasic {
+	for k, v := range r.header {
+		req.Header.Set(k, v)
+	}
+	switch {
+	case r.auth == authBasicRaw:
+		req.Header.Set("Authorization", "Basic "+basicRaw(ep.ClientID, ep.ClientSecret))
+	case r.auth == authEndpoint && ep.ClientSecret != "" && ep.AuthStyle == AuthBasic:
 		req.Header.Set("Authorization", "Basic "+basicCredentials(ep.ClientID, ep.ClientSecret))
 	}
 	hc := *c.HTTP
@@ -307,26 +347,32 @@ func (c *Client) post(ctx context.Context, op, endpoint string, ep Endpoint, for
 	if max <= 0 {
 		max = DefaultMaxBody
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return nil, fail(Transient, resp.StatusCode, "the token endpoint's answer broke off", nil, causeOf(err))
 	}
-	if int64(len(body)) > max {
-		return nil, fail(Failed, resp.StatusCode, "the token endpoint's answer is larger than snugd accepts", body[:max], nil)
+	if int64(len(answer)) > max {
+		return nil, fail(Failed, resp.StatusCode, "the token endpoint's answer is larger than snugd accepts", answer[:max], nil)
 	}
 	switch s := resp.StatusCode; {
 	case s >= 300 && s < 400:
-		return nil, fail(Failed, s, "the token endpoint answered with a redirect, which snugd never follows", body, nil)
+		return nil, fail(Failed, s, "the token endpoint answered with a redirect, which snugd never follows", answer, nil)
 	case s >= 200 && s < 300:
-		return body, nil
+		return answer, nil
 	}
-	code := errorCode(body)
-	e := fail(classify(resp.StatusCode, code), resp.StatusCode, "the token endpoint refused the request", body, nil)
+	code := errorCode(answer)
+	e := fail(classify(resp.StatusCode, code), resp.StatusCode, "the token endpoint refused the request", answer, nil)
 	e.Code = code
 	if e.Class == Transient && code == "" {
 		e.reason = "the token endpoint is unavailable"
 	}
 	return nil, e
+}
+
+// basicRaw is RFC 7617's Basic credentials of id and secret as they are
+// (a REST API's Basic, not RFC 6749 §2.3.1's form-encoded one).
+func basicRaw(id, secret string) string {
+	return base64.StdEncoding.EncodeToString([]byte(id + ":" + secret))
 }
 
 // causeOf unwraps a *url.Error so the cause carries no URL.

@@ -38,6 +38,9 @@
 //	webRedirectPosture      optional  "origin-callback", only with webRegistration
 //	webRegistration         optional  the web-surface walkthrough, only with webRedirectPosture
 //	helper                  optional  {id, executable}: a linked-device helper
+//	tokenAuth               optional  client_secret_basic (absent) or client_secret_post
+//	scopeSeparator          optional  ",": the provider joins scopes with commas
+//	revocation              see below {method, url?, manageAccessUrl?}: how a grant is withdrawn
 //
 // An auth option is {id, label, kind, fields?, registration?, endpoints?,
 // pkce?, authorizeParams?, request?, userLayer?}: a complete credential
@@ -93,6 +96,21 @@
 //     is linked_device (and a linked_device option needs a helper), and the
 //     executable is a bare file name snugd looks up in its own install
 //     directory, never a path.
+//   - An entry with an authorization-code option says how its grant is
+//     withdrawn: revocation.method is rfc7009 (POST token and
+//     token_type_hint to endpoints.revoke), token-and-client-id (POST
+//     only those two fields there, as Twitch documents), github-grant
+//     (DELETE the url, https on a pinned host with {client_id} in its
+//     path, with Basic client credentials), bearer (POST endpoints.revoke
+//     with the access token as bearer, as Dropbox documents) or none.
+//     endpoints.revoke is set exactly beside the three methods that post
+//     to it.
+//     manageAccessUrl, when the provider's documentation names one, is
+//     the https page where the user removes the app; it is what a revoke
+//     that could not withdraw the grant points to. tokenAuth and
+//     scopeSeparator need an OAuth option. OAuthProtocol hands these
+//     seats to the daemon for a row whose authorize and token URLs
+//     byte-match an option's pin.
 //   - Free text the schema never sees (labels, source notes, probe
 //     expectations, the exchange body) is plain, bounded and not
 //     credential-shaped.

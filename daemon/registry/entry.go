@@ -49,6 +49,16 @@ type Entry struct {
 	WebRegistration *requirement.Registration
 	Helper          *Helper
 	Sources         []Source
+	// TokenAuth is how a confidential client authenticates at the token
+	// endpoint; "" on an entry without an OAuth option.
+	TokenAuth TokenAuth
+	// ScopeSeparator joins an authorization request's scopes: " " or ",";
+	// "" on an entry without an OAuth option.
+	ScopeSeparator string
+	// Revocation says how a grant is withdrawn at the provider, and where
+	// the user removes access there; nil when the entry does not say (it
+	// has no authorization-code option).
+	Revocation *Revocation
 }
 
 // An Option is one complete credential flow of an entry, exactly as a
@@ -188,6 +198,11 @@ func (e *entry) export() Entry {
 		WebRedirect:     e.webRedirect,
 		Helper:          clonePtr(e.helper),
 		Sources:         slices.Clone(e.sources),
+		Revocation:      clonePtr(e.revocation),
+	}
+	if slices.ContainsFunc(e.options, func(o *option) bool { return o.base.Kind.IsOAuth() }) {
+		p := e.oauthProtocol()
+		out.TokenAuth, out.ScopeSeparator = p.TokenAuth, p.ScopeSeparator
 	}
 	if e.webRegistration != nil {
 		r := cloneRegistration(*e.webRegistration)

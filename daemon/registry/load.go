@@ -20,6 +20,7 @@ func entryKeys() []string {
 		"hosts", "lanHost", "registration", "scopes", "testRequest", "options",
 		"defaultOption", "pairing", "browserCallable", "desktopRedirectPosture",
 		"webRedirectPosture", "webRegistration", "helper",
+		"tokenAuth", "scopeSeparator", "revocation", // revocation.go
 	}
 }
 
@@ -100,6 +101,7 @@ func (l *loader) entry(file string, raw []byte) *entry {
 	e.pairing = l.pairingSeat(e, m)
 	l.desktop(e, m)
 	l.web(e, m)
+	l.protocolSeats(e, m)
 	if len(l.errs) > before {
 		return nil
 	}

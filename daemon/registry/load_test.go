@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,7 +97,7 @@ func TestShippedEntries(t *testing.T) {
 			"CB-ACCESS-TIMESTAMP":  "{{request.timestamp}}",
 			"CB-ACCESS-SIGN":       "{{hmac_sha256_b64(api_secret, request.timestamp, request.method, request.pathAndQuery, request.body)}}",
 		}},
-		"spotify":     {hosts: []string{"accounts.spotify.com", "api.spotify.com"}, kind: requirement.KindOAuth2AuthCode, callable: ptr(true)},
+		"spotify":     {hosts: []string{"api.spotify.com", "accounts.spotify.com"}, kind: requirement.KindOAuth2AuthCode, callable: ptr(true)},
 		"philips-hue": {kind: requirement.KindAPIKey, header: map[string]string{"hue-application-key": "{{application_key}}"}, family: FamilyExchange, lan: true, callable: ptr(false)},
 		// Pairing is not a kind: SimpleFIN's family is registry data over basic_auth.
 		"simplefin": {hosts: []string{"bridge.simplefin.org"}, kind: requirement.KindBasicAuth,
@@ -422,6 +423,26 @@ func TestEntriesAreCopies(t *testing.T) {
 	for i := range fresh {
 		if a, b := encodeEntry(t, fresh[i]), encodeEntry(t, again[i]); a != b {
 			t.Errorf("entry %s changed after its copy was edited:\n%s\n%s", fresh[i].ID, a, b)
+		}
+	}
+}
+
+// TestShippedTestRequestHost: a test request goes to the first pinned host,
+// so an entry that pins several writes its API host first, never the host
+// where the user signs in. (Spotify's entry once listed accounts first, and
+// its test request asked the sign-in host for /v1/me.)
+func TestShippedTestRequestHost(t *testing.T) {
+	for _, e := range shipped(t).Entries() {
+		if e.TestRequest == nil || len(e.Hosts) < 2 {
+			continue
+		}
+		for _, o := range e.Options {
+			if o.Endpoints.Authorize == "" {
+				continue
+			}
+			if u, err := url.Parse(o.Endpoints.Authorize); err == nil && u.Hostname() == e.Hosts[0] {
+				t.Errorf("entry %s: the test request would go to %s, the sign-in host; write the API host first", e.ID, e.Hosts[0])
+			}
 		}
 	}
 }

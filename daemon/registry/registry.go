@@ -63,6 +63,9 @@ type entry struct {
 	webRegistration *requirement.Registration
 	helper          *Helper
 	sources         []Source
+	tokenAuth       TokenAuth   // "" reads as TokenAuthBasic
+	scopeSeparator  string      // "" reads as " "
+	revocation      *Revocation // nil: not said (no authorization-code option)
 }
 
 // option is one loaded auth option.

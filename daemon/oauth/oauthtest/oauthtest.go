@@ -80,6 +80,29 @@ var paths = map[string]string{
 	"/login/oauth/access_token": "/oauth/token", // GitHub
 	"/login/oauth/authorize":    "/auth",        // GitHub
 	"/authorize":                "/auth",        // Spotify
+	"/o/oauth2/v2/auth":         "/auth",        // Google
+	"/token":                    "/oauth/token", // Google
+	"/oauth/authorize":          "/auth",        // Strava
+	"/oauth2/authorize":         "/auth",        // Dropbox
+}
+
+// The providers' hosts whose quirks the OP reproduces (quirks.go).
+const (
+	twitchIDHost  = "id.twitch.tv"
+	githubHost    = "github.com"
+	githubAPIHost = "api.github.com"
+	googleAuth    = "accounts.google.com"
+	googleToken   = "oauth2.googleapis.com"
+	stravaHost    = "www.strava.com"
+	dropboxWeb    = "www.dropbox.com"
+	dropboxAPI    = "api.dropboxapi.com"
+)
+
+// offlineParam is, per authorize host, the parameter without which the
+// provider issues no refresh token.
+var offlineParam = map[string][2]string{
+	googleAuth: {"access_type", "offline"},
+	dropboxWeb: {"token_access_type", "offline"},
 }
 
 // Server is a running OP.
@@ -94,6 +117,13 @@ type Server struct {
 	fault   atomic.Pointer[http.HandlerFunc]
 	bearers []string // Authorization of each API request
 	auths   []string // how each token POST authenticated its client
+
+	// live are the access and refresh tokens the OP issued and no
+	// revocation through a quirk handler has dropped, by the client they
+	// were issued to (quirks.go).
+	live     map[string]string
+	expired  map[string]bool // live tokens a test made expired (Expire)
+	requests []RevokeRequest
 }
 
 // New starts an OP on 127.0.0.1 over TLS whose certificate names hosts;
@@ -118,7 +148,7 @@ func New(t testing.TB, hosts ...string) *Server {
 func NewOP(issuer string) *Server {
 	s := &Server{grants: map[string]*atomic.Int64{
 		"authorization_code": {}, "refresh_token": {}, "client_credentials": {},
-	}}
+	}, live: map[string]string{}, expired: map[string]bool{}}
 	// The public clients may redirect to the loopback callback (any port,
 	// RFC 8252 §7.3) and to the web origin's callback page, as one
 	// Spotify app registered for both surfaces does.
@@ -133,7 +163,8 @@ func NewOP(issuer string) *Server {
 	return s
 }
 
-// Handler serves the OP and the providers' APIs (every host api.*).
+// Handler serves the OP and the providers' APIs (every host api.*, except
+// a provider's documented token path there, such as Dropbox's).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // shortLived is the example storage, except that ShortClient's
@@ -217,7 +248,10 @@ func (s *Server) SetFault(f http.HandlerFunc) {
 
 func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.Host, "api.") {
+		if s.quirk(w, r, next) {
+			return
+		}
+		if _, oauthPath := paths[r.URL.Path]; strings.HasPrefix(r.Host, "api.") && !oauthPath {
 			// The provider's API: it records the bearer it was sent.
 			s.mu.Lock()
 			s.bearers = append(s.bearers, r.Header.Get("Authorization"))
@@ -232,9 +266,14 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		if r.URL.Path == "/auth" {
 			// Spotify and GitHub issue a refresh token without asking;
 			// the OP only with offline_access, so the scripted provider
-			// asks for it on the user's behalf.
+			// asks for it on the user's behalf. Google and Dropbox issue
+			// one only when asked for offline access (quirks.go).
 			q := r.URL.Query()
-			q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid offline_access"))
+			if p, ok := offlineParam[hostOf(r)]; !ok || q.Get(p[0]) == p[1] {
+				q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid offline_access"))
+			} else {
+				q.Set("scope", strings.TrimSpace(q.Get("scope")+" openid"))
+			}
 			r.URL.RawQuery = q.Encode()
 		}
 		if r.Method == http.MethodPost && (r.URL.Path == "/oauth/token" || r.URL.Path == "/revoke") {
@@ -262,6 +301,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			}
 			if f := s.fault.Load(); f != nil {
 				(*f)(w, r)
+				return
+			}
+			if r.URL.Path == "/oauth/token" {
+				s.token(w, r, next)
 				return
 			}
 		}
