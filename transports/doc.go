@@ -34,6 +34,13 @@
 // Resolved never serves a request whose Resolved excludes its address;
 // HTTP/2 is negotiated when the upstream offers it.
 //
+// With an Answers, Resolve reuses a name's vetted answer for up to
+// AnswerWindow (less when a TTLResolver reports a shorter TTL) instead of
+// looking it up per request: only answers whose every address passed are
+// kept, a refused or failed lookup drops what was kept, the reused
+// Resolved is the checked one (so the dial still goes to exactly its
+// addresses), and at most MaxAnswers names are held.
+//
 // # LAN
 //
 // LAN is the only place gate 5 stands down, and only for the LAN class: it

@@ -13,3 +13,10 @@ func (p *pool) len() int {
 	defer p.mu.Unlock()
 	return len(p.entries)
 }
+
+// Len reports how many names a holds (kept answers and dropped ones).
+func (a *Answers) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.byName)
+}

@@ -64,6 +64,11 @@ type Public struct {
 	ResponseHeaderTimeout time.Duration
 	IdleConnTimeout       time.Duration
 
+	// Answers, when set, lets Resolve reuse a vetted answer for the same
+	// host name for a while (see Answers) instead of asking Resolver on
+	// every request. Nil: every Resolve of a host name looks it up.
+	Answers *Answers
+
 	pool pool
 }
 
@@ -98,6 +103,9 @@ func (r Resolved) matches(hostname string) bool {
 // *BlockedError (ruling R8), so a mixed public/private answer never dials
 // anything. An empty answer is ErrNoAddress; a resolver failure a
 // *FetchError. An IP literal is judged as it stands and not looked up.
+// With Answers set, a host name whose vetted answer Answers still keeps
+// gets that very Resolved back without a lookup: the addresses checked
+// then are the addresses Do dials.
 //
 // The executor calls Resolve at gate 5 and hands the result to Do at gate 9;
 // nothing is looked up in between, so DNS rebinding cannot slip between the
@@ -112,28 +120,58 @@ func (p *Public) Resolve(ctx context.Context, host string) (Resolved, error) {
 		return newResolved(lit.String(), lit, []netip.Addr{a}), nil
 	}
 	name := strings.ToLower(host)
-	answers, err := p.resolver().LookupNetIP(ctx, "ip", name+".")
+	if p.Answers == nil {
+		r, _, err := p.lookup(ctx, name)
+		return r, err
+	}
+	r, seq, ok := p.Answers.lookup(name, time.Now())
+	if ok {
+		return r, nil
+	}
+	r, ttl, err := p.lookup(ctx, name)
+	if err != nil {
+		p.Answers.drop(name, seq)
+		return Resolved{}, err
+	}
+	p.Answers.keep(name, seq, r, time.Now(), ttl)
+	return r, nil
+}
+
+// lookup asks the resolver for name (lowercase) once and checks every
+// answer; ttl is how long the answer may be kept (AnswerWindow unless the
+// resolver reports a TTL).
+func (p *Public) lookup(ctx context.Context, name string) (_ Resolved, ttl time.Duration, _ error) {
+	var (
+		answers []netip.Addr
+		err     error
+	)
+	ttl = AnswerWindow
+	if tr, ok := p.resolver().(TTLResolver); ok {
+		answers, ttl, err = tr.LookupNetIPTTL(ctx, "ip", name+".")
+	} else {
+		answers, err = p.resolver().LookupNetIP(ctx, "ip", name+".")
+	}
 	if err != nil {
 		var dnsErr *net.DNSError
 		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
-			return Resolved{}, ErrNoAddress
+			return Resolved{}, 0, ErrNoAddress
 		}
-		return Resolved{}, failure(ctx, "resolve", err)
+		return Resolved{}, 0, failure(ctx, "resolve", err)
 	}
 	if len(answers) == 0 {
-		return Resolved{}, ErrNoAddress
+		return Resolved{}, 0, ErrNoAddress
 	}
 	addrs := make([]netip.Addr, 0, min(len(answers), maxAddrs))
 	for _, a := range answers {
 		if err := CheckAddr(a); err != nil {
-			return Resolved{}, err // ruling R8: one refused answer refuses the request
+			return Resolved{}, 0, err // ruling R8: one refused answer refuses the request
 		}
 		a = a.Unmap()
 		if len(addrs) < maxAddrs && !slices.Contains(addrs, a) {
 			addrs = append(addrs, a)
 		}
 	}
-	return newResolved(name, netip.Addr{}, addrs), nil
+	return newResolved(name, netip.Addr{}, addrs), ttl, nil
 }
 
 func newResolved(host string, lit netip.Addr, addrs []netip.Addr) Resolved {

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,5 +87,57 @@ func BenchmarkAppendJSONString(b *testing.B) {
 				dst = appendJSONString(dst[:0], bc.s)
 			}
 		})
+	}
+}
+
+// escapeClasses are the input classes the escape is held to against
+// encoding/json: ASCII prose, dense JSON (a quote every few bytes), mostly
+// CJK text, mostly Cyrillic text, a mix (JSON with CJK and Latin-1
+// values), and Latin-1 text read as UTF-8 (invalid: every accented byte
+// becomes \ufffd).
+var escapeClasses = []struct{ name, unit string }{
+	{"ascii", "The quick brown fox jumps over the lazy dog; pack my box with five dozen liquor jugs. "},
+	{"json", `{"id":1,"name":"item","tags":["a","b"]},`},
+	{"cjk", "日本語のテキストです。東京都の天気は晴れ、気温は二十度でした。"},
+	{"cyrillic", "Съешь же ещё этих мягких французских булок, да выпей чаю. "},
+	{"mixed", `{"名前":"日本語のテキスト","city":"Zürich","note":"ok"},`},
+	{"invalid", "caf\xe9 na\xefve r\xe9sum\xe9 \xe0 la cr\xe8me br\xfbl\xe9e, "},
+}
+
+// escapeInput is n bytes of class unit, repeated.
+func escapeInput(unit string, n int) string {
+	return strings.Repeat(unit, n/len(unit)+1)[:n]
+}
+
+// BenchmarkEscapeVsEncodingJSON is the escape and encoding/json (an
+// Encoder with HTML escaping off, into a reused buffer) on every
+// escapeClasses class at 1 KiB, 64 KiB and 1 MiB.
+func BenchmarkEscapeVsEncodingJSON(b *testing.B) {
+	for _, class := range escapeClasses {
+		for _, size := range []struct {
+			name string
+			n    int
+		}{{"1KiB", 1 << 10}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}} {
+			s := escapeInput(class.unit, size.n)
+			b.Run(class.name+"/"+size.name+"/snugd", func(b *testing.B) {
+				dst := make([]byte, 0, 2*len(s)+16)
+				b.SetBytes(int64(len(s)))
+				for b.Loop() {
+					dst = appendJSONString(dst[:0], s)
+				}
+			})
+			b.Run(class.name+"/"+size.name+"/encoding-json", func(b *testing.B) {
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				b.SetBytes(int64(len(s)))
+				for b.Loop() {
+					buf.Reset()
+					if err := enc.Encode(s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

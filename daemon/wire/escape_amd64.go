@@ -39,5 +39,14 @@ const (
 // loop paid about two per escape. A chunk holding a non-ASCII byte goes
 // one unsafe byte at a time, up to that byte.
 //
+// Why it is safe: it starts a step only while read ≤ len(src)-64 and
+// written ≤ len(dst)-256, limits it computes itself from the slice
+// headers it is given (so a caller's wrong check cannot make it read or
+// write outside them); a step reads at most 64 bytes of src and writes at
+// most 224 of dst (32 bytes each escaped as six, and the 32-byte reload
+// after them); it indexes tab only with an ASCII byte; it writes nothing
+// but dst and keeps no pointer past its return. TestEscapeASCIIBounds
+// checks the edges with guard bytes.
+//
 //go:noescape
 func escapeASCII(dst []byte, src string, tab *[utf8.RuneSelf]escEntry) (written, read int)

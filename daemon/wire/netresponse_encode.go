@@ -155,8 +155,14 @@ var jsonEsc = func() (t [utf8.RuneSelf]escEntry) {
 }()
 
 // escapeASCIIAside is how far the word loop goes on after escapeASCII
-// stops at a non-ASCII byte, before escapeASCII is tried again.
-const escapeASCIIAside = 256
+// stops at a non-ASCII byte, before escapeASCII is tried again; it grows
+// fourfold, up to escapeASCIIAsideMax, while escapeASCII stops within
+// escapeASCIIFar bytes, and drops back when it reads that far.
+const (
+	escapeASCIIAside    = 256
+	escapeASCIIAsideMax = 64 << 10
+	escapeASCIIFar      = 256
+)
 
 // escEntry is one entry of jsonEsc: the escape as a little-endian word
 // and its length. Its layout (a word, then an int: 16 bytes) is what
@@ -188,6 +194,7 @@ var (
 // its buffer stays in it.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	aside := escapeASCIIAside
 	for i := 0; i < len(s); {
 		if haveEscapeASCII && len(s)-i >= escapeASCIIAhead && cap(dst)-len(dst) >= escapeASCIIRoom {
 			w, r := escapeASCII(dst[len(dst):cap(dst)], s[i:], &jsonEsc)
@@ -195,8 +202,16 @@ func appendJSONString(dst []byte, s string) []byte {
 			if i+escapeASCIIAhead <= len(s) && cap(dst)-len(dst) >= escapeASCIIRoom {
 				// It stopped at a non-ASCII byte: word by word through
 				// the next stretch, which decodes its runes (text with
-				// one non-ASCII rune seldom has just one).
-				dst, i = appendJSONFast(dst, s, i, i+escapeASCIIAside)
+				// one non-ASCII rune seldom has just one). When it
+				// stopped soon, the text is mostly not ASCII, where the
+				// word loop is the faster: the stretch doubles, up to
+				// escapeASCIIAsideMax, until escapeASCII reads far again.
+				if r < escapeASCIIFar {
+					aside = min(4*aside, escapeASCIIAsideMax)
+				} else {
+					aside = escapeASCIIAside
+				}
+				dst, i = appendJSONFast(dst, s, i, i+aside)
 			}
 			continue
 		}
@@ -245,9 +260,10 @@ const fastRoom = 16
 // past their safe prefix. When all eight are safe it then tries whole
 // 32-byte blocks (four words, their flags or-ed: one test); else it
 // handles the first unsafe byte alone, an ASCII escape by one table load
-// and one stored word, a non-ASCII byte by decoding its rune, and the next
-// step starts after it. So no safe run, short or long, costs a copy call
-// or an append.
+// and one stored word, a non-ASCII byte by decoding its rune (and, for a
+// valid one, the run of valid runes after it, copied at once), and the
+// next step starts after it. So no safe ASCII run, short or long, costs a
+// copy call or an append, and a run of CJK or Cyrillic costs one copy.
 func appendJSONFast(dst []byte, s string, i, end int) ([]byte, int) {
 	n := len(dst)
 	buf := dst[:cap(dst)]
@@ -289,7 +305,15 @@ func appendJSONFast(dst []byte, s string, i, end int) ([]byte, int) {
 			binary.LittleEndian.PutUint64(buf[n:], escU2028+uint64(r&1)<<40)
 			n += 6
 		default:
-			// Valid: its bytes as they are (at most four, and the word
+			// Non-ASCII text (CJK, Cyrillic) runs rune after rune: the
+			// rune and the run of valid runes after it that need no
+			// escape, as far as dst has room, are copied at once.
+			if j := plainRun(s, i+size, i+len(buf)-n); j > i+size {
+				n += copy(buf[n:], s[i:j])
+				i = j
+				continue
+			}
+			// Else its bytes as they are (at most four, and the word
 			// stored above already holds those that fall inside it).
 			for j := range size {
 				buf[n+j] = s[i+j]
@@ -299,4 +323,49 @@ func appendJSONFast(dst []byte, s string, i, end int) ([]byte, int) {
 		i += size
 	}
 	return buf[:n], i
+}
+
+// plainRun returns where the run of non-ASCII runes at s[i:] that JSON
+// holds as they are ends: valid UTF-8, neither U+2028 nor U+2029, and
+// none of it past lim. It decodes two- and three-byte sequences itself,
+// with utf8's ranges (no overlong form, no surrogate), and stops at
+// anything else: an ASCII byte, a bad byte, a sequence cut by lim, which
+// the caller handles one rune at a time. A four-byte rune goes through
+// utf8.DecodeRuneInString.
+func plainRun(s string, i, lim int) int {
+	lim = min(lim, len(s))
+	for i < lim {
+		switch c := s[i]; {
+		case c < 0xc2: // ASCII, a continuation byte, or an overlong lead
+			return i
+		case c < 0xe0:
+			if i+2 > lim || s[i+1]&0xc0 != 0x80 {
+				return i
+			}
+			i += 2
+		case c < 0xf0:
+			if i+3 > lim {
+				return i
+			}
+			c1, c2 := s[i+1], s[i+2]
+			lo, hi := byte(0x80), byte(0xbf)
+			switch c {
+			case 0xe0:
+				lo = 0xa0 // below: overlong
+			case 0xed:
+				hi = 0x9f // above: a surrogate
+			}
+			if c1 < lo || c1 > hi || c2&0xc0 != 0x80 || c == 0xe2 && c1 == 0x80 && c2&^1 == 0xa8 {
+				return i
+			}
+			i += 3
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:lim])
+			if r == utf8.RuneError && size == 1 {
+				return i
+			}
+			i += size
+		}
+	}
+	return i
 }

@@ -170,6 +170,14 @@ func escapeSeeds() []string {
 		"\xff", "\xc3\x28", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82", "\xe2\x82\xac", "\xf0\x9f\x98",
 		"\xc0\xaf", "\xef\xbf\xbd", "caf\u00e9 \u65e5\u672c \U0001F600",
 		`{"id":1,"name":"lamp <on> & \"off\"","path":"a\/b"},`,
+		// The edges of the non-ASCII run: each range bound of a two-
+		// and three-byte sequence, surrogates, overlong leads, U+2027
+		// and U+202A beside U+2028, four-byte runes and cut sequences
+		// inside runs of CJK and Cyrillic.
+		"\xc2\x80\xdf\xbf\xc1\xbf\xc0\x80", "\xe0\xa0\x80\xe0\x9f\xbf", "\xed\x9f\xbf\xed\xa0\x80\xed\xbf\xbf",
+		"\xef\xbf\xbf\xee\x80\x80", "\xe2\x80\xa7\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaa", "\xf4\x8f\xbf\xbf\xf4\x90\x80\x80",
+		strings.Repeat("日本語", 12) + "\xe6\x97" + strings.Repeat("Съешь", 9) + "\xd0" + "ё\u2028東",
+		strings.Repeat("ж", 40) + "\U0001F600" + strings.Repeat("語", 30) + "\xc3",
 	}
 	for c := range 0x20 {
 		seeds = append(seeds, string(rune(c)), "ab"+string(rune(c))+"cdefghijk")
@@ -198,7 +206,8 @@ func TestAppendJSONStringMatchesReferences(t *testing.T) {
 			checkEscape(t, string(b))
 		}
 	}
-	for _, seq := range []string{"\u00e9", "\u20ac", "\U0001F600", "\u2028", "\u2029", "\xe2\x80", "\xf0\x9f\x98", "\xed\xa0\x80"} {
+	for _, seq := range []string{"\u00e9", "\u20ac", "\U0001F600", "\u2028", "\u2029", "\xe2\x80", "\xf0\x9f\x98", "\xed\xa0\x80",
+		"\xe0\x9f\xbf", "\xed\x9f\xbf", "\xc1\xbf", "日本語の", "ёж\xd0", "語\u2029語"} {
 		for p := range len(base) - len(seq) {
 			checkEscape(t, base[:p]+seq+base[p+len(seq):])
 		}
@@ -277,5 +286,24 @@ func TestAppendJSONStringBlocks(t *testing.T) {
 			}
 		}
 		checkEscape(t, string(b))
+	}
+}
+
+// TestEscapeStretches: long texts that turn from mostly non-ASCII to
+// ASCII and back (so the word loop's stretch grows to its cap and drops
+// back), with escapes and bad bytes at the turns, escape as the
+// references do.
+func TestEscapeStretches(t *testing.T) {
+	var b strings.Builder
+	for i := range 12 {
+		b.WriteString(strings.Repeat("日本語のテキスト、Съешь ", 40*(i+1)))
+		b.WriteString("\xe2\x80\xa8\xff\"")
+		b.WriteString(strings.Repeat(`{"id":1,"name":"item"},`, 30*(12-i)))
+		b.WriteString(strings.Repeat("plain ascii prose ", 200))
+		b.WriteString("\xc3\n")
+	}
+	s := b.String()
+	for _, n := range []int{len(s), len(s) - 1, 70_001, 4097} {
+		checkEscape(t, s[:n])
 	}
 }

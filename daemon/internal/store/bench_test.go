@@ -79,3 +79,43 @@ func BenchmarkUpsertConnectionsInOneTransaction(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEachConnectionHead is the start's index scan over 100,000
+// approved rows as scripts/bench seeds them (8 slots per app, a host per
+// app), and its re-consent text scan over the same rows.
+func BenchmarkEachConnectionHead(b *testing.B) {
+	const n = 100_000
+	s := openStore(b)
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	err := s.Update(b.Context(), func(tx *Tx) error {
+		for i := range n {
+			app, slot, host := fmt.Sprintf("seed-%06d", i/8), fmt.Sprintf("s%d", i%8), fmt.Sprintf("api%06d.bench.test", i/8)
+			c := declared(app, slot)
+			c.RequirementJSON = `{"slot":"` + slot + `","kind":"api_key","declaredApiHosts":["` + host + `"]}`
+			c.Status, c.ApprovedAt, c.AllowedHosts = StatusApproved, &now, `["`+host+`"]`
+			if _, err := tx.UpsertConnection(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("heads", func(b *testing.B) {
+		for b.Loop() {
+			rows := 0
+			if err := s.EachConnectionHead(b.Context(), func(*ConnectionHead) error { rows++; return nil }); err != nil || rows != n {
+				b.Fatalf("%d rows, %v", rows, err)
+			}
+		}
+	})
+	b.Run("texts", func(b *testing.B) {
+		for b.Loop() {
+			rows := 0
+			if err := s.EachConnectionText(b.Context(), func(*ConnectionText) error { rows++; return nil }); err != nil || rows != n {
+				b.Fatalf("%d rows, %v", rows, err)
+			}
+		}
+	})
+}

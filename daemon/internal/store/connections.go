@@ -240,11 +240,6 @@ const headColumns = "app_id, slot, status, allowed_hosts, imported || ',' || req
 // building a Connection per row: the start's index build reads 100,000
 // rows through it. An error from fn stops the scan and is returned.
 func (s *Store) EachConnectionHead(ctx context.Context, fn func(*ConnectionHead) error) error {
-	err := s.rawHeads(ctx, fn)
-	if !errors.Is(err, errNoRawScan) {
-		return err
-	}
-	s.log.Warn("scan connection heads through database/sql", "err", err)
 	return s.View(ctx, func(tx *Tx) error {
 		return eachHead(tx, false, fn, "SELECT "+headColumns+" FROM snug_connections")
 	})
@@ -301,11 +296,6 @@ type ConnectionText struct {
 // re-consent pass filters 100,000 rows through it and reads in full only
 // the few it must check. An error from fn stops the scan and is returned.
 func (s *Store) EachConnectionText(ctx context.Context, fn func(*ConnectionText) error) error {
-	err := s.rawTexts(ctx, fn)
-	if !errors.Is(err, errNoRawScan) {
-		return err
-	}
-	s.log.Warn("scan connection requirements through database/sql", "err", err)
 	return s.View(ctx, func(tx *Tx) error { return eachText(tx, fn) })
 }
 

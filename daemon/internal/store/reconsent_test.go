@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -128,5 +129,63 @@ func TestEachConnectionHead(t *testing.T) {
 	stop := errors.New("stop")
 	if err := s.EachConnectionHead(t.Context(), func(*ConnectionHead) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("an error from the callback = %v, want it back", err)
+	}
+}
+
+// TestConnectionHeadsAgree: the start's scan and the per-app one hand
+// over the same heads, so the versions the first use compares with the
+// start's are written alike, for every row, also rows written around the
+// writers with values of other types than the schema's: a text, real or
+// blob version or flag, a NUL inside a value, an empty or huge one. The
+// scan beside an open write transaction reads the committed rows.
+func TestConnectionHeadsAgree(t *testing.T) {
+	s := openStore(t)
+	update(t, s, func(tx *Tx) error {
+		_, err := tx.UpsertConnection(declared("b", "mail"))
+		return err
+	})
+	forged := []string{
+		`'b', 's1', '{}', 7, 'user', NULL, 'approved', '', 1, '["x.example"]', NULL, NULL, 't', 'u'`,
+		`'b', 's2', 42, 2.5, 'user', NULL, 'approved', 17, '1,', '["x.example"]', NULL, NULL, 't', 'u'`,
+		`'b', 's3', X'7B00FF7D', 'v', 'user', NULL, 'approved', X'', 1.0, '["x.example"]', NULL, NULL, 't', 'u'`,
+		`'b', 's4', '', -9223372036854775808, 'user', NULL, 'revoked', '{"a":1}', X'31', X'5B5D', NULL, NULL, 't', ''`,
+		`'b', 's5', 'x' || char(0) || 'y', 9223372036854775807, 'user', NULL, 'declared', 'p' || char(0), 2, '', NULL, NULL, 't', 'a' || char(0) || 'b'`,
+		`'b', 's6', '{}', 1, 'user', NULL, 'approved', NULL, 1, '["' || char(0) || '"]', NULL, NULL, 't', 'u'`,
+		`'b', 's7', '{}', 1, 'user', NULL, 'approved', NULL, 0, '["y.example"]', NULL, NULL, 't', hex(randomblob(3000))`,
+	}
+	for _, v := range forged {
+		if _, err := s.w.ExecContext(t.Context(), "INSERT INTO snug_connections VALUES ("+v+")"); err != nil {
+			t.Fatalf("forge %s: %v", v, err)
+		}
+	}
+	head := func(h *ConnectionHead) string {
+		return fmt.Sprintf("%q %q %q %q %q(nil %v) %v", h.AppID, h.Slot, h.Status, h.AllowedHosts, h.Version, h.Version == nil, h.Imported)
+	}
+	var all, app []string
+	if err := s.EachConnectionHead(t.Context(), func(h *ConnectionHead) error { all = append(all, head(h)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppConnectionHeads(t.Context(), "b", func(h *ConnectionHead) error { app = append(app, head(h)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(all)
+	if len(all) != 1+len(forged) || !slices.Equal(all, app) {
+		t.Fatalf("EachConnectionHead:\n%s\nAppConnectionHeads:\n%s", all, app)
+	}
+	if !strings.Contains(all[2], `"1,,2.5,u"(nil false) true`) {
+		t.Errorf("heads %s: want s2's version joined as || joins it", all)
+	}
+
+	tx, err := s.w.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(t.Context(), "DELETE FROM snug_connections"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.EachConnectionHead(t.Context(), func(*ConnectionHead) error { n++; return nil }); err != nil || n != len(all) {
+		t.Fatalf("beside an open write: %d rows, %v; want %d", n, err, len(all))
 	}
 }
