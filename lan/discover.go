@@ -109,9 +109,11 @@ func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 //
 // Errors: ErrNoInterface when no interface qualifies, or a failure to open
 // the listener or the library's sockets or to send its query. Browse asks
-// again after 1 s, 3 s and 7 s while it runs (see firstRequery). It is
-// safe for concurrent use, though two browses at once each hear the
-// other's answers.
+// again after 1 s, 3 s and 7 s while it runs (see firstRequery). Every
+// socket it opens is opened on the calling goroutine, so a caller that
+// pins its thread to a network namespace browses there. It is safe for
+// concurrent use, though two browses at once each hear the other's
+// answers.
 func Browse(ctx context.Context, cfg DiscoverConfig) (Discovery, error) {
 	timeout := cfg.Timeout
 	if timeout <= 0 {

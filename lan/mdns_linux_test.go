@@ -339,7 +339,8 @@ func checkBridgeListed(t *testing.T, d lan.Discovery, n int) {
 
 // TestDiscoverPythonZeroconf: the answer of a python3-zeroconf 0.47
 // responder, byte for byte, whose NSEC record a whole-message parser
-// refuses, yields the bridge.
+// refuses, yields the bridge; and once the browse is over nothing in the
+// client namespace listens on the mDNS port.
 func TestDiscoverPythonZeroconf(t *testing.T) {
 	raw, err := os.ReadFile("testdata/mdns/python-zeroconf-0.47.hex")
 	if err != nil {
@@ -358,6 +359,20 @@ func TestDiscoverPythonZeroconf(t *testing.T) {
 	want := []lan.Bridge{{BridgeID: realID, Address: lanBridge, Port: 443, Name: realName, ModelID: "BSB002", Selectable: true}}
 	if !reflect.DeepEqual(d.Bridges, want) {
 		t.Errorf("Browse = %+v, want %+v", d.Bridges, want)
+	}
+
+	// Nothing listens once Browse returned: port 5353 binds in the
+	// client namespace without SO_REUSEADDR, which any socket still
+	// holding it would refuse.
+	if err := inNetns(l.cli, func() error {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM, 0)
+		if err != nil {
+			return err
+		}
+		defer syscall.Close(fd)
+		return syscall.Bind(fd, &syscall.SockaddrInet4{Port: 5353})
+	}); err != nil {
+		t.Errorf("bind :5353 after the browse = %v: a socket still listens", err)
 	}
 }
 
