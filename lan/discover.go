@@ -357,8 +357,9 @@ func newCollector(limit int) *collector {
 	return &collector{limit: limit, devices: make(map[netip.Addr]*device)}
 }
 
-// add reads one datagram from src. Records with TTL 0 (a goodbye, RFC 6762
-// §10.1) are not answers and are ignored.
+// add reads one datagram from src: its Hue service records first, then
+// its A records. Records with TTL 0 (a goodbye, RFC 6762 §10.1) are not
+// answers and are ignored.
 func (c *collector) add(src netip.Addr, msg []byte) {
 	rrs, ok := parseResponse(msg)
 	if !ok {
@@ -400,13 +401,22 @@ func (c *collector) add(src netip.Addr, msg []byte) {
 					in.txt = slices.Clone(rr.Txt[:min(len(rr.Txt), maxTXTStrings)])
 				}
 			}
-		case *dns.A:
-			if a, ok := netip.AddrFromSlice(rr.A); ok {
-				c.host(dev(), strings.ToLower(h.Name), a.Unmap())
+		}
+	}
+	// A records second, and only for a device that announced a Hue
+	// service: the listener hears every mDNS response on the link, and
+	// the rest of the LAN's devices are none of the browse's business.
+	if d = c.devices[src]; d == nil {
+		return
+	}
+	for _, rr := range rrs {
+		if a, ok := rr.(*dns.A); ok && a.Hdr.Ttl != 0 {
+			if ip, ok := netip.AddrFromSlice(a.A); ok {
+				d.host(strings.ToLower(a.Hdr.Name), ip.Unmap())
 			}
 		}
 	}
-	if d == nil || d.selectable {
+	if d.selectable {
 		return
 	}
 	for _, in := range d.instances {
@@ -438,14 +448,11 @@ func (c *collector) instance(d *device, label string) *instance {
 	return in
 }
 
-// host records an A record of d's.
-func (c *collector) host(d *device, name string, a netip.Addr) {
-	if d == nil || !a.Is4() {
-		return
-	}
+// host records an A record of d's. Past the bounds it is dropped: only
+// d's own entries can miss it.
+func (d *device) host(name string, a netip.Addr) {
 	addrs, ok := d.hosts[name]
-	if !ok && len(d.hosts) >= maxHostsPerDevice || len(addrs) >= maxAddrsPerHost {
-		c.truncated = true
+	if !a.Is4() || !ok && len(d.hosts) >= maxHostsPerDevice || len(addrs) >= maxAddrsPerHost {
 		return
 	}
 	if !slices.Contains(addrs, a) {

@@ -305,6 +305,20 @@ func TestCollectorLimit(t *testing.T) {
 			t.Errorf("result = %+v, want three entries and the limit reached", got)
 		}
 	})
+	t.Run("the rest of the LAN", func(t *testing.T) {
+		// Every mDNS response on the link reaches the listener: devices
+		// announcing other services are not tracked, however many.
+		c := newCollector(DefaultDiscoverMax)
+		for i := range 300 {
+			src := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
+			c.add(src, response(t, "printer.local. 120 IN A "+src.String(), `printer._ipp._tcp.local. 120 IN SRV 0 0 631 printer.local.`))
+		}
+		c.add(bridgeAt, bridge)
+		got := c.result()
+		if len(c.devices) != 1 || got.Truncated || len(got.Bridges) != 1 || !got.Bridges[0].Selectable {
+			t.Errorf("result = %+v with %d devices tracked, want the bridge alone", got, len(c.devices))
+		}
+	})
 	t.Run("junk listed up to the limit", func(t *testing.T) {
 		c := newCollector(2)
 		for i := range 5 {
