@@ -490,9 +490,11 @@ func (c *collector) result() Discovery {
 	}
 	slices.SortFunc(all, func(a, b heard) int { return a.seq - b.seq })
 
-	// Who claims each bridge id and each instance name.
+	// Who claims each bridge id and each instance name, and when each
+	// address first answered.
 	byID := map[string][]string{}
 	byName := map[string][]string{}
+	first := map[string]int{}
 	claim := func(m map[string][]string, key, at string) {
 		if key != "" && !slices.Contains(m[key], at) {
 			m[key] = append(m[key], at)
@@ -501,6 +503,9 @@ func (c *collector) result() Discovery {
 	for _, h := range all {
 		claim(byID, h.bridge.BridgeID, h.at)
 		claim(byName, strings.ToLower(h.bridge.Name), h.at)
+		if _, ok := first[h.at]; !ok {
+			first[h.at] = h.seq
+		}
 	}
 
 	out := Discovery{Bridges: []Bridge{}, LimitReached: c.limitReached, Truncated: c.truncated}
@@ -525,6 +530,7 @@ func (c *collector) result() Discovery {
 				claimants = append(claimants, at)
 			}
 		}
+		slices.SortFunc(claimants, func(x, y string) int { return first[x] - first[y] })
 		couldSelect := b.Selectable
 		if len(claimants) > 1 {
 			b.Selectable = false

@@ -212,6 +212,18 @@ func TestCollectorConflicts(t *testing.T) {
 			}
 		}
 	})
+	t.Run("three claimants, in the order they answered", func(t *testing.T) {
+		c := newCollector(DefaultDiscoverMax)
+		third := netip.MustParseAddr("192.168.77.24")
+		c.add(impostorAt, response(t, bridgeRecords(name, "001788fffe000001", "192.168.77.23")...)) // the name
+		c.add(bridgeAt, response(t, bridgeRecords(name, id, "192.168.77.10")...))
+		c.add(third, response(t, bridgeRecords("Hue Bridge", id, "192.168.77.24")...)) // the id
+		got := c.result().Bridges
+		if len(got) != 3 || got[1].BridgeID != id ||
+			got[1].Reason != "three devices claim to be this bridge: 192.168.77.23, 192.168.77.10, 192.168.77.24" {
+			t.Errorf("entries = %+v, want the bridge's naming all three in answer order", got)
+		}
+	})
 	t.Run("reflector repeats the bridge", func(t *testing.T) {
 		c := newCollector(DefaultDiscoverMax)
 		c.add(impostorAt, response(t, bridgeRecords(name, id, "192.168.77.10")...))
