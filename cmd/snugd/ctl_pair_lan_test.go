@@ -212,3 +212,28 @@ func connectionOf(t *testing.T, dir, appID, slot string) api.ConnectionJSON {
 	t.Fatalf("no connection %s/%s in %s", appID, slot, out)
 	return api.ConnectionJSON{}
 }
+
+// TestNotAutomatic: --yes takes a discovered bridge only when it was the
+// one entry heard, selectable, with no conflict, below the limit and with
+// nothing left out.
+func TestNotAutomatic(t *testing.T) {
+	one := api.LANBridgeJSON{ID: "001788fffe23bfc2", Address: ctlHueAddr, Port: 443, Selectable: true}
+	other := api.LANBridgeJSON{Address: "192.168.77.23", Port: 443, Reason: lan.ReasonNoBridgeID}
+	claimed := api.LANBridgeJSON{ID: "001788fffe000001", Address: "192.168.77.24", Port: 443, Conflicts: []string{"192.168.77.24", "192.168.77.25"}}
+	cases := []struct {
+		name string
+		d    api.LANDiscoverResponse
+		want string
+	}{
+		{"one", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}}, ""},
+		{"two", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one, other}}, "2 entries answered"},
+		{"conflict", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one, claimed}}, "more than one device claims to be the same bridge (192.168.77.24, 192.168.77.25)"},
+		{"limit", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}, LimitReached: true}, "discovery stopped at the device limit, so more devices may have answered"},
+		{"truncated", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}, Truncated: true}, "some answers were left out"},
+	}
+	for _, tc := range cases {
+		if got := notAutomatic(tc.d); got != tc.want {
+			t.Errorf("notAutomatic(%s) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
