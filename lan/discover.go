@@ -50,10 +50,10 @@ type DiscoverConfig struct {
 }
 
 // Bounds on what one browse keeps. Every answer is attacker-chosen, so
-// memory is bounded whatever arrives; past a bound the result says so
-// (Discovery.Truncated).
+// memory is bounded whatever arrives; past a bound that could leave
+// another device's entry out, the result says so (Discovery.Truncated).
 const (
-	maxDevices        = 256 // answering addresses tracked
+	maxDevices        = 256 // addresses announcing a Hue service tracked
 	maxPerDevice      = 8   // service instances kept per answering address
 	maxHostsPerDevice = 16  // host names whose A records are kept per address
 	maxAddrsPerHost   = 4   // A records kept per host name
@@ -71,8 +71,8 @@ type Discovery struct {
 	LimitReached bool
 
 	// Truncated reports that answers were heard and not listed: a device
-	// announced more than 8 services, more than 256 addresses answered, or
-	// more answers that cannot be selected arrived than Max. Entries that
+	// announced more than 8 services, more than 256 addresses announced
+	// one, or more answers that cannot be selected arrived than Max. Entries that
 	// could be selected are always listed.
 	Truncated bool
 }
