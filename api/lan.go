@@ -45,8 +45,9 @@ type LANBridgeJSON struct {
 type LANDiscoverResponse struct {
 	Bridges []LANBridgeJSON `json:"bridges"`
 
-	// LimitReached says the browse stopped listening once 16 devices had
-	// answered with an entry that could be chosen: more may have answered.
+	// LimitReached says more than 16 devices answered with an entry that
+	// could be chosen: the later ones' entries are not listed (their
+	// claims still mark conflicts).
 	LimitReached bool `json:"limitReached,omitempty"`
 
 	// Truncated says answers were heard and not listed: a device

@@ -35,12 +35,14 @@ type DiscoverConfig struct {
 	// DefaultDiscoverTimeout; it is capped at MaxDiscoverTimeout.
 	Timeout time.Duration
 
-	// Max is how many devices may answer before the browse stops
-	// listening: zero means DefaultDiscoverMax; it is capped at
-	// MaxDiscoverMax. It counts distinct devices (answering addresses)
-	// with at least one answer that could be selected; a device whose
+	// Max is how many devices' entries are listed: zero means
+	// DefaultDiscoverMax; it is capped at MaxDiscoverMax. It counts
+	// distinct devices (answering addresses) with at least one answer
+	// that could be selected, in the order they answered; a device whose
 	// answers cannot be (no valid bridge id, no RFC-1918 address, another
-	// port) does not count, however much it sends.
+	// port) does not count, however much it sends. Devices past Max are
+	// still heard until the timeout, and their claims still mark
+	// conflicts among the listed entries.
 	Max int
 
 	// Interfaces to browse on; nil means every interface that is up,
@@ -65,9 +67,9 @@ type Discovery struct {
 	// Bridges are the entries, in the order they first answered.
 	Bridges []Bridge
 
-	// LimitReached reports that devices with answers that could be
-	// selected reached DiscoverConfig.Max, so the browse stopped
-	// listening early: more devices may have answered.
+	// LimitReached reports that more devices than DiscoverConfig.Max
+	// sent answers that could be selected: the entries of those after
+	// the Max-th are not listed (their claims still mark conflicts).
 	LimitReached bool
 
 	// Truncated reports that answers were heard and not listed: a device
@@ -86,10 +88,10 @@ func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
 }
 
 // Browse browses the local network for Hue bridges (mDNS / DNS-SD,
-// `_hue._tcp.local.`, over IPv4) until the timeout, ctx's end, or answers
-// from Max devices that could be selected, whichever comes first. It
-// listens only while it runs: nothing listens between calls, and it never
-// answers anyone.
+// `_hue._tcp.local.`, over IPv4) until the timeout or ctx's end, whichever
+// comes first: a burst of answers does not end it, so an answer that
+// contradicts an early one is still heard. It listens only while it runs:
+// nothing listens between calls, and it never answers anyone.
 //
 // Every mDNS response that reaches the browsed interfaces during the
 // browse is read, from every source address: zeroconf sends the queries,
@@ -170,7 +172,7 @@ func Browse(ctx context.Context, cfg DiscoverConfig) (Discovery, error) {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	c := newCollector(limit)
-	for !c.limitReached {
+	for {
 		select {
 		case p := <-packets:
 			c.add(p.src, p.data)
@@ -187,7 +189,6 @@ func Browse(ctx context.Context, cfg DiscoverConfig) (Discovery, error) {
 			return c.result(), nil
 		}
 	}
-	return c.result(), nil
 }
 
 // firstRequery is when Browse first asks again; the interval then
@@ -327,21 +328,20 @@ func eligible(ifaces []net.Interface) []net.Interface {
 
 // collector gathers what one browse heard, per answering address.
 type collector struct {
-	limit        int
-	devices      map[netip.Addr]*device
-	seq          int  // order of first hearing, across devices
-	selectable   int  // devices with an answer that could be selected
-	limitReached bool // selectable reached limit
-	truncated    bool
+	limit      int
+	devices    map[netip.Addr]*device
+	seq        int // order of first hearing, across devices
+	selectable int // devices with an answer that could be selected
+	truncated  bool
 }
 
 // device is what one source address said. Its records are combined only
 // with each other: another address cannot complete or change them.
 type device struct {
-	addr       netip.Addr
-	instances  map[string]*instance // by lowercase instance label
-	hosts      map[string][]netip.Addr
-	selectable bool
+	addr      netip.Addr
+	instances map[string]*instance // by lowercase instance label
+	hosts     map[string][]netip.Addr
+	rank      int // 1 for the first device with an answer that could be selected, …; 0 for none yet
 }
 
 // instance is one service instance a device announced.
@@ -416,14 +416,13 @@ func (c *collector) add(src netip.Addr, msg []byte) {
 			}
 		}
 	}
-	if d.selectable {
+	if d.rank != 0 {
 		return
 	}
 	for _, in := range d.instances {
 		if bridgeFrom(d.answer(in)).Selectable {
-			d.selectable = true
 			c.selectable++
-			c.limitReached = c.selectable >= c.limit
+			d.rank = c.selectable
 			return
 		}
 	}
@@ -470,12 +469,13 @@ type heard struct {
 	seq    int
 	bridge Bridge
 	at     string // the device's address: the one announced, else the source
+	rank   int    // its device's
 }
 
 // result turns what was heard into entries (see Browse): one per claim
-// (bridge id, else instance name) and address, conflicts marked. Entries
-// that could be selected are all listed; the others, in answer order, up
-// to the limit.
+// (bridge id, else instance name) and address, conflicts marked among
+// everything heard. Entries that could be selected are listed for the
+// first limit devices; the others, in answer order, up to limit.
 func (c *collector) result() Discovery {
 	var all []heard
 	for _, d := range c.devices {
@@ -485,7 +485,7 @@ func (c *collector) result() Discovery {
 			if at == "" {
 				at = d.addr.String()
 			}
-			all = append(all, heard{seq: in.seq, bridge: b, at: at})
+			all = append(all, heard{seq: in.seq, bridge: b, at: at, rank: d.rank})
 		}
 	}
 	slices.SortFunc(all, func(a, b heard) int { return a.seq - b.seq })
@@ -508,7 +508,7 @@ func (c *collector) result() Discovery {
 		}
 	}
 
-	out := Discovery{Bridges: []Bridge{}, LimitReached: c.limitReached, Truncated: c.truncated}
+	out := Discovery{Bridges: []Bridge{}, Truncated: c.truncated}
 	seen := map[string]bool{}
 	others := 0
 	for _, h := range all {
@@ -537,11 +537,14 @@ func (c *collector) result() Discovery {
 			b.Conflicts = claimants
 			b.Reason = conflictReason(claimants)
 		}
-		if !couldSelect {
-			if others == c.limit {
-				out.Truncated = true
-				continue
-			}
+		switch {
+		case couldSelect && h.rank > c.limit:
+			out.LimitReached = true
+			continue
+		case !couldSelect && others == c.limit:
+			out.Truncated = true
+			continue
+		case !couldSelect:
 			others++
 		}
 		out.Bridges = append(out.Bridges, b)

@@ -28,11 +28,12 @@
 // claims. When one bridge id or instance name is claimed at two addresses,
 // every such entry is not selectable and says so, with the addresses
 // (Bridge.Conflicts): which answered first decides nothing. The others are
-// listed with a fixed Reason. The browse stops early once Max devices
-// (default 16) sent answers that could be selected, and says so
-// (Discovery.LimitReached); devices whose answers cannot be selected do
-// not count. Everything in a Bridge is a claim; only Verify and the pin
-// prove anything.
+// listed with a fixed Reason. The browse always runs to its timeout; the
+// entries of the first Max devices (default 16) with answers that could
+// be selected are listed, and a later device's claims still mark
+// conflicts (Discovery.LimitReached says one was left out); devices whose
+// answers cannot be selected do not count. Everything in a Bridge is a
+// claim; only Verify and the pin prove anything.
 //
 // # The exchange, verify before claim
 //

@@ -317,6 +317,35 @@ func TestDiscoverBurst(t *testing.T) {
 			t.Error("Browse did not say a device's answers were left out")
 		}
 	})
+	t.Run("a lure and fifteen devices before the bridge", func(t *testing.T) {
+		// They fill the 16 devices listed before the bridge answers: the
+		// browse goes on listening, and the bridge's claim makes the
+		// lure unselectable.
+		var addrs []string
+		for i := range 15 {
+			addrs = append(addrs, fmt.Sprintf("192.168.77.%d", 30+i))
+		}
+		l := newLAN(t, append([]string{lanBridge, lanOther}, addrs...)...)
+		var script []send
+		for i, at := range addrs {
+			script = append(script, send{0, at, hueAnswer(t, fmt.Sprintf("Hue Bridge - JUNK%02d", i), fmt.Sprintf("001788fffe0000%02x", i), at, 443)})
+		}
+		script = append(script, send{0, lanOther, hueAnswer(t, realName, realID, lanOther, 443)},
+			send{300 * time.Millisecond, lanBridge, hueAnswer(t, realName, realID, lanBridge, 443)})
+		l.respond(t, script)
+		d, err := browseIn(t.Context(), l.cli, lan.DiscoverConfig{Timeout: 1500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.LimitReached || len(d.Bridges) != 16 {
+			t.Fatalf("Browse = %d entries, limit reached %v; want 16, reached", len(d.Bridges), d.LimitReached)
+		}
+		for _, b := range d.Bridges {
+			if b.BridgeID == realID && (b.Selectable || !reflect.DeepEqual(b.Conflicts, []string{lanOther, lanBridge})) {
+				t.Errorf("lure %+v, want not selectable, the bridge's address named", b)
+			}
+		}
+	})
 }
 
 // checkBridgeListed checks that d lists n entries, the bridge among them

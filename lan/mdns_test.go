@@ -279,8 +279,8 @@ func TestCollectorLimit(t *testing.T) {
 				recs[1] = strings.Replace(recs[1], " 443 ", " 80 ", 1)
 			}
 			c.add(src, response(t, recs...))
-			if c.limitReached {
-				t.Fatalf("junk device %d reached the limit", i)
+			if c.selectable != 0 {
+				t.Fatalf("junk device %d counts toward the limit", i)
 			}
 		}
 		c.add(bridgeAt, bridge)
@@ -305,16 +305,38 @@ func TestCollectorLimit(t *testing.T) {
 			t.Errorf("last entry = %+v, want the bridge", b)
 		}
 	})
-	t.Run("limit reached", func(t *testing.T) {
+	t.Run("limit", func(t *testing.T) {
+		// Two devices' entries are listed under a limit of two; the third
+		// device is not, and the answer says so.
 		c := newCollector(2)
 		c.add(impostorAt, response(t, bridgeRecords("a", "001788fffe000001", "192.168.77.23")...))
 		c.add(impostorAt, response(t, bridgeRecords("b", "001788fffe000002", "192.168.77.23")...))
-		if c.limitReached {
-			t.Fatal("one device reached a limit of two")
-		}
 		c.add(bridgeAt, bridge)
-		if got := c.result(); !c.limitReached || !got.LimitReached || len(got.Bridges) != 3 {
-			t.Errorf("result = %+v, want three entries and the limit reached", got)
+		if got := c.result(); got.LimitReached || len(got.Bridges) != 3 {
+			t.Errorf("result = %+v, want three entries from two devices, the limit not passed", got)
+		}
+		c.add(netip.MustParseAddr("192.168.77.30"), response(t, bridgeRecords("c", "001788fffe000003", "192.168.77.30")...))
+		if got := c.result(); !got.LimitReached || len(got.Bridges) != 3 {
+			t.Errorf("result = %+v, want the third device left out and the limit reached", got)
+		}
+	})
+	t.Run("a lure inside the limit, the bridge past it", func(t *testing.T) {
+		// Fifteen junk devices and a lure with the bridge's id fill the
+		// limit before the bridge answers: the bridge's entry is not
+		// listed, but its claim still makes the lure unselectable.
+		c := newCollector(DefaultDiscoverMax)
+		for i := range 15 {
+			at := fmt.Sprintf("192.168.77.%d", 30+i)
+			c.add(netip.MustParseAddr(at), response(t, bridgeRecords(fmt.Sprintf("junk %d", i), fmt.Sprintf("001788fffe0000%02x", i), at)...))
+		}
+		c.add(impostorAt, response(t, bridgeRecords("Hue Bridge - 6A2B3C", id, "192.168.77.23")...))
+		c.add(bridgeAt, bridge)
+		got := c.result()
+		if !got.LimitReached || len(got.Bridges) != 16 {
+			t.Fatalf("result = %d entries, limit %v; want 16 and the limit reached", len(got.Bridges), got.LimitReached)
+		}
+		if lure := got.Bridges[15]; lure.Selectable || !reflect.DeepEqual(lure.Conflicts, []string{"192.168.77.23", "192.168.77.10"}) {
+			t.Errorf("lure = %+v, want not selectable, the bridge's address named", lure)
 		}
 	})
 	t.Run("the rest of the LAN", func(t *testing.T) {

@@ -58,7 +58,7 @@ func printBridges(c *ctl, d api.LANDiscoverResponse) {
 		c.out("(the Hue app shows it under Settings, Bridges) and pair with --address")
 	}
 	if d.LimitReached {
-		c.out("discovery stopped listening at the device limit: more devices may have answered")
+		c.out("more devices answered than are listed: the list stops at the device limit")
 	}
 	if d.Truncated {
 		c.out("some answers were left out: a device announced too many services, or too many answers could not be chosen")

@@ -185,7 +185,7 @@ func notAutomatic(d api.LANDiscoverResponse) string {
 	}
 	switch {
 	case d.LimitReached:
-		return "discovery stopped at the device limit, so more devices may have answered"
+		return "more devices answered than are listed"
 	case d.Truncated:
 		return "some answers were left out"
 	case len(d.Bridges) > 1:

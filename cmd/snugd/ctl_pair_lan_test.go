@@ -228,7 +228,7 @@ func TestNotAutomatic(t *testing.T) {
 		{"one", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}}, ""},
 		{"two", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one, other}}, "2 entries answered"},
 		{"conflict", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one, claimed}}, "more than one device claims to be the same bridge (192.168.77.24, 192.168.77.25)"},
-		{"limit", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}, LimitReached: true}, "discovery stopped at the device limit, so more devices may have answered"},
+		{"limit", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}, LimitReached: true}, "more devices answered than are listed"},
 		{"truncated", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}, Truncated: true}, "some answers were left out"},
 	}
 	for _, tc := range cases {
