@@ -34,11 +34,26 @@ type LANBridgeJSON struct {
 	ModelID    string `json:"modelId"`
 	Selectable bool   `json:"selectable"`
 	Reason     string `json:"reason,omitempty"`
+
+	// Conflicts lists every address at which a device claimed this
+	// entry's bridge id or name, when more than one did: the entry is not
+	// selectable, and the reason names them.
+	Conflicts []string `json:"conflicts,omitempty"`
 }
 
 // LANDiscoverResponse answers POST /v1/lan/discover.
 type LANDiscoverResponse struct {
 	Bridges []LANBridgeJSON `json:"bridges"`
+
+	// LimitReached says more than 16 devices answered with an entry that
+	// could be chosen: the later ones' entries are not listed (their
+	// claims still mark conflicts).
+	LimitReached bool `json:"limitReached,omitempty"`
+
+	// Truncated says answers were heard and not listed: a device
+	// announced more than eight services, or more answers that cannot be
+	// chosen arrived than the limit.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // LANAddressRequest is the body of POST …/{slot}/lan/address.
@@ -84,7 +99,7 @@ func (s *Server) lanDiscover(c echo.Context) error {
 	out := LANDiscoverResponse{Bridges: make([]LANBridgeJSON, 0, len(bridges))}
 	for _, b := range bridges {
 		out.Bridges = append(out.Bridges, LANBridgeJSON{ID: b.BridgeID, Address: b.Address, Port: b.Port, Name: b.Name,
-			ModelID: b.ModelID, Selectable: b.Selectable, Reason: b.Reason})
+			ModelID: b.ModelID, Selectable: b.Selectable, Reason: b.Reason, Conflicts: b.Conflicts})
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -126,11 +141,18 @@ func (s *Server) lanPair(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, flowJSON(f))
 }
 
-// DiscoverLAN calls POST /v1/lan/discover.
+// DiscoverLAN calls POST /v1/lan/discover and returns its entries.
 func (c *Client) DiscoverLAN(ctx context.Context, timeout time.Duration) ([]LANBridgeJSON, error) {
+	out, err := c.BrowseLAN(ctx, timeout)
+	return out.Bridges, err
+}
+
+// BrowseLAN calls POST /v1/lan/discover and returns the whole answer,
+// the notes on the limit included.
+func (c *Client) BrowseLAN(ctx context.Context, timeout time.Duration) (LANDiscoverResponse, error) {
 	var out LANDiscoverResponse
 	err := c.do(ctx, http.MethodPost, "/v1/lan/discover", LANDiscoverRequest{TimeoutMS: int(timeout / time.Millisecond)}, &out)
-	return out.Bridges, err
+	return out, err
 }
 
 // CollectLANAddress calls POST …/{slot}/lan/address.

@@ -5,11 +5,11 @@ package lan_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -25,10 +25,14 @@ import (
 // The discovery test's network: two namespaces joined by one veth pair,
 // created directly inside them (nothing is ever added to the machine's own
 // namespace). avahi-daemon, an mDNS implementation independent of zeroconf,
-// publishes in sln-pub; Discover runs in sln-cli.
+// publishes in pubNS; Discover runs in cliNS. The namespaces' names carry
+// the test binary's pid, so concurrent runs never share one.
+var (
+	pubNS = fmt.Sprintf("sln%d-pub", os.Getpid())
+	cliNS = fmt.Sprintf("sln%d-cli", os.Getpid())
+)
+
 const (
-	pubNS   = "sln-pub"
-	cliNS   = "sln-cli"
 	pubLink = "sln-p0"
 	cliLink = "sln-c0"
 	pubAddr = "192.168.77.1"
@@ -64,7 +68,7 @@ var avahiServices = []avahiService{
 // on a public address is listed as not selectable with the reason; so are
 // a bridge on another port, one without a valid bridge id, and a bridge id
 // two devices claim; a duplicate announcement and another service type are
-// not listed; Max and the time cap bound the browse.
+// not listed; Max counts devices, and the time cap bounds the browse.
 //
 // conformance: P3-C12.11-01
 func TestDiscoverAvahi(t *testing.T) {
@@ -76,53 +80,68 @@ func TestDiscoverAvahi(t *testing.T) {
 	// it calls them established, and meanwhile leaves queries unanswered;
 	// its announcements carry no A record for a static host, so they
 	// resolve only some services. Browse (default bounds) until avahi
-	// answers for all five, at most six times; the checks below are on
-	// the browse that saw them.
+	// answers for all six entries with their addresses, at most six
+	// times; the checks below are on the browse that saw them.
+	key := func(b lan.Bridge) string {
+		k := b.BridgeID
+		if k == "" {
+			k = b.Name
+		}
+		return k + "@" + b.Address
+	}
+	twinA, twinB := "001788fffec0ffee@"+pubAddr, "001788fffec0ffee@192.168.77.50"
+	want := map[string]lan.Bridge{
+		"001788fffe23bfc2@" + pubAddr:    {BridgeID: "001788fffe23bfc2", Address: pubAddr, Port: 443, Name: "Hue Bridge - 23BFC2", ModelID: "BSB002", Selectable: true},
+		"001788fffe0000aa@203.0.113.9":   {BridgeID: "001788fffe0000aa", Address: "203.0.113.9", Port: 443, Name: "Hue Bridge - 0000AA", ModelID: "BSB003", Reason: lan.ReasonNotPrivate},
+		"001788fffe0000c1@" + pubAddr:    {BridgeID: "001788fffe0000c1", Address: pubAddr, Port: 8443, Name: `Kitchen "Hue" \ bridge`, ModelID: "BSB002", Reason: lan.ReasonPort},
+		"Hue Bridge - ??????@" + pubAddr: {Address: pubAddr, Port: 443, Name: "Hue Bridge - ??????", ModelID: "BSB002", Reason: lan.ReasonNoBridgeID},
+		twinA:                            {BridgeID: "001788fffec0ffee", Address: pubAddr, Port: 443, Name: "Hue Bridge - C0FFEE", ModelID: "BSB002"},
+		twinB:                            {BridgeID: "001788fffec0ffee", Address: "192.168.77.50", Port: 443, Name: "Hue Bridge - C0FFEE (impostor)", ModelID: "BSB002"},
+	}
 	var bridges []lan.Bridge
+	got := map[string]lan.Bridge{}
 	for range 6 {
 		var err error
 		if bridges, err = discoverIn(t.Context(), cliNS, lan.DiscoverConfig{}); err != nil {
 			t.Fatalf("Discover = %v", err)
 		}
-		if len(bridges) == 5 {
+		clear(got)
+		for _, b := range bridges {
+			got[key(b)] = b
+		}
+		complete := true
+		for k := range want {
+			if _, ok := got[k]; !ok {
+				complete = false
+			}
+		}
+		if complete {
 			break
 		}
 	}
-	got := map[string]lan.Bridge{}
 	for _, b := range bridges {
-		key := b.BridgeID
-		if key == "" {
-			key = b.Name
+		if g := got[key(b)]; !reflect.DeepEqual(g, b) {
+			t.Errorf("Discover listed %q twice: %+v", key(b), bridges)
 		}
-		if _, dup := got[key]; dup {
-			t.Errorf("Discover listed %q twice: %+v", key, bridges)
-		}
-		got[key] = b
 	}
-	want := map[string]lan.Bridge{
-		"001788fffe23bfc2":    {BridgeID: "001788fffe23bfc2", Address: pubAddr, Port: 443, Name: "Hue Bridge - 23BFC2", ModelID: "BSB002", Selectable: true},
-		"001788fffe0000aa":    {BridgeID: "001788fffe0000aa", Address: "203.0.113.9", Port: 443, Name: "Hue Bridge - 0000AA", ModelID: "BSB003", Reason: lan.ReasonNotPrivate},
-		"001788fffe0000c1":    {BridgeID: "001788fffe0000c1", Address: pubAddr, Port: 8443, Name: `Kitchen "Hue" \ bridge`, ModelID: "BSB002", Reason: lan.ReasonPort},
-		"Hue Bridge - ??????": {Address: pubAddr, Port: 443, Name: "Hue Bridge - ??????", ModelID: "BSB002", Reason: lan.ReasonNoBridgeID},
-		"001788fffec0ffee":    {BridgeID: "001788fffec0ffee", Port: 443, ModelID: "BSB002", Reason: lan.ReasonConflicting},
-	}
-	for key, w := range want {
-		g, ok := got[key]
+	for k, w := range want {
+		g, ok := got[k]
 		if !ok {
-			t.Errorf("Discover did not list %s; got %+v", key, bridges)
+			t.Errorf("Discover did not list %s; got %+v", k, bridges)
 			continue
 		}
-		if key == "001788fffe23bfc2" && g.Name == "Hue Bridge - 23BFC2 (2)" {
+		if k == "001788fffe23bfc2@"+pubAddr && g.Name == "Hue Bridge - 23BFC2 (2)" {
 			w.Name = g.Name // the duplicate announcement answered first
 		}
-		if key == "001788fffec0ffee" {
-			// Whichever twin answered first names the entry.
-			w.Address, w.Name = g.Address, g.Name
-			if g.Address != pubAddr && g.Address != "192.168.77.50" {
-				t.Errorf("twin entry address %q, want one of the twins'", g.Address)
+		if k == twinA || k == twinB {
+			// Whichever twin answered first comes first in the reason.
+			w.Conflicts = []string{pubAddr, "192.168.77.50"}
+			if g.Conflicts != nil && g.Conflicts[0] != pubAddr {
+				w.Conflicts = []string{"192.168.77.50", pubAddr}
 			}
+			w.Reason = "two devices claim to be this bridge: " + strings.Join(w.Conflicts, ", ")
 		}
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("Discover listed\n%+v, want\n%+v", g, w)
 		}
 	}
@@ -132,27 +151,29 @@ func TestDiscoverAvahi(t *testing.T) {
 
 	outer := t
 	t.Run("max", func(t *testing.T) {
-		// Max bounds every browse; avahi, which may leave a query
-		// unanswered (above), gets four browses to fill one. Under
-		// load avahi has also been seen to fall silent for a whole
-		// browse and the next ones after the one above: when the first
-		// hears nothing, avahi is restarted once.
-		var n int
+		// Max counts devices, not entries: avahi is one device, so Max 1
+		// lists more than one entry of its, and no device is left out.
+		// avahi, which may leave a query unanswered or answer only some
+		// services (above), gets four browses. Under load avahi has
+		// also been seen to fall silent for a whole browse and the next
+		// ones after the one above: when the first hears nothing, avahi
+		// is restarted once.
+		var d lan.Discovery
 		for try := range 4 {
-			if try == 1 && n == 0 {
+			if try == 1 && len(d.Bridges) == 0 {
 				stopAvahi()
 				stopAvahi = startAvahi(outer)
 			}
-			bridges, err := discoverIn(t.Context(), cliNS, lan.DiscoverConfig{Max: 2, Timeout: lan.MaxDiscoverTimeout})
-			if err != nil || len(bridges) > 2 {
-				t.Fatalf("Discover(Max 2) = %d bridges, %v; want at most 2", len(bridges), err)
+			var err error
+			if d, err = browseIn(t.Context(), cliNS, lan.DiscoverConfig{Max: 1, Timeout: lan.MaxDiscoverTimeout}); err != nil {
+				t.Fatalf("Browse(Max 1) = %v", err)
 			}
-			if n = len(bridges); n == 2 {
+			if len(d.Bridges) > 1 {
 				break
 			}
 		}
-		if n != 2 {
-			t.Fatalf("Discover(Max 2) = %d bridges in four browses; want 2", n)
+		if len(d.Bridges) < 2 || d.LimitReached {
+			t.Fatalf("Browse(Max 1) = %+v in four browses; want more than one entry, one device", d)
 		}
 	})
 
@@ -196,30 +217,6 @@ func requireNetns(t *testing.T) {
 	if _, err := os.Stat("/etc/avahi"); err != nil {
 		t.Skip("needs /etc/avahi (apt-get install avahi-daemon)")
 	}
-	lockMachine(t)
-}
-
-// lockMachine holds a lock file while the test runs: the namespaces have
-// fixed names, so two runs at once would tear down each other's.
-func lockMachine(t *testing.T) {
-	t.Helper()
-	name := filepath.Join(os.TempDir(), "snugd-lan-netns.lock")
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatalf("lock: %v", err)
-	}
-	t.Cleanup(func() { f.Close() })
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			t.Fatalf("lock %s: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func ipCmd(args ...string) error {
@@ -233,7 +230,7 @@ func ipCmd(args ...string) error {
 }
 
 // setUpNetwork makes the two namespaces and their veth pair, after
-// removing what a killed run may have left; t.Cleanup removes them. The
+// checking that no one holds their names; t.Cleanup removes them. The
 // pair is created inside pubNS with its peer placed straight into cliNS.
 func setUpNetwork(t *testing.T) {
 	t.Helper()
@@ -241,7 +238,11 @@ func setUpNetwork(t *testing.T) {
 		_ = ipCmd("netns", "del", pubNS) // takes the veth pair with it
 		_ = ipCmd("netns", "del", cliNS)
 	}
-	tearDown()
+	for _, ns := range []string{pubNS, cliNS} {
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			t.Fatalf("namespace %s exists: another run holds it", ns)
+		}
+	}
 	t.Cleanup(tearDown)
 	steps := [][]string{
 		{"netns", "add", pubNS},
@@ -411,22 +412,38 @@ func xmlEscape(s string) string {
 // later uses them. The thread is never unlocked, so it ends with the
 // goroutine and no other goroutine ever runs in the namespace.
 func discoverIn(ctx context.Context, ns string, cfg lan.DiscoverConfig) ([]lan.Bridge, error) {
-	type result struct {
-		bridges []lan.Bridge
-		err     error
-	}
-	ch := make(chan result, 1)
+	d, err := browseIn(ctx, ns, cfg)
+	return d.Bridges, err
+}
+
+// browseIn is discoverIn for Browse.
+func browseIn(ctx context.Context, ns string, cfg lan.DiscoverConfig) (lan.Discovery, error) {
+	var d lan.Discovery
+	err := inNetns(ns, func() error {
+		var err error
+		d, err = lan.Browse(ctx, cfg)
+		return err
+	})
+	return d, err
+}
+
+// inNetns runs f on a goroutine whose OS thread is locked and moved into
+// the named namespace, and waits for it. Everything f opens on that
+// thread (sockets, the interface list) belongs to the namespace; sockets
+// keep it whichever thread later uses them. The thread is never unlocked,
+// so it ends with the goroutine and nothing else ever runs in the
+// namespace. f must not start goroutines that open sockets.
+func inNetns(ns string, f func() error) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		if err := enterNetns(ns); err != nil {
-			ch <- result{err: err}
+			ch <- err
 			return
 		}
-		b, err := lan.Discover(ctx, cfg)
-		ch <- result{b, err}
+		ch <- f()
 	}()
-	r := <-ch
-	return r.bridges, r.err
+	return <-ch
 }
 
 func enterNetns(ns string) error {

@@ -7,18 +7,33 @@
 //
 // # Discovery
 //
+//	func Browse(ctx context.Context, cfg DiscoverConfig) (Discovery, error)
 //	func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error)
 //
 // browses `_hue._tcp.local.` over IPv4 on demand only (nothing listens
-// between calls), for at most 10 s (3 s by default) and at most
-// DiscoverConfig.Max bridges, on the interfaces that are up,
-// multicast-capable, not loopback and hold an IPv4 address. Each Bridge is
-// the instance name, the TXT bridgeid and modelid and the A record of one
-// answer, deduplicated by bridge id, with every string bounded and reduced
-// to printable ASCII. Only a Bridge with Selectable set may be collected:
-// an RFC-1918 IPv4 address on port 443 with a valid bridge id. The others
-// are listed with a fixed Reason. Everything in a Bridge is a claim; only
-// Verify and the pin prove anything.
+// between calls, and nothing ever answers), for at most 10 s (3 s by
+// default), on the interfaces that are up, multicast-capable, not loopback
+// and hold an IPv4 address. zeroconf sends the queries; a listener of the
+// package's own on the mDNS group and port hears every response on those
+// interfaces during the browse, from every source address, and reads it
+// record by record with miekg/dns, so a record that does not parse is
+// skipped and the rest of the message still counts. Records from one
+// address are combined only with each other.
+//
+// Each Bridge is the instance name, the TXT bridgeid and modelid and the A
+// record of one device's answer, one entry per bridge id (or instance
+// name) and address, with every string bounded and reduced to printable
+// ASCII. Only a Bridge with Selectable set may be collected: an RFC-1918
+// IPv4 address on port 443 with a valid bridge id that no other device
+// claims. When one bridge id or instance name is claimed at two addresses,
+// every such entry is not selectable and says so, with the addresses
+// (Bridge.Conflicts): which answered first decides nothing. The others are
+// listed with a fixed Reason. The browse always runs to its timeout; the
+// entries of the first Max devices (default 16) with answers that could
+// be selected are listed, and a later device's claims still mark
+// conflicts (Discovery.LimitReached says one was left out); devices whose
+// answers cannot be selected do not count. Everything in a Bridge is a
+// claim; only Verify and the pin prove anything.
 //
 // # The exchange, verify before claim
 //
@@ -51,12 +66,17 @@
 //
 // # A bridge that moved
 //
-//	func Relocate(ctx context.Context, bridges []Bridge, from, pin, hint string, dial DialFunc) (Candidate, bool)
+//	func ProveMove(ctx context.Context, bridges []Bridge, from, pin, hint string, dial DialFunc) (Move, bool)
 //
 // probes the selectable bridges of a discovery at addresses other than the
-// row's and returns the one presenting the pinned certificate: the pin, not
-// the announced id or CN, says it is the same bridge. The caller stages the
-// new address for re-approval; the key and pin carry over.
+// row's for the one presenting the pinned certificate (the pin, not the
+// announced id or CN, says it is the same bridge), and then the row's own
+// address: only when nothing presents the pinned certificate there any
+// more has the bridge moved. A relay elsewhere that forwards to the bridge
+// presents its certificate too, and while the bridge still answers at its
+// address nothing is proven. The caller stages the new address for
+// re-approval, which shows both; the key and pin carry over. Relocate is
+// the search alone.
 //
 // # Refusals
 //
@@ -72,7 +92,8 @@
 // pinned instead of the bridge. The host discloses this (§12.11); later
 // certificate changes are refused, never silently accepted.
 //
-// Imports: the standard library, zeroconf and daemon's leaf vocabulary.
+// Imports: the standard library, zeroconf, miekg/dns, x/net/ipv4 and
+// daemon's leaf vocabulary.
 // Never transports, never daemon. Its subpackage huesim is a Hue bridge
 // simulator for tests (this package's and the end-to-end harness's); no
 // production code imports it.

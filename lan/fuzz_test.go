@@ -92,3 +92,42 @@ func FuzzParseLinkAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseResponse feeds arbitrary datagrams, as if from two devices, to
+// the per-record mDNS parser and the collector: nothing panics, and every
+// entry is bounded and printable, selectable only by the rule, and never
+// selectable under a conflict.
+func FuzzParseResponse(f *testing.F) {
+	f.Add(pythonZeroconfPacket(f))
+	f.Add(response(f, bridgeRecords("Hue Bridge - 23BFC2", "001788fffe23bfc2", "192.168.1.20")...))
+	f.Add(response(f, "_hue._tcp.local. 4500 IN PTR a\\.b._hue._tcp.local.", "a\\.b._hue._tcp.local. 0 IN SRV 0 0 443 x.local."))
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		parseResponse(msg)
+		c := newCollector(2)
+		c.add(netip.MustParseAddr("192.168.1.2"), msg)
+		c.add(netip.MustParseAddr("192.168.1.3"), msg)
+		d := c.result()
+		if len(d.Bridges) > 2*maxPerDevice {
+			t.Fatalf("%d entries from two devices", len(d.Bridges))
+		}
+		for _, b := range d.Bridges {
+			for _, s := range []string{b.Name, b.ModelID, b.BridgeID, b.Address} {
+				if len(s) > 64 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+					t.Fatalf("entry text %q", s)
+				}
+			}
+			if strings.ContainsFunc(b.Reason, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+				t.Fatalf("reason %q", b.Reason)
+			}
+			if b.Selectable && (b.Conflicts != nil || b.Port != 443 || b.BridgeID == "" || b.Reason != "") {
+				t.Fatalf("selectable entry %+v breaks the rule", b)
+			}
+			if _, err := ParseAddress(b.Address); b.Selectable && err != nil {
+				t.Fatalf("selectable entry %+v at a non-private address", b)
+			}
+			if !b.Selectable && b.Reason == "" {
+				t.Fatalf("unselectable entry %+v has no reason", b)
+			}
+		}
+	})
+}

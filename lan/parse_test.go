@@ -3,6 +3,7 @@ package lan
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -56,7 +57,7 @@ func TestBridgeFrom(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := bridgeFrom(tc.in); got != tc.want {
+			if got := bridgeFrom(tc.in); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("bridgeFrom(%+v) =\n%+v, want\n%+v", tc.in, got, tc.want)
 			}
 		})
@@ -161,32 +162,5 @@ func TestParseLinkAnswer(t *testing.T) {
 		if got != tc.want || err != tc.err {
 			t.Errorf("parseLinkAnswer(%.80q) = %+v, %v; want %+v, %v", tc.body, got, err, tc.want, tc.err)
 		}
-	}
-}
-
-// TestCollector: one entry per bridge id; the same id at two addresses is
-// not selectable.
-func TestCollector(t *testing.T) {
-	var c collector
-	a := Bridge{BridgeID: "001788fffe23bfc2", Address: "192.168.1.20", Port: 443, Selectable: true}
-	c.add(a)
-	c.add(a)
-	moved := a
-	moved.Address = "192.168.1.21"
-	other := Bridge{BridgeID: "001788fffe000001", Address: "192.168.1.30", Port: 443, Selectable: true}
-	c.add(other)
-	c.add(moved)
-	anon := Bridge{Name: "x", Address: "192.168.1.40", Reason: ReasonNoBridgeID}
-	c.add(anon)
-	c.add(anon)
-	got := c.bridges()
-	if len(got) != 3 {
-		t.Fatalf("collector holds %d bridges, want 3: %+v", len(got), got)
-	}
-	if got[0].Selectable || got[0].Reason != ReasonConflicting || got[0].Address != "192.168.1.20" {
-		t.Errorf("conflicting bridge = %+v, want not selectable with ReasonConflicting", got[0])
-	}
-	if got[1] != other || got[2] != anon {
-		t.Errorf("collector = %+v", got)
 	}
 }

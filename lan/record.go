@@ -15,13 +15,16 @@ const (
 )
 
 // Reasons a discovered device cannot be chosen. Each is a fixed sentence:
-// none contains text from the answer.
+// none contains text from the answer. A conflict's Reason is
+// ReasonConflicting with a count before it and the claiming addresses
+// after it ("two devices claim to be this bridge: 192.168.77.10,
+// 192.168.77.23"); branch on Bridge.Conflicts, not on the text.
 const (
 	ReasonNotPrivate  = "its address is not a private (RFC 1918) IPv4 address"
 	ReasonNoIPv4      = "it announced no IPv4 address"
 	ReasonNoBridgeID  = "it announced no valid bridge id"
 	ReasonPort        = "it does not serve HTTPS on port 443"
-	ReasonConflicting = "more than one device answers for this bridge id"
+	ReasonConflicting = "devices claim to be this bridge"
 )
 
 // Bridge is one Hue bridge (or a device claiming to be one) that answered a
@@ -36,10 +39,16 @@ type Bridge struct {
 	ModelID  string // TXT modelid ("BSB002"), for display; "" when none was valid
 
 	// Selectable reports whether Address may be collected for a LAN row:
-	// an RFC-1918 IPv4 address on port 443 with a valid bridge id.
-	// Otherwise Reason says why not, in one fixed sentence.
+	// an RFC-1918 IPv4 address on port 443 with a valid bridge id, which
+	// no other device claims. Otherwise Reason says why not.
 	Selectable bool
 	Reason     string
+
+	// Conflicts lists, in the order they answered, every address at which
+	// a device claimed this entry's bridge id or instance name, when there
+	// is more than one: each such entry is not selectable, whichever
+	// answered first. nil when there is no conflict.
+	Conflicts []string
 }
 
 // answer is what one mDNS service answer carried, as the mDNS library

@@ -94,3 +94,63 @@ func TestRelocateSameCertificate(t *testing.T) {
 		t.Fatalf("Relocate = %+v, %v; want 10.0.0.7", c, ok)
 	}
 }
+
+// TestProveMove: a match elsewhere is a move only when nothing presents
+// the pinned certificate at the approved address any more. A relay that
+// forwards to the bridge presents its certificate, and while the bridge
+// still answers at its address nothing moved.
+func TestProveMove(t *testing.T) {
+	bridge, err := huesim.Start(huesim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bridge.Close)
+	other, err := huesim.Start(huesim.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	pin, id := bridge.Fingerprint(), bridge.BridgeID()
+	bridges := []lan.Bridge{{BridgeID: id, Address: "192.168.77.23", Port: 443, Selectable: true}}
+	cases := []struct {
+		name  string
+		to    map[string]*huesim.Sim
+		moved bool
+	}{
+		// The relay at .23 reaches the bridge, which still answers at .10.
+		{"relay", map[string]*huesim.Sim{"192.168.77.23:443": bridge, "192.168.77.10:443": bridge}, false},
+		{"silent at the old address", map[string]*huesim.Sim{"192.168.77.23:443": bridge}, true},
+		{"another certificate at the old address", map[string]*huesim.Sim{"192.168.77.23:443": bridge, "192.168.77.10:443": other}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &multiDialer{to: tc.to}
+			m, ok := lan.ProveMove(t.Context(), bridges, "192.168.77.10", pin, id, d.dial)
+			if ok != tc.moved {
+				t.Fatalf("ProveMove = %+v, %v; want moved %v", m, ok, tc.moved)
+			}
+			if ok && (m.From.String() != "192.168.77.10" || m.To.Address.String() != "192.168.77.23" || m.To.Pin != pin) {
+				t.Errorf("ProveMove = %+v, want from .10 to .23", m)
+			}
+			if got := fmt.Sprint(d.calls); got != "[192.168.77.23:443 192.168.77.10:443]" {
+				t.Errorf("ProveMove dialed %s, want the match, then the approved address", got)
+			}
+		})
+	}
+
+	// No match elsewhere: the approved address is never dialed. A
+	// malformed approved address or pin dials nothing.
+	d := &multiDialer{to: map[string]*huesim.Sim{"192.168.77.23:443": other, "192.168.77.10:443": bridge}}
+	if _, ok := lan.ProveMove(t.Context(), bridges, "192.168.77.10", pin, id, d.dial); ok || fmt.Sprint(d.calls) != "[192.168.77.23:443]" {
+		t.Errorf("ProveMove(no match) = %v, dialed %v", ok, d.calls)
+	}
+	d.calls = nil
+	for _, from := range []string{"203.0.113.9", "192.168.077.10", ""} {
+		if _, ok := lan.ProveMove(t.Context(), bridges, from, pin, id, d.dial); ok {
+			t.Errorf("ProveMove(from %q) moved", from)
+		}
+	}
+	if _, ok := lan.ProveMove(t.Context(), bridges, "192.168.77.10", "nope", id, d.dial); ok || d.calls != nil {
+		t.Errorf("ProveMove(bad input) = %v, dialed %v", ok, d.calls)
+	}
+}

@@ -26,31 +26,53 @@ func ctlLAN(ctx context.Context, c *ctl, args []string) int {
 		fmt.Fprintf(c.e.stderr, "%s: unknown subcommand (want discover)\n", c.name)
 		return exitUsage
 	}
-	bridges, err := c.client.DiscoverLAN(ctx, *timeout)
+	d, err := c.client.BrowseLAN(ctx, *timeout)
 	if err != nil {
 		return c.fail(err)
 	}
 	if c.json {
-		return c.printJSON(api.LANDiscoverResponse{Bridges: bridges})
+		return c.printJSON(d)
 	}
-	printBridges(c, bridges)
+	printBridges(c, d)
 	return exitOK
 }
 
 // printBridges prints a discovery as a numbered table; the numbers are
-// what snugd ctl pair lan asks the person to pick from.
-func printBridges(c *ctl, bridges []api.LANBridgeJSON) {
-	if len(bridges) == 0 {
+// what snugd ctl pair lan asks the person to pick from. Each entry that
+// cannot be chosen says why (two devices claiming one bridge name both
+// addresses), and the notes on the limit follow the table.
+func printBridges(c *ctl, d api.LANDiscoverResponse) {
+	if len(d.Bridges) == 0 {
 		c.out("no Hue bridge answered on the local network")
-		return
+	} else {
+		c.out("%-3s %-16s %-15s %-8s %s", "#", "BRIDGE ID", "ADDRESS", "MODEL", "NAME")
 	}
-	c.out("%-3s %-16s %-15s %-8s %s", "#", "BRIDGE ID", "ADDRESS", "MODEL", "NAME")
-	for i, b := range bridges {
+	for i, b := range d.Bridges {
 		c.out("%-3d %-16s %-15s %-8s %s", i+1, orDash(b.ID), orDash(b.Address), orDash(b.ModelID), orDash(b.Name))
 		if !b.Selectable {
 			c.out("    not selectable: %s", b.Reason)
 		}
 	}
+	if conflicted(d) {
+		c.out("a device claiming to be a bridge it is not would receive the bridge's key: check which address is your bridge's")
+		c.out("(the Hue app shows it under Settings, Bridges) and pair with --address")
+	}
+	if d.LimitReached {
+		c.out("more devices answered than are listed: the list stops at the device limit")
+	}
+	if d.Truncated {
+		c.out("some answers were left out: a device announced too many services, or too many answers could not be chosen")
+	}
+}
+
+// conflicted reports whether two devices claimed one bridge.
+func conflicted(d api.LANDiscoverResponse) bool {
+	for _, b := range d.Bridges {
+		if len(b.Conflicts) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func orDash(s string) string {

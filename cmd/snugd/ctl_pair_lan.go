@@ -131,15 +131,18 @@ func (c *ctl) connection(ctx context.Context, appID, slot string) (api.Connectio
 }
 
 // pickBridge discovers and lets the person choose a selectable bridge: on
-// a terminal by number; without one only when exactly one is selectable
-// and --yes was given.
+// a terminal by number; without one, with --yes, only when the discovery
+// heard exactly one entry, selectable, with no conflict and below the
+// limit. Anything else is not a choice to make for the person: it refuses
+// with a sentence saying why and how to pick.
 func (c *ctl) pickBridge(ctx context.Context, yes bool) (string, int, bool) {
 	c.out("looking for Hue bridges on the local network…")
-	bridges, err := c.client.DiscoverLAN(ctx, discoverTimeout)
+	d, err := c.client.BrowseLAN(ctx, discoverTimeout)
 	if err != nil {
 		return "", c.fail(err), false
 	}
-	printBridges(c, bridges)
+	bridges := d.Bridges
+	printBridges(c, d)
 	var selectable []int
 	for i, b := range bridges {
 		if b.Selectable {
@@ -151,11 +154,15 @@ func (c *ctl) pickBridge(ctx context.Context, yes bool) (string, int, bool) {
 		fmt.Fprintf(c.e.stderr, "%s: no selectable bridge answered: pass --address with the bridge's IP address (the Hue app shows it under Settings, Bridges)\n", c.name)
 		return "", exitNo, false
 	case !interactive(c.e.stdin):
-		if yes && len(selectable) == 1 {
-			return bridges[selectable[0]].Address, exitOK, true
+		if !yes {
+			fmt.Fprintf(c.e.stderr, "%s: not asking without a terminal: pass --address\n", c.name)
+			return "", exitUsage, false
 		}
-		fmt.Fprintf(c.e.stderr, "%s: not asking without a terminal: pass --address\n", c.name)
-		return "", exitUsage, false
+		if why := notAutomatic(d); why != "" {
+			fmt.Fprintf(c.e.stderr, "%s: not choosing a bridge for you: %s; pass --address with your bridge's IP address (the Hue app shows it under Settings, Bridges), or run on a terminal to pick one by number\n", c.name, why)
+			return "", exitNo, false
+		}
+		return bridges[selectable[0]].Address, exitOK, true
 	}
 	fmt.Fprintf(c.e.stdout, "pair with which bridge? [number] ")
 	line, _ := bufio.NewReader(io.LimitReader(c.e.stdin, 64)).ReadString('\n')
@@ -165,6 +172,26 @@ func (c *ctl) pickBridge(ctx context.Context, yes bool) (string, int, bool) {
 		return "", exitNo, false
 	}
 	return bridges[n-1].Address, exitOK, true
+}
+
+// notAutomatic says why --yes may not pick the discovery's one
+// selectable entry; "" when it may (exactly one entry was heard, it is
+// selectable, no conflict was seen and the limit was not reached).
+func notAutomatic(d api.LANDiscoverResponse) string {
+	for _, b := range d.Bridges {
+		if len(b.Conflicts) > 0 {
+			return "more than one device claims to be the same bridge (" + strings.Join(b.Conflicts, ", ") + ")"
+		}
+	}
+	switch {
+	case d.LimitReached:
+		return "more devices answered than are listed"
+	case d.Truncated:
+		return "some answers were left out"
+	case len(d.Bridges) > 1:
+		return fmt.Sprintf("%d entries answered", len(d.Bridges))
+	}
+	return ""
 }
 
 // flowPoll is how often ctl reads a pairing flow.

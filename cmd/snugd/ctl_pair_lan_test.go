@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/lan"
 	"github.com/snug/snugd/lan/huesim"
@@ -21,6 +22,14 @@ const ctlHueAddr = "192.168.77.10"
 // bridge at ctlHueAddr (an injected dialer to loopback TLS), whose
 // discovery answers that bridge, with a pre-collection Hue row app/hue.
 func startHueDaemon(t *testing.T) (string, *huesim.Sim, *transports.LAN) {
+	t.Helper()
+	return startHueDaemonHearing(t, func(sim *huesim.Sim) []lan.Bridge {
+		return []lan.Bridge{{BridgeID: sim.BridgeID(), Address: ctlHueAddr, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true}}
+	})
+}
+
+// startHueDaemonHearing is startHueDaemon whose discovery answers heard(sim).
+func startHueDaemonHearing(t *testing.T, heard func(*huesim.Sim) []lan.Bridge) (string, *huesim.Sim, *transports.LAN) {
 	t.Helper()
 	sim, err := huesim.Start(huesim.Config{})
 	if err != nil {
@@ -37,7 +46,7 @@ func startHueDaemon(t *testing.T) (string, *huesim.Sim, *transports.LAN) {
 	td := startDaemonVersion(t, buildVersion(), func(c *daemon.Config) {
 		c.LAN = lanT
 		c.LANDiscover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
-			return []lan.Bridge{{BridgeID: sim.BridgeID(), Address: ctlHueAddr, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true}}, nil
+			return heard(sim), nil
 		}
 	})
 	d := td.d
@@ -109,5 +118,122 @@ func TestCtlPairLAN(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "pinned certificate     sha256 "+old) || !strings.Contains(out, "presented certificate  sha256 "+sim.Fingerprint()) ||
 		!strings.Contains(out, "paired app/hue") {
 		t.Fatalf("pair lan --repin = %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestCtlPairLANRefusesToGuess: when two devices claim one bridge, or more
+// than one entry answered, ctl lan discover shows why nothing or what can
+// be chosen, and pair lan --yes refuses to pick, saying why and how; the
+// person may still pair by address.
+func TestCtlPairLANRefusesToGuess(t *testing.T) {
+	const impostor = "192.168.77.23"
+	cases := []struct {
+		name  string
+		heard func(*huesim.Sim) []lan.Bridge
+		shown []string // in ctl lan discover's output
+		why   string   // in pair lan --yes's refusal
+	}{
+		{"conflict", func(sim *huesim.Sim) []lan.Bridge {
+			reason := "two devices claim to be this bridge: " + impostor + ", " + ctlHueAddr
+			claim := []string{impostor, ctlHueAddr}
+			return []lan.Bridge{
+				{BridgeID: sim.BridgeID(), Address: impostor, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Reason: reason, Conflicts: claim},
+				{BridgeID: sim.BridgeID(), Address: ctlHueAddr, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Reason: reason, Conflicts: claim},
+			}
+		}, []string{"not selectable: two devices claim to be this bridge: " + impostor + ", " + ctlHueAddr, "pair with --address"},
+			"no selectable bridge answered: pass --address"},
+		{"two entries", func(sim *huesim.Sim) []lan.Bridge {
+			return []lan.Bridge{
+				{BridgeID: "001788fffe000001", Address: impostor, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true},
+				{BridgeID: sim.BridgeID(), Address: ctlHueAddr, Port: 8443, Name: "Hue Bridge", ModelID: "BSB002", Reason: lan.ReasonPort},
+			}
+		}, []string{impostor, "not selectable: " + lan.ReasonPort},
+			"not choosing a bridge for you: 2 entries answered; pass --address"},
+		{"conflict beside a selectable entry", func(sim *huesim.Sim) []lan.Bridge {
+			claim := []string{impostor, "192.168.77.24"}
+			return []lan.Bridge{
+				{BridgeID: sim.BridgeID(), Address: ctlHueAddr, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true},
+				{BridgeID: "001788fffe000001", Address: impostor, Port: 443, Name: "Other", ModelID: "BSB002", Reason: "two devices claim to be this bridge: " + impostor + ", 192.168.77.24", Conflicts: claim},
+				{BridgeID: "001788fffe000001", Address: "192.168.77.24", Port: 443, Name: "Other", ModelID: "BSB002", Reason: "two devices claim to be this bridge: " + impostor + ", 192.168.77.24", Conflicts: claim},
+			}
+		}, []string{"pair with --address"},
+			"not choosing a bridge for you: more than one device claims to be the same bridge (" + impostor + ", 192.168.77.24)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, sim, _ := startHueDaemonHearing(t, tc.heard)
+			ctl := func(args ...string) (int, string, string) {
+				return runCmd(t, "", append([]string{"ctl", "--data-dir", dir}, args...)...)
+			}
+			code, out, errOut := ctl("lan", "discover")
+			for _, s := range tc.shown {
+				if code != exitOK || !strings.Contains(out, s) {
+					t.Errorf("lan discover = %d, want %q in\n%s%s", code, s, out, errOut)
+				}
+			}
+			code, out, errOut = ctl("pair", "lan", "app", "hue", "--yes")
+			if code != exitNo || !strings.Contains(errOut, tc.why) || strings.Contains(out, "collected") {
+				t.Errorf("pair lan --yes = %d, want a refusal with %q\n%s%s", code, tc.why, out, errOut)
+			}
+			if cn := connectionOf(t, dir, "app", "hue"); len(cn.AllowedHosts) != 0 {
+				t.Errorf("after the refusal the row holds %v, want nothing collected", cn.AllowedHosts)
+			}
+			if tc.name != "conflict" {
+				return
+			}
+			// After checking, the person pairs by address.
+			pressWhenAsked(sim, 0)
+			code, out, errOut = ctl("pair", "lan", "app", "hue", "--address", ctlHueAddr, "--yes")
+			if code != exitOK || !strings.Contains(out, "collected "+ctlHueAddr) || !strings.Contains(out, "paired app/hue") {
+				t.Errorf("pair lan --address = %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// connectionOf reads one row through the API, as ctl does.
+func connectionOf(t *testing.T, dir, appID, slot string) api.ConnectionJSON {
+	t.Helper()
+	code, out, errOut := runCmd(t, "", "ctl", "--data-dir", dir, "--json", "connections", appID)
+	if code != exitOK {
+		t.Fatalf("connections = %d %s", code, errOut)
+	}
+	var list struct {
+		Connections []api.ConnectionJSON `json:"connections"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("connections --json: %v\n%s", err, out)
+	}
+	for _, cn := range list.Connections {
+		if cn.Slot == slot {
+			return cn
+		}
+	}
+	t.Fatalf("no connection %s/%s in %s", appID, slot, out)
+	return api.ConnectionJSON{}
+}
+
+// TestNotAutomatic: --yes takes a discovered bridge only when it was the
+// one entry heard, selectable, with no conflict, below the limit and with
+// nothing left out.
+func TestNotAutomatic(t *testing.T) {
+	one := api.LANBridgeJSON{ID: "001788fffe23bfc2", Address: ctlHueAddr, Port: 443, Selectable: true}
+	other := api.LANBridgeJSON{Address: "192.168.77.23", Port: 443, Reason: lan.ReasonNoBridgeID}
+	claimed := api.LANBridgeJSON{ID: "001788fffe000001", Address: "192.168.77.24", Port: 443, Conflicts: []string{"192.168.77.24", "192.168.77.25"}}
+	cases := []struct {
+		name string
+		d    api.LANDiscoverResponse
+		want string
+	}{
+		{"one", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}}, ""},
+		{"two", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one, other}}, "2 entries answered"},
+		{"conflict", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one, claimed}}, "more than one device claims to be the same bridge (192.168.77.24, 192.168.77.25)"},
+		{"limit", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}, LimitReached: true}, "more devices answered than are listed"},
+		{"truncated", api.LANDiscoverResponse{Bridges: []api.LANBridgeJSON{one}, Truncated: true}, "some answers were left out"},
+	}
+	for _, tc := range cases {
+		if got := notAutomatic(tc.d); got != tc.want {
+			t.Errorf("notAutomatic(%s) = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
