@@ -107,7 +107,14 @@ func (s *Server) revoke(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RevokeResponse{Connection: j, RemoteRevocation: rep.RemoteFailed})
+	out := RevokeResponse{Connection: j}
+	if r := rep.Remote; r.Outcome != "" {
+		out.Remote = &RemoteRevocationJSON{Outcome: r.Outcome, Message: r.Message, ManageAccessURL: r.ManageAccessURL}
+		if !r.Confirmed() {
+			out.RemoteRevocation = r.Message
+		}
+	}
+	return c.JSON(http.StatusOK, out)
 }
 func (s *Server) reconnect(c echo.Context) error { return s.writer(c, s.book.Reconnect) }
 

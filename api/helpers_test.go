@@ -86,7 +86,7 @@ func newEnvWith(t *testing.T, cfg func(*daemon.Config), seeds ...seed) *env {
 		Public: &transports.Public{Resolver: testutil.NoNetwork{}, Dial: testutil.NoNetwork{}.Dial},
 		LAN:    &transports.LAN{Dial: testutil.NoNetwork{}.Dial},
 		// Nor multicasts on the machine's own interfaces.
-		LANDiscover: func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) { return nil, nil },
+		LANDiscover: func(context.Context, lan.DiscoverConfig) (lan.Discovery, error) { return lan.Discovery{}, nil },
 	}
 	if cfg != nil {
 		cfg(&dc)

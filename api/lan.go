@@ -92,12 +92,12 @@ func (s *Server) lanDiscover(c echo.Context) error {
 	if req.TimeoutMS < 0 || req.TimeoutMS > maxDiscoverMS {
 		return errcode.New(errcode.BadRequest, "timeoutMs must be 0 to 10000")
 	}
-	bridges, err := s.devices.DiscoverLAN(c.Request().Context(), time.Duration(req.TimeoutMS)*time.Millisecond)
+	found, err := s.devices.DiscoverLAN(c.Request().Context(), time.Duration(req.TimeoutMS)*time.Millisecond)
 	if err != nil {
 		return err
 	}
-	out := LANDiscoverResponse{Bridges: make([]LANBridgeJSON, 0, len(bridges))}
-	for _, b := range bridges {
+	out := LANDiscoverResponse{Bridges: make([]LANBridgeJSON, 0, len(found.Bridges)), LimitReached: found.LimitReached, Truncated: found.Truncated}
+	for _, b := range found.Bridges {
 		out.Bridges = append(out.Bridges, LANBridgeJSON{ID: b.BridgeID, Address: b.Address, Port: b.Port, Name: b.Name,
 			ModelID: b.ModelID, Selectable: b.Selectable, Reason: b.Reason, Conflicts: b.Conflicts})
 	}

@@ -42,11 +42,11 @@ func hueEnv(t *testing.T, policy fetch.TransportPolicy) (*env, *huesim.Sim) {
 		// A flow's context runs on the daemon's clock; the env's fixed
 		// one would end it before it began.
 		c.Now = time.Now
-		c.LANDiscover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
-			return []lan.Bridge{
+		c.LANDiscover = func(context.Context, lan.DiscoverConfig) (lan.Discovery, error) {
+			return lan.Discovery{Bridges: []lan.Bridge{
 				{BridgeID: sim.BridgeID(), Address: apiHueAddr, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true},
 				{BridgeID: "001788fffe000001", Address: "203.0.113.9", Port: 443, Name: "Elsewhere", ModelID: "BSB002", Reason: "the address is not a private (RFC 1918) IPv4 address"},
-			}, nil
+			}}, nil
 		}
 	})
 	return e, sim

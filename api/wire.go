@@ -232,8 +232,23 @@ type ConnectionResponse struct {
 // RevokeResponse is the revoke answer: the row, and remoteRevocation when
 // the provider did not confirm an OAuth revocation (a fixed sentence).
 type RevokeResponse struct {
-	Connection       ConnectionJSON `json:"connection"`
-	RemoteRevocation string         `json:"remoteRevocation,omitempty"`
+	Connection ConnectionJSON `json:"connection"`
+	// RemoteRevocation is the fixed sentence of Remote when access may
+	// remain at the provider (it failed, or nothing snugd can call
+	// withdraws it).
+	RemoteRevocation string `json:"remoteRevocation,omitempty"`
+	// Remote is what the revocation did at the provider, for an OAuth
+	// connection; absent when there was nothing outside snugd.
+	Remote *RemoteRevocationJSON `json:"remote,omitempty"`
+}
+
+// RemoteRevocationJSON is a revocation's remote side: outcome "revoked",
+// "already-revoked", "access-remains" or "failed", a fixed sentence, and
+// where the person removes access when the provider's entry names it.
+type RemoteRevocationJSON struct {
+	Outcome         string `json:"outcome"`
+	Message         string `json:"message"`
+	ManageAccessURL string `json:"manageAccessUrl,omitempty"`
 }
 
 // ConnectionJSON is one connection row with its dynamic state. It never

@@ -54,9 +54,9 @@ type Config struct {
 	// by New.
 	TransportPolicy fetch.TransportPolicy
 	// LANDiscover browses the local network for Hue bridges (§12.11). Nil
-	// means lan.Discover; tests that must not multicast on the machine's
+	// means lan.Browse; tests that must not multicast on the machine's
 	// interfaces pass their own.
-	LANDiscover func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error)
+	LANDiscover func(context.Context, lan.DiscoverConfig) (lan.Discovery, error)
 	// Helpers is the linked-device helper supervisor (linkdevice.Supervisor,
 	// built in main from its literal table). The daemon runs it as a
 	// service, adds one gate 6a transport per helper that is both in its

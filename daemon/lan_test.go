@@ -362,26 +362,36 @@ func TestLANVerifyBeforeClaim(t *testing.T) {
 }
 
 // TestLANRelocate: after a discovery, a pinned bridge answering at another
-// RFC-1918 address has that address staged; re-approval freezes it and the
-// key and pin carry over.
+// RFC-1918 address has that address staged only once nothing presents the
+// pin at its approved address: a relay elsewhere, while the bridge still
+// answers, stages nothing. Re-approval freezes the new address and the key
+// and pin carry over.
 func TestLANRelocate(t *testing.T) {
 	ctx := context.Background()
-	var discover func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error)
+	var discover func(context.Context, lan.DiscoverConfig) (lan.Discovery, error)
 	h := startHue(t, huesim.Config{}, func(c *Config) {
-		c.LANDiscover = func(ctx context.Context, dc lan.DiscoverConfig) ([]lan.Bridge, error) { return discover(ctx, dc) }
+		c.LANDiscover = func(ctx context.Context, dc lan.DiscoverConfig) (lan.Discovery, error) { return discover(ctx, dc) }
 	})
 	h.declareHue(t)
 	h.collectApprove(t)
 	h.pair(t, pairing.LANPairOptions{})
 
 	const moved = "192.168.77.33"
-	h.dial.route(moved, h.sim)
-	discover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
-		return []lan.Bridge{{BridgeID: h.sim.BridgeID(), Address: moved, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true}}, nil
+	h.dial.route(moved, h.sim) // a relay to the bridge, or the bridge moved
+	discover = func(context.Context, lan.DiscoverConfig) (lan.Discovery, error) {
+		return lan.Discovery{Bridges: []lan.Bridge{{BridgeID: h.sim.BridgeID(), Address: moved, Port: 443, Name: "Hue Bridge", ModelID: "BSB002", Selectable: true}}}, nil
 	}
-	bridges, err := h.d.devices.DiscoverLAN(ctx, 0)
-	if err != nil || len(bridges) != 1 {
-		t.Fatalf("DiscoverLAN = %v, %v", bridges, err)
+	found, err := h.d.devices.DiscoverLAN(ctx, 0)
+	if err != nil || len(found.Bridges) != 1 {
+		t.Fatalf("DiscoverLAN = %v, %v", found, err)
+	}
+	if c, _ := h.d.grants.Connection(ctx, "app1", "hue"); c.PendingJSON != "" {
+		t.Fatalf("a relay staged %s while the bridge answers at %s", c.PendingJSON, hueAddr)
+	}
+
+	h.dial.route(hueAddr, nil) // the old address falls silent: it moved
+	if _, err := h.d.devices.DiscoverLAN(ctx, 0); err != nil {
+		t.Fatal(err)
 	}
 	c, _ := h.d.grants.Connection(ctx, "app1", "hue")
 	if !c.NeedsReapproval() || c.Pending == nil || c.Pending.DeclaredAPIHosts[0] != moved || c.AllowedHosts[0] != hueAddr {

@@ -343,12 +343,14 @@ func TestOAuthClientCredentials(t *testing.T) {
 	if b := o.op.Bearers(); len(b) != 2 || !strings.HasPrefix(b[0], "Bearer ") || b[0] != b[1] {
 		t.Fatalf("bearers = %q", b)
 	}
+	// Twitch's revocation takes client_id and token only, and answers
+	// 200: revoked at the provider.
 	_, rep, err := o.d.grants.RevokeReported(t.Context(), "app1", "games")
-	if err != nil || rep.RemoteFailed == "" {
+	if err != nil || rep.Remote.Outcome != "revoked" {
 		t.Fatalf("revoke = %+v, %v", rep, err)
 	}
-	if r := o.op.Revocations(); len(r) != 1 || r[0] != "access_token" {
-		t.Fatalf("revocations = %q", r)
+	if r := o.op.RevokeRequests(); len(r) != 1 || !slices.Equal(r[0].Fields, []string{"client_id", "token"}) || r[0].Authorization != "none" {
+		t.Fatalf("revocation requests = %+v, want one with client_id and token only", r)
 	}
 	if o.secret(t, store.FieldKey("app1", "games", grants.AccessTokenField)) != "" {
 		t.Fatal("a refused remote revocation blocked the wipe")
@@ -400,7 +402,7 @@ func TestOAuthRevocation(t *testing.T) {
 		}
 	}
 	_, rep, err := o.d.grants.RevokeReported(ctx, "app2", "own")
-	if err != nil || rep.RemoteFailed != "" {
+	if err != nil || rep.Remote.Outcome != "revoked" {
 		t.Fatalf("revoke = %+v, %v\n%s", rep, err, o.logs.String())
 	}
 	if r := o.op.Revocations(); len(r) != 2 || r[0] != "refresh_token" || r[1] != "access_token" {
@@ -411,7 +413,7 @@ func TestOAuthRevocation(t *testing.T) {
 	}
 	o.op.SetFault(oauthtest.Unavailable)
 	_, rep, err = o.d.grants.RevokeReported(ctx, "app3", "own")
-	if err != nil || rep.RemoteFailed == "" {
+	if err != nil || rep.Remote.Outcome != "failed" || rep.Remote.Confirmed() {
 		t.Fatalf("revoke with the server down = %+v, %v", rep, err)
 	}
 	if o.secret(t, store.FieldKey("app3", "own", grants.RefreshTokenField)) != "" {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,18 +174,28 @@ func TestCtlConnectAndRevokeAgainstTheOP(t *testing.T) {
 		}
 	}
 	code, out, errOut := td.ctl(t, "", "revoke", "stats", "games")
-	if code != exitOK || !strings.Contains(out, "stats/games revoked; its credentials are wiped") || !strings.Contains(out, "the provider did not confirm the revocation") {
+	if code != exitOK || !strings.Contains(out, "stats/games revoked; its credentials are wiped") || !strings.Contains(out, "the provider confirmed the revocation") {
 		t.Fatalf("ctl revoke = %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = td.ctl(t, "", "revoke", "stats2", "games", "--json")
 	var j struct {
 		Connection       api.ConnectionJSON `json:"connection"`
 		RemoteRevocation string             `json:"remoteRevocation"`
+		Remote           struct {
+			Outcome string `json:"outcome"`
+		} `json:"remote"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil || j.Connection.Status != "revoked" || !strings.Contains(j.RemoteRevocation, "did not confirm") {
+	if code != exitOK || json.Unmarshal([]byte(out), &j) != nil || j.Connection.Status != "revoked" || j.RemoteRevocation != "" || j.Remote.Outcome != "revoked" {
 		t.Fatalf("ctl revoke --json = %d\n%s", code, out)
 	}
-	if r := op.Revocations(); len(r) != 2 || r[0] != "access_token" {
-		t.Fatalf("the OP saw revocations %q, want one RFC 7009 POST per row", r)
+	// Twitch's own revocation: one POST per row, client_id and token only.
+	r := op.RevokeRequests()
+	if len(r) != 2 {
+		t.Fatalf("the OP saw revocation requests %+v, want one per row", r)
+	}
+	for _, q := range r {
+		if !slices.Equal(q.Fields, []string{"client_id", "token"}) || q.Authorization != "none" {
+			t.Fatalf("revocation request %+v, want client_id and token only", q)
+		}
 	}
 }

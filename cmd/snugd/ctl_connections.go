@@ -134,12 +134,13 @@ func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int 
 			return code
 		}
 		var cn api.ConnectionJSON
-		var remote string // a revoke's fixed sentence when the provider did not confirm it
+		var remote string                     // a revoke's fixed sentence when access may remain at the provider
+		var outcome *api.RemoteRevocationJSON // what the revoke did at the provider, for an OAuth row
 		var err error
 		if act == "revoke" {
 			var r api.RevokeResponse
 			r, err = c.client.Revoke(ctx, pos[0], pos[1])
-			cn, remote = r.Connection, r.RemoteRevocation
+			cn, remote, outcome = r.Connection, r.RemoteRevocation, r.Remote
 		} else {
 			cn, err = c.client.Reconnect(ctx, pos[0], pos[1])
 		}
@@ -151,15 +152,19 @@ func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int 
 			if remote != "" {
 				out["remoteRevocation"] = remote
 			}
+			if outcome != nil {
+				out["remote"] = outcome
+			}
 			return c.printJSON(out)
 		}
 		switch act {
 		case "revoke":
 			c.out("%s/%s revoked; its credentials are wiped", pos[0], pos[1])
-			if remote != "" {
+			if outcome != nil {
 				// The wipe happened: the exit status stays 0, and the
-				// person is told to finish the job at the provider.
-				c.out("  %s", remote)
+				// person is told what the provider did, and where to
+				// finish the job when access may remain there.
+				c.out("  %s", outcome.Message)
 			}
 		case "reconnect":
 			c.out("%s/%s is declared again (revoked %s, which its review discloses); review and approve it", pos[0], pos[1], stamp(cn.RevokedAt))

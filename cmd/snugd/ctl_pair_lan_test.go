@@ -45,8 +45,8 @@ func startHueDaemonHearing(t *testing.T, heard func(*huesim.Sim) []lan.Bridge) (
 	}}
 	td := startDaemonVersion(t, buildVersion(), func(c *daemon.Config) {
 		c.LAN = lanT
-		c.LANDiscover = func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error) {
-			return heard(sim), nil
+		c.LANDiscover = func(context.Context, lan.DiscoverConfig) (lan.Discovery, error) {
+			return lan.Discovery{Bridges: heard(sim)}, nil
 		}
 	})
 	d := td.d

@@ -497,8 +497,8 @@ func (d *Book) Revoke(ctx context.Context, appID, slot string) (Connection, erro
 func (d *Book) RevokeReported(ctx context.Context, appID, slot string) (Connection, RevokeReport, error) {
 	var rep RevokeReport
 	for _, h := range d.revokeHooks {
-		if failed := h(ctx, appID, slot); failed != "" && rep.RemoteFailed == "" {
-			rep.RemoteFailed = failed
+		if r := h(ctx, appID, slot); r.Outcome != "" && rep.Remote.Outcome == "" {
+			rep.Remote = r
 		}
 	}
 	c, err := d.revokeRow(ctx, appID, slot)
@@ -654,18 +654,37 @@ func (d *Book) ConnectionChanged(appID, slot string) {
 	d.hints.Publish(hints.Hint{Type: hints.ConnectionChanged, AppID: appID, Slot: slot})
 }
 
-// RevokeReport is what a revocation's remote side did.
+// RevokeReport is what a revocation's remote side did: the local wipe
+// happened whatever it says.
 type RevokeReport struct {
-	// RemoteFailed is a fixed sentence when the provider's revocation
-	// endpoint refused or could not be reached; the local wipe happened
-	// anyway. "" when it succeeded or there was nothing to revoke.
-	RemoteFailed string
+	Remote RemoteRevocation
+}
+
+// RemoteRevocation is what a revoke hook did outside snugd.
+type RemoteRevocation struct {
+	// Outcome is "revoked" (the provider confirmed it), "already-revoked"
+	// (the provider no longer honoured the token), "access-remains"
+	// (nothing snugd can call withdraws the grant) or "failed" (the
+	// provider refused or could not be reached); "" when the hook had
+	// nothing outside snugd to release.
+	Outcome string
+	// Message is a fixed sentence for the person, never provider text.
+	Message string
+	// ManageAccessURL is where the person removes access at the
+	// provider, when its entry names a page ("" otherwise).
+	ManageAccessURL string
+}
+
+// Confirmed reports whether nothing remains at the provider to remove
+// by hand: revoked, already revoked, or nothing to release.
+func (r RemoteRevocation) Confirmed() bool {
+	return r.Outcome == "" || r.Outcome == "revoked" || r.Outcome == "already-revoked"
 }
 
 // A RevokeHook runs before a slot's row is revoked: a pairing family
-// releases what it holds outside snugd. It returns a fixed sentence when
-// its remote side failed, "" otherwise; the local wipe follows regardless.
-type RevokeHook func(ctx context.Context, appID, slot string) (remoteFailed string)
+// releases what it holds outside snugd and says what it did; the local
+// wipe follows regardless.
+type RevokeHook func(ctx context.Context, appID, slot string) RemoteRevocation
 
 // A ChangeHook runs after every committed connection or credential write
 // of a slot: a part that keeps state derived from the row forgets it.

@@ -45,9 +45,9 @@ const PinChangedMessage = "the bridge's certificate changed"
 const lanFlowTTL = 2 * time.Minute
 
 // lanDiscovery holds the one discovery allowed at a time.
-type LanDiscovery struct {
+type lanDiscovery struct {
 	mu       sync.Mutex
-	Discover func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error)
+	discover func(context.Context, lan.DiscoverConfig) (lan.Discovery, error)
 }
 
 // LANRefusedError is a refused verify probe or pairing: Error() is one of
@@ -87,28 +87,28 @@ func (d *Devices) checkLANPolicy() error {
 // whose bridge answered at another address gets that address staged for
 // re-approval (relocateLAN), among the apps the caller may reach.
 // Refused under the browser policy.
-func (d *Devices) DiscoverLAN(ctx context.Context, timeout time.Duration) ([]lan.Bridge, error) {
+func (d *Devices) DiscoverLAN(ctx context.Context, timeout time.Duration) (lan.Discovery, error) {
 	if err := d.checkLANPolicy(); err != nil {
-		return nil, err
+		return lan.Discovery{}, err
 	}
 	if !d.lanDisc.mu.TryLock() {
-		return nil, errcode.New(errcode.RateLimited, "a discovery is already running; try again when it ends")
+		return lan.Discovery{}, errcode.New(errcode.RateLimited, "a discovery is already running; try again when it ends")
 	}
 	defer d.lanDisc.mu.Unlock()
-	discover := d.lanDisc.Discover
+	discover := d.lanDisc.discover
 	if discover == nil {
-		discover = lan.Discover
+		discover = lan.Browse
 	}
-	bridges, err := discover(ctx, lan.DiscoverConfig{Timeout: timeout})
+	found, err := discover(ctx, lan.DiscoverConfig{Timeout: timeout})
 	if err != nil {
 		if errors.Is(err, lan.ErrNoInterface) {
-			return nil, &LANRefusedError{Err: lan.ErrNoInterface}
+			return lan.Discovery{}, &LANRefusedError{Err: lan.ErrNoInterface}
 		}
 		d.log.Warn("lan discovery failed", "err", err)
-		return nil, errcode.New(errcode.Internal, "the local network could not be browsed")
+		return lan.Discovery{}, errcode.New(errcode.Internal, "the local network could not be browsed")
 	}
-	d.relocateLAN(ctx, bridges)
-	return bridges, nil
+	d.relocateLAN(ctx, found.Bridges)
+	return found, nil
 }
 
 // relocateLAN stages a moved bridge's new address on every approved,
@@ -141,11 +141,11 @@ func (d *Devices) relocateLAN(ctx context.Context, bridges []lan.Bridge) {
 		if err != nil || !ok || st.LANPin == nil {
 			continue
 		}
-		cand, moved := lan.Relocate(ctx, bridges, c.AllowedHosts[0], st.LANPin.Fingerprint, st.LANPin.CN, d.side.LANDial())
+		move, moved := lan.ProveMove(ctx, bridges, c.AllowedHosts[0], st.LANPin.Fingerprint, st.LANPin.CN, d.side.LANDial())
 		if !moved {
 			continue
 		}
-		if _, err := d.stageLANAddress(ctx, c, cand.Address.String()); err != nil {
+		if _, err := d.stageLANAddress(ctx, c, move.To.Address.String()); err != nil {
 			d.log.Warn("stage a moved bridge's address", "app", c.AppID, "slot", c.Slot, "err", err)
 			continue
 		}

@@ -388,17 +388,17 @@ func (d *Devices) CancelLink(ctx context.Context, flowID string) (Flow, error) {
 // forgets the session (best effort: the supervisor removes the session
 // directory even when the helper cannot be reached), and a live link flow
 // of the slot ends. The wipe of the slice follows regardless.
-func (d *Devices) UnlinkSlot(ctx context.Context, appID, slot string) string {
+func (d *Devices) UnlinkSlot(ctx context.Context, appID, slot string) grants.RemoteRevocation {
 	if d.helpers == nil {
-		return ""
+		return grants.RemoteRevocation{}
 	}
 	c, err := d.grants.Connection(ctx, appID, slot)
 	if err != nil || c.Status != grants.StatusApproved || c.Requirement == nil {
-		return "" // Revoke refuses it, and nothing was linked
+		return grants.RemoteRevocation{} // Revoke refuses it, and nothing was linked
 	}
 	p, ok := d.registry.Pairing(c.Requirement)
 	if !ok || p.Family != registry.FamilyDeviceLink {
-		return ""
+		return grants.RemoteRevocation{}
 	}
 	key := linkdevice.SessionKey{HelperID: p.HelperID, AppID: appID, Slot: slot}
 	if w := d.links.get(key); w != nil {
@@ -408,10 +408,10 @@ func (d *Devices) UnlinkSlot(ctx context.Context, appID, slot string) string {
 	defer cancel()
 	if err := d.helpers.Unlink(uctx, key); err != nil {
 		d.log.Warn("unlink on revoke", "helper", p.HelperID, "app", appID, "slot", slot, "err", err.Error())
-		return ""
+		return grants.RemoteRevocation{}
 	}
 	d.log.Info("device unlinked", "helper", p.HelperID, "app", appID, "slot", slot)
-	return ""
+	return grants.RemoteRevocation{}
 }
 
 // helperStatuses folds the supervisor's state into the status: one line

@@ -3,7 +3,6 @@ package pairing
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"slices"
 	"time"
@@ -41,19 +40,26 @@ func (d *Service) OauthClient(ceiling []string) *oauth.Client {
 	return &oauth.Client{HTTP: d.side.HTTPClient(ceiling, oauth.DefaultMaxBody+1), Timeout: d.side.Timeout(), Now: d.now}
 }
 
-// postStyle lists the token hosts that document client_secret_post only
-// (GitHub, Twitch); every other confidential client uses RFC 6749's
-// client_secret_basic.
-var postStyle = []string{"github.com", "id.twitch.tv"}
-
-// oauthEndpoint is r's token side with the slot's client fields.
-func oauthEndpoint(r *requirement.Requirement, fields map[string]store.Secret) oauth.Endpoint {
+// oauthEndpoint is r's token side with the slot's client fields, and the
+// protocol seats of the registry entry r binds (how the client
+// authenticates at the token endpoint, how a grant is revoked, where the
+// person removes access): RFC defaults for a row that binds no entry.
+func (d *Service) oauthEndpoint(r *requirement.Requirement, fields map[string]store.Secret) oauth.Endpoint {
 	ep := oauth.Endpoint{
 		TokenURL: r.Endpoints.Token, RevokeURL: r.Endpoints.Revoke,
 		ClientID: string(fields["client_id"]), ClientSecret: string(fields["client_secret"]),
 	}
-	if u, err := parseHTTPS(ep.TokenURL); err == nil && slices.Contains(postStyle, u) {
-		ep.AuthStyle = oauth.AuthPost
+	if p, ok := d.registry.OAuthProtocol(r); ok {
+		if s, ok := oauth.ParseAuthStyle(string(p.TokenAuth)); ok {
+			ep.AuthStyle = s
+		}
+		if m, ok := oauth.ParseRevokeMethod(string(p.Revocation.Method)); ok {
+			ep.RevokeMethod = m
+		}
+		if ep.RevokeMethod == oauth.RevokeGitHubGrant {
+			ep.RevokeURL = p.Revocation.URL
+		}
+		ep.ManageAccessURL = p.Revocation.ManageAccessURL
 	}
 	return ep
 }
@@ -177,7 +183,7 @@ func (s OauthTokens) AccessToken(ctx context.Context, req fetch.TokenRequest) (s
 func (d *Service) refreshToken(ctx context.Context, o oauthRow, cur oauth.Token) (oauth.Token, error) {
 	appID, slot := o.conn.AppID, o.conn.Slot
 	var err error
-	ep := oauthEndpoint(o.req, o.slice)
+	ep := d.oauthEndpoint(o.req, o.slice)
 	client := d.OauthClient(o.ceiling)
 	var t oauth.Token
 	switch o.req.Kind {
@@ -288,26 +294,38 @@ func (d *Service) noteTokenFailure(ctx context.Context, appID, slot string, o oa
 	d.grants.MarkConnection(ctx, appID, slot, status, msg)
 }
 
-// revokeRemote POSTs RFC 7009 revocations (refresh token, then access
-// token) for an OAuth slot whose requirement has a revoke endpoint, best
-// effort through the guarded client. It never blocks the wipe: the caller
-// wipes whatever it returns.
+// RevokeRemote withdraws an OAuth slot's grant at the provider as its
+// registry entry says (RFC 7009, the provider's own token revocation, or
+// GitHub's grant deletion; a row that binds no entry gets RFC 7009 when it
+// has a revoke endpoint), best effort through the guarded client, and
+// reports what happened: a token the provider no longer honours counts as
+// revoked, and a provider snugd cannot call leaves the access in place,
+// which the report says with where to remove it. It never blocks the
+// wipe: the caller wipes whatever it returns.
 //
 // conformance: P3-C13-22
-func (d *Service) RevokeRemote(ctx context.Context, appID, slot string) string {
+func (d *Service) RevokeRemote(ctx context.Context, appID, slot string) grants.RemoteRevocation {
 	o, err := d.readOAuthRow(ctx, appID, slot)
-	if err != nil || o.req.Endpoints.Revoke == "" {
-		return ""
+	if err != nil {
+		return grants.RemoteRevocation{} // not an approved OAuth row: nothing at a provider
 	}
-	ep := oauthEndpoint(o.req, o.slice)
-	errs := d.OauthClient(o.ceiling).Revoke(ctx, ep, string(o.slice[grants.AccessTokenField]), string(o.slice[grants.RefreshTokenField]))
-	if len(errs) == 0 {
-		return ""
-	}
-	for _, e := range errs {
+	ep := d.oauthEndpoint(o.req, o.slice)
+	rev := d.OauthClient(o.ceiling).RevokeGrant(ctx, ep, string(o.slice[grants.AccessTokenField]), string(o.slice[grants.RefreshTokenField]))
+	for _, e := range rev.Errors {
 		d.log.Warn("oauth revocation failed; the local copy is wiped anyway", "app", appID, "slot", slot, "err", e)
 	}
-	return fmt.Sprintf("the provider did not confirm the revocation (%d of its tokens): revoke snugd's access at the provider too", len(errs))
+	out := grants.RemoteRevocation{Message: rev.Message(), ManageAccessURL: rev.ManageAccessURL}
+	switch rev.Outcome {
+	case oauth.Revoked:
+		out.Outcome = "revoked"
+	case oauth.AlreadyRevoked:
+		out.Outcome = "already-revoked"
+	case oauth.AccessRemains:
+		out.Outcome = "access-remains"
+	default:
+		out.Outcome = "failed"
+	}
+	return out
 }
 
 // For returns the token source of s.

@@ -133,6 +133,7 @@ func (d *Service) StartOAuth(ctx context.Context, appID, slot string, port int) 
 		u, err = oauth.AuthorizeURL(oauth.AuthorizeRequest{
 			Endpoint: r.Endpoints.Authorize, ClientID: clientID, RedirectURI: of.RedirectURI,
 			Scopes: r.Scopes, State: state, Verifier: of.Verifier, Params: r.AuthorizeParams,
+			ScopeSeparator: scopeSeparator(d.registry, r),
 		})
 		if err == nil {
 			if err = d.SealFlow(ctx, flow.ID, of); err == nil {
@@ -320,7 +321,7 @@ func (d *Service) oauthCallback(ctx context.Context, code, state string, perr er
 		d.flows.end(id, FlowFailed, msgOAuthChanged)
 		return d.endedFlow(id), nil
 	}
-	ep := oauthEndpoint(o.req, o.slice)
+	ep := d.oauthEndpoint(o.req, o.slice)
 	tok, err := d.OauthClient(o.ceiling).Exchange(ctx, ep, oauth.ExchangeParams{
 		Code: code, RedirectURI: f.RedirectURI, Verifier: f.Verifier, Scopes: o.req.Scopes,
 	})
@@ -357,4 +358,13 @@ func (d *Service) oauthCallback(ctx context.Context, code, state string, perr er
 func (d *Service) endedFlow(id string) Flow {
 	f, _ := d.flows.Get(id)
 	return f
+}
+
+// scopeSeparator is the separator of r's authorize scopes: its registry
+// entry's ("," for the providers that document it), else RFC 6749's space.
+func scopeSeparator(reg *registry.Registry, r *requirement.Requirement) string {
+	if p, ok := reg.OAuthProtocol(r); ok {
+		return p.ScopeSeparator
+	}
+	return ""
 }

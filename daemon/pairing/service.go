@@ -41,7 +41,7 @@ type Service struct {
 	// flows are the pairing flows in progress (flows.go).
 	flows *FlowBook
 	// lanDisc is the one LAN discovery at a time (lan.go).
-	lanDisc LanDiscovery
+	lanDisc lanDiscovery
 	// helpers is the linked-device supervisor (nil: none) and links the
 	// live device-link flows by helper session (linkdev.go).
 	helpers Helpers
@@ -66,7 +66,7 @@ type Deps struct {
 	Helpers  Helpers
 	// LANDiscover browses the local network for Hue bridges. Nil means
 	// lan.Discover.
-	LANDiscover func(context.Context, lan.DiscoverConfig) ([]lan.Bridge, error)
+	LANDiscover func(context.Context, lan.DiscoverConfig) (lan.Discovery, error)
 }
 
 // Rows is what the ceremonies need of the grant book (grants.Book): a
@@ -95,7 +95,7 @@ func New(deps Deps) *Service {
 		helpers: deps.Helpers,
 	}
 	s.flows = NewFlowBook(deps.Now, deps.Hints)
-	s.lanDisc.Discover = deps.LANDiscover
+	s.lanDisc.discover = deps.LANDiscover
 	s.refresher.Now = deps.Now
 	return s
 }
