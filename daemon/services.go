@@ -34,6 +34,7 @@ type services struct {
 	listed  []listedService   // in start order (add)
 	running []*runningService // in start order
 	stopped bool
+	started bool // startAll ran before stop
 
 	stopOnce sync.Once
 }
@@ -58,25 +59,34 @@ func (g *services) add(name string, s service) {
 	g.listed = append(g.listed, listedService{name, s})
 }
 
-// startAll starts the listed services, in order, under parent.
+// startAll starts the listed services, in order, under parent; after
+// stop it does nothing.
 func (g *services) startAll(parent context.Context) {
 	g.mu.Lock()
-	listed := g.listed
-	g.mu.Unlock()
-	for _, l := range listed {
-		g.start(parent, l.name, l.s)
+	defer g.mu.Unlock()
+	if g.stopped {
+		return
+	}
+	g.started = true
+	for _, l := range g.listed {
+		g.startLocked(parent, l.name, l.s)
 	}
 }
 
-// start runs s until stop. After stop it does nothing. s's context keeps
-// parent's values but not its cancellation: stop ends the services one at
-// a time, in reverse order.
+// start runs s until stop. After stop it does nothing.
 func (g *services) start(parent context.Context, name string, s service) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.stopped {
 		return
 	}
+	g.startLocked(parent, name, s)
+}
+
+// startLocked runs s until stop; g.mu is held. s's context keeps
+// parent's values but not its cancellation: stop ends the services one at
+// a time, in reverse order.
+func (g *services) startLocked(parent context.Context, name string, s service) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	r := &runningService{name: name, cancel: cancel, done: make(chan struct{})}
 	g.running = append(g.running, r)
@@ -96,12 +106,25 @@ func (g *services) start(parent context.Context, name string, s service) {
 func (g *services) stop() {
 	g.stopOnce.Do(func() {
 		g.mu.Lock()
-		running := g.running
+		running, listed, started := g.running, g.listed, g.started
 		g.running, g.stopped = nil, true
 		g.mu.Unlock()
 		for i := len(running) - 1; i >= 0; i-- {
 			running[i].cancel()
 			<-running[i].done
+		}
+		if started {
+			return
+		}
+		// Stopped before it ran (Close without Run): each service still
+		// finishes what it owes — the journal writes what was queued —
+		// under a context that is already done.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		for i := len(listed) - 1; i >= 0; i-- {
+			if err := listed[i].s.Run(done); err != nil {
+				g.log.Error("service stopped", "service", listed[i].name, "err", err)
+			}
 		}
 	})
 }

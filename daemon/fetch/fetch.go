@@ -310,6 +310,12 @@ func NewExecutor(deps ExecDeps) (*Executor, error) {
 	if e.Public == nil {
 		e.Public = &transports.Public{}
 	}
+	if e.Public.Answers == nil {
+		// Gate 5 reuses a vetted answer for a while (transports.Answers):
+		// never a refusal, and the dial goes to exactly the addresses
+		// that passed the check.
+		e.Public.Answers = &transports.Answers{}
+	}
 	if e.Lan == nil {
 		e.Lan = &transports.LAN{}
 	}

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/grants"
@@ -70,17 +69,8 @@ type upstream struct {
 	release func()
 }
 
-// text returns the body as a string: in place when the executor owns
-// the buffer (valid until release), else a copy.
-func (u *upstream) text() string {
-	if u.release != nil {
-		return unsafe.String(unsafe.SliceData(u.body), len(u.body))
-	}
-	return string(u.body)
-}
-
-// done hands an owned body's buffer back; u's body and every string read
-// from it by text must not be used after it.
+// done hands an owned body's buffer back; u's body must not be used
+// after it.
 func (u *upstream) done() {
 	if u.release != nil {
 		u.release()
@@ -618,15 +608,18 @@ func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {
 		}
 		return s
 	}
-	raw := r.text() // in place: valid until run hands the buffer back
+	// The body is copied once out of the read buffer, which goes back at
+	// once: nothing derived from the answer (its Text, an error extract,
+	// a scrub result, a log line) can alias memory the next request
+	// reuses.
+	raw := string(r.body)
+	r.done()
 	// The body's one UTF-8 pass: made valid before the scrub (which sees
 	// what the app would), and the Text kept when the scrub changes
-	// nothing, the common case, since its content is then the same bytes.
-	// Only a body the scrub did rewrite is looked at again. raw aliases
-	// the read buffer, which nothing writes until run hands it back after
-	// the answer is encoded, so a Text of it stays what was validated.
+	// nothing, the common case. Only a body the scrub did rewrite is
+	// looked at again.
 	text := wire.ValidText(raw)
-	if body := clean(text.String()); !sameString(body, text.String()) {
+	if body := clean(text.String()); body != text.String() {
 		text = wire.ValidText(body)
 	}
 	header := make(map[string][]string, len(r.header))
@@ -641,8 +634,9 @@ func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {
 		header[name] = out
 	}
 	if r.status >= 400 {
-		// Cloned: the extract may be a substring of raw, whose buffer is
-		// reused after the answer, and NetResult outlives it.
+		// Cloned: the extract may be a substring of raw, and NetResult
+		// outlives the request: a short extract must not keep the whole
+		// body alive.
 		f.providerError = strings.Clone(scrub.ProviderErrorText(raw, f.scrub.Values(), func(s string) string {
 			if llm {
 				s = scrub.PrivateIPv4(s)
@@ -657,11 +651,4 @@ func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {
 	}
 	f.out = resp
 	return nil
-}
-
-// sameString reports whether a and b are the same string: the same bytes
-// at the same address (what the scrub returns when it replaces nothing),
-// in O(1). Equal content elsewhere reports false.
-func sameString(a, b string) bool {
-	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
 }
