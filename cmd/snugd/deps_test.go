@@ -42,6 +42,8 @@ var rules = []rule{
 		neverDeps: []string{module + "/"}},
 	{pkg: "daemon/internal/multimatch", why: "the one-pass multi-pattern matcher the value scrub runs: a leaf that knows nothing of the module",
 		neverDeps: []string{module + "/"}},
+	{pkg: "internal/names", why: "the one text rule for names a person reads to decide trust (hosts, helper labels, bridges): a leaf that hostauth, linkdevice, lan and the CLI all import",
+		allow: []string{"golang.org/x/text"}, neverDeps: []string{module + "/"}},
 	{pkg: "daemon/scrub", why: "the scrubs are pure functions of their input, reusable by every seat without the core",
 		allow:     []string{module + "/daemon/internal/multimatch"},
 		neverDeps: []string{module + "/daemon/errcode", module + "/daemon/internal/store", module + "/daemon/template", module + "/daemon/wire", module + "/transports", module + "/daemon$"}},
