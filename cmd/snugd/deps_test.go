@@ -55,7 +55,7 @@ var rules = []rule{
 	{pkg: "daemon/internal/store/...", why: "every SQL statement, and only SQL: the store knows no domain rule but the identifier rules, so no domain package may hide below it",
 		allow: []string{"github.com/mattn/go-sqlite3", module + "/daemon/internal/ident"}, neverDeps: core},
 	{pkg: "daemon/hostauth", why: "host pairing and authentication need only the store, a clock and a logger, never the executor or a transport",
-		allow:     []string{module + "/daemon/errcode", module + "/daemon/internal/store"},
+		allow:     []string{module + "/daemon/errcode", module + "/daemon/internal/store", module + "/internal/names"},
 		neverDeps: append([]string{module + "/daemon$", module + "/transports", module + "/lan", module + "/linkdevice"}, core...)},
 	{pkg: "daemon/requirement", why: "the requirement schema is read by the core and the CLI; it must not reach back into either",
 		allow:     []string{module + "/daemon/template", module + "/daemon/internal/strictjson", module + "/daemon/internal/ident", "golang.org/x/net", "golang.org/x/text"},
