@@ -2,6 +2,8 @@ package linkdevice
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,6 +56,9 @@ func runTestHelper(mode string) int {
 			t, err := ParseToken(params)
 			if err == nil {
 				fmt.Fprintf(os.Stderr, "\x1b[31mgot token %s and secret hunter2\x1b[0m\n", t.Reveal())
+				raw, _ := base64.RawURLEncoding.DecodeString(t.Reveal())
+				fmt.Fprintf(os.Stderr, "token forms: %s %s %s %s %X\n", base64.StdEncoding.EncodeToString([]byte(t.Reveal())),
+					hex.EncodeToString([]byte(t.Reveal())), base64.StdEncoding.EncodeToString(raw), hex.EncodeToString(raw), raw)
 				fmt.Fprintln(os.Stderr, strings.Repeat("x", 5000)+t.Reveal())
 			}
 			return nil, &RPCError{CodeUnauthorized, "bad token " + t.Reveal()}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // Supervision policy (DESIGN.md, "Supervision").
@@ -699,14 +701,17 @@ func (ss *session) remember(t Token) {
 	}
 }
 
-// scrub removes ss's tokens and the caller's credentials from helper text.
+// scrub removes ss's tokens, in every spelling tokenSpellings lists,
+// and the caller's credentials from helper text.
 func (s *Supervisor) scrub(ss *session, text string) string {
 	ss.mu.Lock()
 	toks := slices.Clone(ss.tokens)
 	ss.mu.Unlock()
+	var set scrub.Set
 	for _, t := range toks {
-		text = strings.ReplaceAll(text, t, redacted)
+		set.Add(tokenSpellings(t)...)
 	}
+	text = set.Apply(text)
 	if s.cfg.Scrub != nil {
 		text = s.cfg.Scrub(text)
 	}
