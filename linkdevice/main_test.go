@@ -21,6 +21,11 @@ import (
 const helperModeEnv = "LINKDEVICE_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// The confining command (snugd helper confine) comes first: it runs
+	// with the helper's environment, mode included, and then execs it.
+	if len(os.Args) > 2 && os.Args[1] == "helper" && os.Args[2] == ConfineCommand {
+		os.Exit(RunConfine(os.Args[3:], os.Stderr))
+	}
 	if mode := os.Getenv(helperModeEnv); mode != "" {
 		os.Exit(runTestHelper(mode))
 	}
@@ -38,6 +43,9 @@ func runTestHelper(mode string) int {
 	}
 	out := os.Stdout
 	h := basicHandler(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		if method == MethodUnlink && strings.HasPrefix(mode, "escaper") {
+			return nil, nil
+		}
 		switch mode {
 		case "garbage":
 			io.WriteString(out, "HTTP/1.1 200 OK\r\n\r\n<html>\n")
@@ -73,6 +81,16 @@ func runTestHelper(mode string) int {
 	}
 	if mode == "exit" {
 		return 2
+	}
+	if mode == "prober" { // tries what a confined helper must not do
+		probe()
+	}
+	if mode == "escaper" || mode == "escaper-exits" { // leaves descendants that try to outlive it
+		escape()
+		if mode == "escaper-exits" {
+			time.Sleep(200 * time.Millisecond)
+			return 0
+		}
 	}
 	if mode == "forker" { // a child that keeps our stdout open, then garbage
 		child := exec.Command("sleep", "300")

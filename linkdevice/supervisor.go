@@ -54,6 +54,10 @@ var (
 type Spec struct {
 	Executable string
 	Args       []string
+	// ConnectTCP are the TCP ports a confined helper may connect to (with
+	// DNS over UDP port 53 when any); none, like the simulator, leaves it
+	// no network at all where the kernel can narrow it (Landlock ABI 4).
+	ConnectTCP []uint16
 }
 
 // Config configures a Supervisor. Helpers, Dir and StateDir are required
@@ -83,6 +87,12 @@ type Config struct {
 	OnEvent func(Event)
 	// Starter starts processes. Nil: ExecStarter.
 	Starter Starter
+	// Confine is the command that starts a helper confined (on Linux:
+	// Landlock, no_new_privs, and a per-session subreaper that ends every
+	// descendant with the session; see RunConfine): snugd's own absolute
+	// executable path followed by "helper", ConfineCommand. Nil starts
+	// helpers unconfined, and Confinement says so.
+	Confine []string
 }
 
 // SessionKey names one helper session: a helper serving one (app, slot).
@@ -111,6 +121,8 @@ type Status struct {
 	State     State
 	Restarts  int
 	LastError string
+	// Confinement is what the session's last start reached.
+	Confinement Confinement
 }
 
 // EventKind says what an Event reports.
@@ -148,6 +160,8 @@ type Supervisor struct {
 	mu       sync.Mutex
 	running  bool
 	stopping bool
+	lastConf Confinement // what the latest helper start reached
+	started  bool        // a helper has started
 	sessions map[SessionKey]*session
 	wg       sync.WaitGroup // one per keeper goroutine
 }
@@ -167,6 +181,7 @@ type session struct {
 	changed   chan struct{} // closed and replaced on every state change
 	tokens    []string      // token values seen, scrubbed from stderr
 	stopped   bool
+	conf      Confinement // what the last start reached
 }
 
 var helperIDRule = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -183,6 +198,10 @@ func New(cfg Config) (*Supervisor, error) {
 			return nil, fmt.Errorf("helper %s: %w", id, err)
 		}
 	}
+	if len(cfg.Confine) > 0 && !filepath.IsAbs(cfg.Confine[0]) {
+		return nil, errors.New("the confining command must be an absolute path")
+	}
+	cfg.Confine = slices.Clone(cfg.Confine)
 	if len(cfg.Helpers) > 0 {
 		if !filepath.IsAbs(cfg.Dir) {
 			return nil, errors.New("helper directory must be an absolute path")
@@ -207,7 +226,7 @@ func New(cfg Config) (*Supervisor, error) {
 func cloneHelpers(m map[string]Spec) map[string]Spec {
 	out := make(map[string]Spec, len(m))
 	for k, v := range m {
-		out[k] = Spec{Executable: v.Executable, Args: slices.Clone(v.Args)}
+		out[k] = Spec{Executable: v.Executable, Args: slices.Clone(v.Args), ConnectTCP: slices.Clone(v.ConnectTCP)}
 	}
 	return out
 }
@@ -276,13 +295,29 @@ func (s *Supervisor) Status() []Status {
 	out := make([]Status, 0, len(list))
 	for _, ss := range list {
 		ss.mu.Lock()
-		out = append(out, Status{SessionKey: ss.key, State: ss.state, Restarts: ss.restarts, LastError: ss.lastError})
+		out = append(out, Status{SessionKey: ss.key, State: ss.state, Restarts: ss.restarts, LastError: ss.lastError, Confinement: ss.conf})
 		ss.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b Status) int {
 		return strings.Compare(a.HelperID+"\x00"+a.AppID+"\x00"+a.Slot, b.HelperID+"\x00"+b.AppID+"\x00"+b.Slot)
 	})
 	return out
+}
+
+// Confinement reports how helpers are confined: what the latest helper
+// start reached, or before any has started what one would (Probe, when
+// a confining command is configured; none without). The daemon's status
+// report and snugd ctl doctor show it.
+func (s *Supervisor) Confinement() Confinement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.started:
+		return s.lastConf
+	case len(s.cfg.Confine) > 0:
+		return Probe()
+	}
+	return Confinement{}
 }
 
 // StateIdle is a helper with no session (HelperStatus only).
@@ -472,11 +507,24 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 	if why != "" {
 		return 0, why, false
 	}
-	proc, err := s.starter.Start(ctx, Command{Path: path, Args: slices.Clone(ss.spec.Args), Dir: ss.dir, Env: slices.Clone(s.cfg.Env)})
+	proc, err := s.starter.Start(ctx, Command{
+		Path: path, Args: slices.Clone(ss.spec.Args), Dir: ss.dir, Env: slices.Clone(s.cfg.Env),
+		Confine: s.cfg.Confine, StateDir: s.cfg.StateDir, ConnectTCP: slices.Clone(ss.spec.ConnectTCP),
+	})
 	if err != nil {
 		s.log.Error("helper did not start", "helper", ss.key.HelperID, "err", err)
 		return 0, "the helper could not be started", false
 	}
+	var conf Confinement
+	if c, ok := proc.(interface{ Confinement() Confinement }); ok {
+		conf = c.Confinement()
+	}
+	ss.mu.Lock()
+	ss.conf = conf
+	ss.mu.Unlock()
+	s.mu.Lock()
+	s.lastConf, s.started = conf, true
+	s.mu.Unlock()
 	exited := make(chan struct{})
 	go func() { proc.Wait(); close(exited) }() // ends when the process exits
 	logged := make(chan struct{})
