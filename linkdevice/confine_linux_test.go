@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // confinedHarness runs a supervisor over this test binary as helper
@@ -26,6 +28,16 @@ type confinedHarness struct {
 }
 
 func startConfinedHelper(t *testing.T, mode string, confine bool, env ...string) *confinedHarness {
+	t.Helper()
+	return startHelperWith(t, mode, func(cfg *Config) {
+		if !confine {
+			cfg.Confine = nil
+		}
+	}, env...)
+}
+
+// startHelperWith is startConfinedHelper with cfg adjusted by edit.
+func startHelperWith(t *testing.T, mode string, edit func(*Config), env ...string) *confinedHarness {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -58,10 +70,9 @@ func startConfinedHelper(t *testing.T, mode string, confine bool, env ...string)
 		StateDir: state,
 		Env:      append([]string{helperModeEnv + "=" + mode, "PATH=/usr/bin:/bin"}, env...),
 		Logger:   slog.New(slog.DiscardHandler),
+		Confine:  []string{exe, "helper", ConfineCommand},
 	}
-	if confine {
-		cfg.Confine = []string{exe, "helper", ConfineCommand}
-	}
+	edit(&cfg)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -248,6 +259,56 @@ func TestDescendantsEndWithTheSession(t *testing.T) {
 				}
 			}
 			t.Errorf("descendants still running %v after the session's end: double-forked %v, setsid %v", budget, alive(pids[0]), alive(pids[1]))
+		})
+	}
+}
+
+// TestOrphansReparentedToSnugdEnd: with ReapOrphans the supervisor's
+// process is the subreaper of its helpers' descendants, and what reaches
+// it ends: an unconfined helper (no per-session subreaper) that exits
+// leaving a double-forked and a setsid child, and a confined helper whose
+// own subreaper is killed outright, leave nothing running. Without
+// ReapOrphans, the first would leave both behind (the test of the
+// mechanism is that they are gone).
+func TestOrphansReparentedToSnugdEnd(t *testing.T) {
+	t.Cleanup(func() { unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) }) // process-wide: undo it
+	for _, tc := range []struct {
+		name, mode string
+		confine    bool
+		end        func(t *testing.T, h *confinedHarness)
+	}{
+		{"unconfined helper exits", "escaper-exits", false, func(*testing.T, *confinedHarness) {}},
+		{"confined helper's subreaper killed", "escaper", true, func(t *testing.T, h *confinedHarness) {
+			for _, p := range childrenOf(os.Getpid()) {
+				if _, ok := h.s.pids.Load(p); ok {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := startHelperWith(t, tc.mode, func(c *Config) {
+				c.ReapOrphans = true
+				if !tc.confine {
+					c.Confine = nil
+				}
+			})
+			dir := h.s.SessionDir(simKey)
+			go h.s.Verify(context.Background(), simKey, testToken) // starts the session
+			pids := []int{readPID(t, dir, "double.pid"), readPID(t, dir, "setsid.pid")}
+			t.Cleanup(func() {
+				for _, p := range pids {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+			})
+			start := time.Now()
+			tc.end(t, h)
+			for deadline := start.Add(12 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if !alive(pids[0]) && !alive(pids[1]) {
+					return
+				}
+			}
+			t.Errorf("orphans still running 12 s on: double-forked %v, setsid %v", alive(pids[0]), alive(pids[1]))
 		})
 	}
 }

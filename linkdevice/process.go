@@ -122,6 +122,9 @@ type execProcess struct {
 	reaped bool // Wait returned: the pid (and group id) may be reused
 }
 
+// Pid is the process id of the helper (its subreaper when confined).
+func (p *execProcess) Pid() int { return p.cmd.Process.Pid }
+
 // Confinement reports what the helper's confinement reached.
 func (p *execProcess) Confinement() Confinement { return p.conf }
 

@@ -93,6 +93,15 @@ type Config struct {
 	// executable path followed by "helper", ConfineCommand. Nil starts
 	// helpers unconfined, and Confinement says so.
 	Confine []string
+	// ReapOrphans makes this process the child subreaper of its
+	// descendants (Linux: PR_SET_CHILD_SUBREAPER, a process-wide
+	// attribute, set by New) and has the Supervisor end every process
+	// reparented to it: what outlived a confined helper's own subreaper
+	// (killed outright) or an unconfined helper's exit. Only a program
+	// whose children are all helpers may set it (snugd: the daemon starts
+	// no other process), since an orphan cannot be told from another
+	// child but by being no live helper.
+	ReapOrphans bool
 }
 
 // SessionKey names one helper session: a helper serving one (app, slot).
@@ -162,6 +171,11 @@ type Supervisor struct {
 	stopping bool
 	lastConf Confinement // what the latest helper start reached
 	started  bool        // a helper has started
+
+	// procMu orders starts (read-locked) against orphan sweeps; pids holds
+	// the pids of the helper processes started and not yet reaped.
+	procMu   sync.RWMutex
+	pids     sync.Map // int → true
 	sessions map[SessionKey]*session
 	wg       sync.WaitGroup // one per keeper goroutine
 }
@@ -202,6 +216,11 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, errors.New("the confining command must be an absolute path")
 	}
 	cfg.Confine = slices.Clone(cfg.Confine)
+	if cfg.ReapOrphans {
+		if err := becomeSubreaper(); err != nil {
+			return nil, fmt.Errorf("become the helpers' subreaper: %w", err)
+		}
+	}
 	if len(cfg.Helpers) > 0 {
 		if !filepath.IsAbs(cfg.Dir) {
 			return nil, errors.New("helper directory must be an absolute path")
@@ -507,10 +526,17 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 	if why != "" {
 		return 0, why, false
 	}
+	s.procMu.RLock() // a sweep must not take the new child for an orphan
 	proc, err := s.starter.Start(ctx, Command{
 		Path: path, Args: slices.Clone(ss.spec.Args), Dir: ss.dir, Env: slices.Clone(s.cfg.Env),
 		Confine: s.cfg.Confine, StateDir: s.cfg.StateDir, ConnectTCP: slices.Clone(ss.spec.ConnectTCP),
 	})
+	pid := 0
+	if p, ok := proc.(interface{ Pid() int }); ok && err == nil {
+		pid = p.Pid()
+		s.pids.Store(pid, true)
+	}
+	s.procMu.RUnlock()
 	if err != nil {
 		s.log.Error("helper did not start", "helper", ss.key.HelperID, "err", err)
 		return 0, "the helper could not be started", false
@@ -526,7 +552,14 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 	s.lastConf, s.started = conf, true
 	s.mu.Unlock()
 	exited := make(chan struct{})
-	go func() { proc.Wait(); close(exited) }() // ends when the process exits
+	go func() { // ends when the process exits
+		proc.Wait()
+		if pid != 0 {
+			s.pids.Delete(pid)
+			s.sweepOrphans()
+		}
+		close(exited)
+	}()
 	logged := make(chan struct{})
 	go func() { s.forwardStderr(ss, proc.Stderr()); close(logged) }() // ends when stderr closes
 	client := NewClient(proc.Stdout(), proc.Stdin(), ClientOptions{Notify: func(n Notification) { s.notified(ss, n) }})
