@@ -281,23 +281,33 @@ func childrenOf(pid int) []int {
 	return out
 }
 
-// parentOf reads a process's parent id from /proc/PID/stat, whose second
-// field (the command name, in parentheses) may itself hold ") ".
+// parentOf reads a process's parent id from /proc/PID/stat.
 func parentOf(pid int) (int, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
 	}
-	i := strings.LastIndexByte(string(b), ')')
+	return parseStatParent(string(b))
+}
+
+// parseStatParent reads the parent id, the fourth field, from the text of
+// /proc/PID/stat. The second field is the command name in parentheses,
+// which the process chooses and which may itself hold ") " and digits, so
+// the fields are counted from the last ')'.
+func parseStatParent(stat string) (int, bool) {
+	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
 		return 0, false
 	}
-	f := strings.Fields(string(b[i+1:]))
+	f := strings.Fields(stat[i+1:])
 	if len(f) < 2 {
 		return 0, false
 	}
 	pp, err := strconv.Atoi(f[1])
-	return pp, err == nil
+	if err != nil || pp < 0 {
+		return 0, false
+	}
+	return pp, true
 }
 
 func writeReport(w io.Writer, r confineReport) {
