@@ -107,6 +107,17 @@ func needLandlock(t *testing.T, abi int) {
 // runProber starts the prober and returns what it could do.
 func runProber(t *testing.T, confine bool) (map[string]string, *confinedHarness) {
 	t.Helper()
+	return runProberWith(t, func(c *Config) {
+		if !confine {
+			c.Confine = nil
+		}
+	}, nil)
+}
+
+// runProberWith starts the prober with cfg adjusted by edit, given the
+// loopback port it will try.
+func runProberWith(t *testing.T, edit func(*Config), declare func(*Config, uint16)) (map[string]string, *confinedHarness) {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +132,14 @@ func runProber(t *testing.T, confine bool) (map[string]string, *confinedHarness)
 			c.Close()
 		}
 	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	h := startConfinedHelper(t, "prober", confine, probePortEnv+"="+port, probePIDEnv+"="+strconv.Itoa(os.Getpid()))
+	portNum := ln.Addr().(*net.TCPAddr).Port
+	port := strconv.Itoa(portNum)
+	h := startHelperWith(t, "prober", func(c *Config) {
+		edit(c)
+		if declare != nil {
+			declare(c, uint16(portNum))
+		}
+	}, probePortEnv+"="+port, probePIDEnv+"="+strconv.Itoa(os.Getpid()))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	h.s.Verify(ctx, simKey, testToken) // starts the session; the prober never answers
@@ -310,5 +327,23 @@ func TestOrphansReparentedToSnugdEnd(t *testing.T) {
 			}
 			t.Errorf("orphans still running 12 s on: double-forked %v, setsid %v", alive(pids[0]), alive(pids[1]))
 		})
+	}
+}
+
+// TestConfinedHelperConnectsOnlyToDeclaredPorts: a helper whose Spec
+// declares a TCP port may connect to it (and still reaches no file
+// outside its session); one that declares none may not (the test above).
+func TestConfinedHelperConnectsOnlyToDeclaredPorts(t *testing.T) {
+	needLandlock(t, 4)
+	got, _ := runProberWith(t, func(*Config) {}, func(c *Config, port uint16) {
+		c.Helpers = map[string]Spec{"sim": {Executable: "helper", ConnectTCP: []uint16{port}}}
+	})
+	if got["connect"] != "ok" {
+		t.Errorf("confined helper declaring the port: connect = %q, want ok", got["connect"])
+	}
+	for _, name := range hostile {
+		if got[name] == "ok" {
+			t.Errorf("confined helper declaring a port: %s succeeded, want it refused", name)
+		}
 	}
 }
