@@ -326,6 +326,13 @@ func confineExec(a confineArgs, stderr io.Writer) int {
 		writeReport(report, confineReport{Error: fmt.Sprintf(format, v...)})
 		return 1
 	}
+	// Landlock does not narrow a descriptor already open, and os/exec
+	// passes on whatever snugd inherited without close-on-exec (a stray
+	// descriptor of snugd's own parent): the helper keeps its three
+	// streams and nothing else.
+	if err := closeOnExecFrom(3); err != nil {
+		return fail("mark inherited descriptors close-on-exec: %v", err)
+	}
 	rules, err := helperRules(a)
 	if err != nil {
 		return fail("%v", err)
@@ -354,6 +361,25 @@ func confineExec(a confineArgs, stderr io.Writer) int {
 	syscall.CloseOnExec(stage2ReportFD)
 	err = syscall.Exec(a.exe, append([]string{a.exe}, a.args...), os.Environ())
 	return fail("exec the helper: %v", err)
+}
+
+// closeOnExecFrom marks every descriptor from first up close-on-exec:
+// close_range(2) where the kernel has it (5.11), else each descriptor
+// /proc/self/fd lists.
+func closeOnExecFrom(first int) error {
+	if unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			syscall.CloseOnExec(fd)
+		}
+	}
+	return nil
 }
 
 // helperRules is what a confined helper may touch: read and execute the

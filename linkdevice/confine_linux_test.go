@@ -169,13 +169,28 @@ var hostile = []string{
 func TestConfinedHelperReachesOnlyItsSession(t *testing.T) {
 	needLandlock(t, 1)
 	abi := Probe().Landlock
-	got, h := runProber(t, true)
+	// A descriptor snugd inherited without close-on-exec (from its own
+	// parent) would pass Landlock by: open the master key so, here.
+	leak := func(c *Config) {
+		f, err := os.Open(filepath.Join(filepath.Dir(c.StateDir), "secrets.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_SETFD, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, h := runProberWith(t, leak, nil)
 	for _, name := range hostile {
 		if got[name] == "ok" {
 			t.Errorf("confined helper: %s succeeded, want it refused", name)
 		} else if !strings.Contains(got[name], "permission denied") {
 			t.Errorf("confined helper: %s = %q, want permission denied", name, got[name])
 		}
+	}
+	if fds := got["descriptors beyond 0-2"]; fds != "" {
+		t.Errorf("confined helper holds descriptors %s beyond its three streams (an inherited one, the lifeline or the report leaked)", fds)
 	}
 	for _, name := range []string{"write own directory", "read own directory", "run a system program"} {
 		if got[name] != "ok" {

@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The prober's environment: a loopback port it tries to connect to and a
@@ -31,6 +34,12 @@ const probeFile = "probe.json"
 // programs), and records each outcome. Its working directory is its
 // session directory: <data>/helpers/<helper>/<session>.
 func probe() {
+	var extra []string // descriptors beyond the three streams, looked at first
+	for fd := 3; fd < 1024; fd++ {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+			extra = append(extra, strconv.Itoa(fd))
+		}
+	}
 	data := filepath.Clean("../../..")
 	other := filepath.Join("..", "other-session")
 	got := map[string]string{}
@@ -43,6 +52,7 @@ func probe() {
 	}
 	read := func(p string) func() error { return func() error { _, err := os.ReadFile(p); return err } }
 	write := func(p string) func() error { return func() error { return os.WriteFile(p, []byte("pwned"), 0o600) } }
+	got["descriptors beyond 0-2"] = strings.Join(extra, ",")
 	try("read secrets.key", read(filepath.Join(data, "secrets.key")))
 	try("read snugd.db", read(filepath.Join(data, "snugd.db")))
 	try("read config.json", read(filepath.Join(data, "config.json")))
