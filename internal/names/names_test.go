@@ -181,3 +181,23 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFoldsOnto: the fold test is symmetric and irreflexive, and covers
+// every pair strings.EqualFold (Unicode simple folding) matches.
+func FuzzFoldsOnto(f *testing.F) {
+	f.Add("threadıd", "threadId")
+	f.Add("THREADID", "threadId")
+	f.Add("\u212aey", "key")
+	f.Add("a\xff", "A\xff")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if FoldsOnto(a, a) {
+			t.Fatalf("FoldsOnto(%q, itself) = true", a)
+		}
+		if FoldsOnto(a, b) != FoldsOnto(b, a) {
+			t.Fatalf("FoldsOnto(%q, %q) != FoldsOnto(%q, %q)", a, b, b, a)
+		}
+		if a != b && utf8.ValidString(a) && utf8.ValidString(b) && strings.EqualFold(a, b) && !FoldsOnto(a, b) {
+			t.Fatalf("FoldsOnto(%q, %q) = false, but they fold together", a, b)
+		}
+	})
+}
