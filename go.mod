@@ -9,6 +9,7 @@ require (
 	github.com/grandcat/zeroconf v1.0.0
 	github.com/kardianos/service v1.3.0
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/mdp/qrterminal/v3 v3.2.1
@@ -49,4 +50,5 @@ require (
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

@@ -241,7 +241,7 @@ func (c *Client) dispatchNotification(m rpcMessage) error {
 		if err := json.Unmarshal(m.Params, &p); err != nil {
 			return violation("link.status params are malformed")
 		}
-		if !p.State.valid() || checkText(p.Label, MaxLabel, "label") != nil || checkText(p.Reason, MaxReason, "reason") != nil {
+		if !p.State.valid() || checkLabel(p.Label) != nil || checkText(p.Reason, MaxReason, "reason") != nil {
 			return violation("link.status params are out of bounds")
 		}
 		n = Notification{Method: NotifyLinkStatus, Status: LinkStatus(p)}
@@ -424,7 +424,7 @@ func (c *Client) PollLink(ctx context.Context) (Poll, error) {
 	if err := c.call(ctx, MethodLinkPoll, struct{}{}, &r); err != nil {
 		return Poll{}, err
 	}
-	if !r.State.valid() || checkText(r.Label, MaxLabel, "label") != nil || checkText(r.Reason, MaxReason, "reason") != nil {
+	if !r.State.valid() || checkLabel(r.Label) != nil || checkText(r.Reason, MaxReason, "reason") != nil {
 		return Poll{}, c.bad("a link.poll answer is out of bounds")
 	}
 	p := Poll{State: r.State, Label: r.Label, Reason: r.Reason}
@@ -455,7 +455,7 @@ func (c *Client) Verify(ctx context.Context, token Token) (Verification, error) 
 	if err := c.call(ctx, MethodVerify, tokenParams{Token: token.Reveal()}, &r); err != nil {
 		return Verification{}, err
 	}
-	if checkText(r.Label, MaxLabel, "label") != nil {
+	if checkLabel(r.Label) != nil {
 		return Verification{}, c.bad("a verify answer's label is out of bounds")
 	}
 	return Verification(r), nil

@@ -29,6 +29,7 @@
 //		Logger:   log,
 //		Scrub:    scrub,  // the daemon's credential scrub, for helper stderr
 //		OnEvent:  onEvent, // flows: EventQR, EventLinkStatus; hints: EventState
+//		Confine:  []string{exe, "helper", linkdevice.ConfineCommand}, // snugd's own executable
 //	})
 //	go sup.Run(ctx) // returns after every helper has shut down
 //
@@ -62,10 +63,20 @@
 // entry sim's standing target rule (§17) is {Method: SimSendMethod,
 // PathPattern: SimSendPath, BodyField: SimTargetField}.
 //
+// Confinement (confine*.go): with Config.Confine set, every helper starts
+// through RunConfine, which main serves as the hidden snugd helper
+// confine. On Linux it is a per-session subreaper that ends every
+// descendant with the session, and a Landlock sandbox (the system's
+// libraries, the helper's executable, its session directory; no network
+// the Spec does not declare) with no_new_privs. Status, Confinement and
+// Probe report the level reached; PROTOCOL.md §11 says what each system
+// narrows.
+//
 // Helpers are found only through the table: a Spec's Executable is a bare
 // file name looked up in Config.Dir, never a path, and nothing an app or a
 // requirement says can name one. A helper never sees snugd's environment.
 //
-// Imports: the standard library, qrterminal and rsc.io/qr, and daemon's leaf
-// vocabulary. Never daemon.
+// Imports: the standard library, qrterminal and rsc.io/qr, go-landlock and
+// x/sys/unix (Linux confinement), internal/names (the label rule),
+// daemon/scrub (stderr), and daemon's leaf vocabulary. Never daemon.
 package linkdevice

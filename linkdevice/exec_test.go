@@ -3,6 +3,9 @@ package linkdevice
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -13,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // syncBuffer is a log sink safe for the supervisor's goroutines.
@@ -243,22 +248,33 @@ func TestHostileHelpers(t *testing.T) {
 // characters neutralised and long lines cut.
 func TestHelperStderrScrubbed(t *testing.T) {
 	h := testHelper(t, "wrongtoken")
-	_, err := h.s.Verify(t.Context(), simKey, testToken)
+	sum := sha256.Sum256([]byte("a token of random bytes"))
+	tok := Token{base64.RawURLEncoding.EncodeToString(sum[:])}
+	_, err := h.s.Verify(t.Context(), simKey, tok)
 	if !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("Verify = %v, want ErrUnauthorized", err)
 	}
-	if strings.Contains(err.Error(), testToken.Reveal()) {
+	if strings.Contains(err.Error(), tok.Reveal()) {
 		t.Errorf("error %q carries the token", err)
 	}
 	waitFor(t, "the helper's stderr", func() bool { return strings.Contains(h.logs.String(), "got token") })
+	waitFor(t, "the token's other forms", func() bool { return strings.Contains(h.logs.String(), "token forms") })
 	waitFor(t, "the long line", func() bool { return strings.Contains(h.logs.String(), "xxxxxxxxxx") })
 	logs := h.logs.String()
-	for _, bad := range []string{testToken.Reveal(), "hunter2", "\x1b", strings.Repeat("x", 1001)} {
+	forms := []string{
+		tok.Reveal(),
+		base64.StdEncoding.EncodeToString([]byte(tok.Reveal())), // the base64 of its text
+		hex.EncodeToString([]byte(tok.Reveal())),                // the hex of its text
+		base64.StdEncoding.EncodeToString(sum[:]),               // its bytes, standard base64
+		hex.EncodeToString(sum[:]),                              // its bytes, hex
+		strings.ToUpper(hex.EncodeToString(sum[:])),
+	}
+	for _, bad := range append(forms, "hunter2", "\x1b", strings.Repeat("x", 1001)) {
 		if strings.Contains(logs, bad) {
 			t.Errorf("log holds %q:\n%s", bad[:min(len(bad), 40)], logs)
 		}
 	}
-	if !strings.Contains(logs, "REDACTED") || !strings.Contains(logs, "[SCRUBBED]") {
+	if !strings.Contains(logs, scrub.Mark) || !strings.Contains(logs, "[SCRUBBED]") {
 		t.Errorf("log lacks the redaction marks:\n%s", logs)
 	}
 }

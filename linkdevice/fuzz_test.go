@@ -47,7 +47,7 @@ func FuzzClientLine(f *testing.F) {
 			if n.Method == NotifyQR && CheckQRPayload(n.QR.Payload) != nil {
 				t.Fatalf("delivered an out-of-bounds payload %q", n.QR.Payload)
 			}
-			if n.Method == NotifyLinkStatus && (!n.Status.State.valid() || hasControl(n.Status.Label) || hasControl(n.Status.Reason)) {
+			if n.Method == NotifyLinkStatus && (!n.Status.State.valid() || checkLabel(n.Status.Label) != nil || hasControl(n.Status.Reason)) {
 				t.Fatalf("delivered an out-of-bounds status %+v", n.Status)
 			}
 		}

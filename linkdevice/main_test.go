@@ -2,6 +2,8 @@ package linkdevice
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +21,11 @@ import (
 const helperModeEnv = "LINKDEVICE_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// The confining command (snugd helper confine) comes first: it runs
+	// with the helper's environment, mode included, and then execs it.
+	if len(os.Args) > 2 && os.Args[1] == "helper" && os.Args[2] == ConfineCommand {
+		os.Exit(RunConfine(os.Args[3:], os.Stderr))
+	}
 	if mode := os.Getenv(helperModeEnv); mode != "" {
 		os.Exit(runTestHelper(mode))
 	}
@@ -36,6 +43,9 @@ func runTestHelper(mode string) int {
 	}
 	out := os.Stdout
 	h := basicHandler(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		if method == MethodUnlink && strings.HasPrefix(mode, "escaper") {
+			return nil, nil
+		}
 		switch mode {
 		case "garbage":
 			io.WriteString(out, "HTTP/1.1 200 OK\r\n\r\n<html>\n")
@@ -54,6 +64,9 @@ func runTestHelper(mode string) int {
 			t, err := ParseToken(params)
 			if err == nil {
 				fmt.Fprintf(os.Stderr, "\x1b[31mgot token %s and secret hunter2\x1b[0m\n", t.Reveal())
+				raw, _ := base64.RawURLEncoding.DecodeString(t.Reveal())
+				fmt.Fprintf(os.Stderr, "token forms: %s %s %s %s %X\n", base64.StdEncoding.EncodeToString([]byte(t.Reveal())),
+					hex.EncodeToString([]byte(t.Reveal())), base64.StdEncoding.EncodeToString(raw), hex.EncodeToString(raw), raw)
 				fmt.Fprintln(os.Stderr, strings.Repeat("x", 5000)+t.Reveal())
 			}
 			return nil, &RPCError{CodeUnauthorized, "bad token " + t.Reveal()}
@@ -68,6 +81,16 @@ func runTestHelper(mode string) int {
 	}
 	if mode == "exit" {
 		return 2
+	}
+	if mode == "prober" { // tries what a confined helper must not do
+		probe()
+	}
+	if mode == "escaper" || mode == "escaper-exits" { // leaves descendants that try to outlive it
+		escape()
+		if mode == "escaper-exits" {
+			time.Sleep(200 * time.Millisecond)
+			return 0
+		}
 	}
 	if mode == "forker" { // a child that keeps our stdout open, then garbage
 		child := exec.Command("sleep", "300")

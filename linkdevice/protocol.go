@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/snug/snugd/internal/names"
 )
 
 // ProtocolVersion is the helper protocol version this package speaks
@@ -353,6 +355,23 @@ func checkText(s string, max int, what string) error {
 	}
 	if hasControl(s) {
 		return fmt.Errorf("%s has control characters", what)
+	}
+	return nil
+}
+
+// checkLabel bounds a device label, the name a person reads to decide
+// which phone is linked: at most MaxLabel bytes and, when present, the
+// text rule of every trusted name (names.Check: NFC, nothing invisible,
+// no private-use or unassigned code points). "" means no label.
+func checkLabel(s string) error {
+	if s == "" {
+		return nil
+	}
+	if len(s) > MaxLabel {
+		return fmt.Errorf("label exceeds %d bytes", MaxLabel)
+	}
+	if err := names.Check(s); err != nil {
+		return fmt.Errorf("label: %w", err)
 	}
 	return nil
 }

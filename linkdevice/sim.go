@@ -56,7 +56,7 @@ func RunSim(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if opt.Rotate < 10*time.Millisecond || opt.Codes < 1 || opt.SendLimit < 1 || checkText(opt.Label, MaxLabel, "label") != nil || opt.Label == "" {
+	if opt.Rotate < 10*time.Millisecond || opt.Codes < 1 || opt.SendLimit < 1 || checkLabel(opt.Label) != nil || opt.Label == "" {
 		return errors.New("bad simulator options")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("helper", "sim")

@@ -2,8 +2,11 @@ package linkdevice
 
 import (
 	"bufio"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -61,4 +64,27 @@ func trimSpace(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// tokenSpellings lists the forms of a helper token a helper is likely to
+// log, for the scrub to remove: the token itself; the base64 (standard and
+// URL alphabets, padded or not) and hex (lower- and uppercase) of its
+// text; and, since a token is base64url of random bytes, those bytes in
+// standard base64 (padded or not), padded base64url and hex. scrub.Set
+// adds the percent- and JSON-escaped spellings of each, as it does for a
+// provider's credential.
+func tokenSpellings(t string) []string {
+	forms := []string{t}
+	add := func(b []byte) {
+		h := hex.EncodeToString(b)
+		forms = append(forms,
+			base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+			base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+			h, strings.ToUpper(h))
+	}
+	add([]byte(t))
+	if raw, err := base64.RawURLEncoding.DecodeString(t); err == nil {
+		add(raw)
+	}
+	return forms
 }

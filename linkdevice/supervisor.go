@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/snug/snugd/daemon/scrub"
 )
 
 // Supervision policy (DESIGN.md, "Supervision").
@@ -52,6 +54,10 @@ var (
 type Spec struct {
 	Executable string
 	Args       []string
+	// ConnectTCP are the TCP ports a confined helper may connect to (with
+	// DNS over UDP port 53 when any); none, like the simulator, leaves it
+	// no network at all where the kernel can narrow it (Landlock ABI 4).
+	ConnectTCP []uint16
 }
 
 // Config configures a Supervisor. Helpers, Dir and StateDir are required
@@ -81,6 +87,21 @@ type Config struct {
 	OnEvent func(Event)
 	// Starter starts processes. Nil: ExecStarter.
 	Starter Starter
+	// Confine is the command that starts a helper confined (on Linux:
+	// Landlock, no_new_privs, and a per-session subreaper that ends every
+	// descendant with the session; see RunConfine): snugd's own absolute
+	// executable path followed by "helper", ConfineCommand. Nil starts
+	// helpers unconfined, and Confinement says so.
+	Confine []string
+	// ReapOrphans makes this process the child subreaper of its
+	// descendants (Linux: PR_SET_CHILD_SUBREAPER, a process-wide
+	// attribute, set by New) and has the Supervisor end every process
+	// reparented to it: what outlived a confined helper's own subreaper
+	// (killed outright) or an unconfined helper's exit. Only a program
+	// whose children are all helpers may set it (snugd: the daemon starts
+	// no other process), since an orphan cannot be told from another
+	// child but by being no live helper.
+	ReapOrphans bool
 }
 
 // SessionKey names one helper session: a helper serving one (app, slot).
@@ -109,6 +130,8 @@ type Status struct {
 	State     State
 	Restarts  int
 	LastError string
+	// Confinement is what the session's last start reached.
+	Confinement Confinement
 }
 
 // EventKind says what an Event reports.
@@ -149,6 +172,13 @@ type Supervisor struct {
 	mu       sync.Mutex
 	running  bool
 	stopping bool
+	lastConf Confinement // what the latest helper start reached
+	started  bool        // a helper has started
+
+	// procMu orders starts (read-locked) against orphan sweeps; pids holds
+	// the pids of the helper processes started and not yet reaped.
+	procMu   sync.RWMutex
+	pids     sync.Map // int → true
 	sessions map[SessionKey]*session
 	wg       sync.WaitGroup // one per keeper goroutine
 }
@@ -168,6 +198,7 @@ type session struct {
 	changed   chan struct{} // closed and replaced on every state change
 	tokens    []string      // token values seen, scrubbed from stderr
 	stopped   bool
+	conf      Confinement // what the last start reached
 }
 
 var helperIDRule = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -182,6 +213,15 @@ func New(cfg Config) (*Supervisor, error) {
 		}
 		if err := checkExecutable(spec.Executable); err != nil {
 			return nil, fmt.Errorf("helper %s: %w", id, err)
+		}
+	}
+	if len(cfg.Confine) > 0 && !filepath.IsAbs(cfg.Confine[0]) {
+		return nil, errors.New("the confining command must be an absolute path")
+	}
+	cfg.Confine = slices.Clone(cfg.Confine)
+	if cfg.ReapOrphans {
+		if err := becomeSubreaper(); err != nil {
+			return nil, fmt.Errorf("become the helpers' subreaper: %w", err)
 		}
 	}
 	if len(cfg.Helpers) > 0 {
@@ -208,7 +248,7 @@ func New(cfg Config) (*Supervisor, error) {
 func cloneHelpers(m map[string]Spec) map[string]Spec {
 	out := make(map[string]Spec, len(m))
 	for k, v := range m {
-		out[k] = Spec{Executable: v.Executable, Args: slices.Clone(v.Args)}
+		out[k] = Spec{Executable: v.Executable, Args: slices.Clone(v.Args), ConnectTCP: slices.Clone(v.ConnectTCP)}
 	}
 	return out
 }
@@ -277,13 +317,29 @@ func (s *Supervisor) Status() []Status {
 	out := make([]Status, 0, len(list))
 	for _, ss := range list {
 		ss.mu.Lock()
-		out = append(out, Status{SessionKey: ss.key, State: ss.state, Restarts: ss.restarts, LastError: ss.lastError})
+		out = append(out, Status{SessionKey: ss.key, State: ss.state, Restarts: ss.restarts, LastError: ss.lastError, Confinement: ss.conf})
 		ss.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b Status) int {
 		return strings.Compare(a.HelperID+"\x00"+a.AppID+"\x00"+a.Slot, b.HelperID+"\x00"+b.AppID+"\x00"+b.Slot)
 	})
 	return out
+}
+
+// Confinement reports how helpers are confined: what the latest helper
+// start reached, or before any has started what one would (Probe, when
+// a confining command is configured; none without). The daemon's status
+// report and snugd ctl doctor show it.
+func (s *Supervisor) Confinement() Confinement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.started:
+		return s.lastConf
+	case len(s.cfg.Confine) > 0:
+		return Probe()
+	}
+	return Confinement{}
 }
 
 // StateIdle is a helper with no session (HelperStatus only).
@@ -487,13 +543,40 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 	if why != "" {
 		return 0, why, false
 	}
-	proc, err := s.starter.Start(ctx, Command{Path: path, Args: slices.Clone(ss.spec.Args), Dir: ss.dir, Env: slices.Clone(s.cfg.Env)})
+	s.procMu.RLock() // a sweep must not take the new child for an orphan
+	proc, err := s.starter.Start(ctx, Command{
+		Path: path, Args: slices.Clone(ss.spec.Args), Dir: ss.dir, Env: slices.Clone(s.cfg.Env),
+		Confine: s.cfg.Confine, StateDir: s.cfg.StateDir, ConnectTCP: slices.Clone(ss.spec.ConnectTCP),
+	})
+	pid := 0
+	if p, ok := proc.(interface{ Pid() int }); ok && err == nil {
+		pid = p.Pid()
+		s.pids.Store(pid, true)
+	}
+	s.procMu.RUnlock()
 	if err != nil {
 		s.log.Error("helper did not start", "helper", ss.key.HelperID, "err", err)
 		return 0, "the helper could not be started", false
 	}
+	var conf Confinement
+	if c, ok := proc.(interface{ Confinement() Confinement }); ok {
+		conf = c.Confinement()
+	}
+	ss.mu.Lock()
+	ss.conf = conf
+	ss.mu.Unlock()
+	s.mu.Lock()
+	s.lastConf, s.started = conf, true
+	s.mu.Unlock()
 	exited := make(chan struct{})
-	go func() { proc.Wait(); close(exited) }() // ends when the process exits
+	go func() { // ends when the process exits
+		proc.Wait()
+		if pid != 0 {
+			s.pids.Delete(pid)
+			s.sweepOrphans()
+		}
+		close(exited)
+	}()
 	logged := make(chan struct{})
 	go func() { s.forwardStderr(ss, proc.Stderr()); close(logged) }() // ends when stderr closes
 	client := NewClient(proc.Stdout(), proc.Stdin(), ClientOptions{Notify: func(n Notification) { s.notified(ss, n) }})
@@ -716,14 +799,17 @@ func (ss *session) remember(t Token) {
 	}
 }
 
-// scrub removes ss's tokens and the caller's credentials from helper text.
+// scrub removes ss's tokens, in every spelling tokenSpellings lists,
+// and the caller's credentials from helper text.
 func (s *Supervisor) scrub(ss *session, text string) string {
 	ss.mu.Lock()
 	toks := slices.Clone(ss.tokens)
 	ss.mu.Unlock()
+	var set scrub.Set
 	for _, t := range toks {
-		text = strings.ReplaceAll(text, t, redacted)
+		set.Add(tokenSpellings(t)...)
 	}
+	text = set.Apply(text)
 	if s.cfg.Scrub != nil {
 		text = s.cfg.Scrub(text)
 	}

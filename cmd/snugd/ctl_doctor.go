@@ -18,6 +18,7 @@ import (
 
 	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/linkdevice"
 )
 
 // The files of a data directory, as daemon/internal/store and api name
@@ -72,6 +73,7 @@ func ctlDoctor(ctx context.Context, c *ctl, args []string) int {
 		d.checkPort(ctx)
 		d.checkRefusals(ctx)
 	}
+	d.checkHelpers()
 	d.checkClock(ctx)
 	rep := doctorReport{OK: true, Checks: d.checks}
 	for _, ch := range d.checks {
@@ -342,6 +344,26 @@ func (d *doctor) checkRefusals(ctx context.Context) {
 		ok = append(ok, tc.what)
 	}
 	d.add("host/origin", "ok", "refused with 403: %s", strings.Join(ok, ", "))
+}
+
+// checkHelpers reports how this machine confines a linked-device helper
+// (linkdevice.Probe): the Landlock ABI the kernel offers and what it
+// narrows, no_new_privs, and whether descendants end with the session.
+// It warns where a helper could read what snugd's user can: outside
+// Linux, or on a kernel without Landlock.
+func (d *doctor) checkHelpers() {
+	const name = "helper sandbox"
+	c := linkdevice.Probe()
+	switch {
+	case runtime.GOOS != "linux":
+		d.add(name, "warn", "helpers are not sandboxed on %s: each runs as snugd's user, in a private session directory with an empty environment, and can read what that user can", runtime.GOOS)
+	case !c.Confined():
+		d.add(name, "warn", "this kernel has no Landlock, so a helper can read what snugd's user can (%s): enable the landlock LSM (CONFIG_SECURITY_LANDLOCK, lsm=landlock,… at boot)", c)
+	case !c.Network:
+		d.add(name, "ok", "%s; this kernel cannot narrow a helper's network (that needs Landlock ABI 4)", c)
+	default:
+		d.add(name, "ok", "%s", c)
+	}
 }
 
 // checkClock checks that this machine's clock is plausible: not before the

@@ -232,6 +232,25 @@ func TestCtlHostsApproveShowsTheRequestFirst(t *testing.T) {
 	}
 }
 
+// TestCtlHostsFlagsLookalikeNames: a host may call itself "Ｗork laptop"
+// (a fullwidth W); the approve prompt and hosts list show it flagged, with
+// the name it looks like, not as a second "Work laptop".
+func TestCtlHostsFlagsLookalikeNames(t *testing.T) {
+	td := startDaemon(t)
+	p, _ := td.pair(t, "Ｗork laptop")
+	const flagged = `"Ｗork laptop" (looks like "Work laptop"; contains fullwidth letters)`
+	_, out, _ := td.ctl(t, "", "hosts", "approve", p.Code)
+	if !strings.Contains(out, "name     "+flagged+" (chosen by the host itself)") {
+		t.Errorf("hosts approve printed %q; want the name flagged: %s", out, flagged)
+	}
+	if _, out, _ = td.ctl(t, "", "hosts", "list"); !strings.Contains(out, "calling itself "+flagged) {
+		t.Errorf("hosts list printed %q; want the name flagged: %s", out, flagged)
+	}
+	if _, out, _ = td.ctl(t, "", "hosts", "approve", p.Code, "--yes"); !strings.Contains(out, "calling itself "+flagged+" is approved") {
+		t.Errorf("hosts approve --yes printed %q; want the name flagged: %s", out, flagged)
+	}
+}
+
 // TestCtlImportReportShowsHostileAppIDs: an imported file's app id is
 // outside text; one carrying an ESC sequence and a right-to-left override
 // is dropped, and the report prints it with both made visible.

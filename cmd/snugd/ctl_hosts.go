@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/internal/names"
 )
 
 const hostsSynopsis = "hosts list|approve CODE [--yes]|deny CODE|invite NAME|revoke ID [--json]"
@@ -107,7 +108,7 @@ func ctlHosts(ctx context.Context, c *ctl, args []string) int {
 	if len(hs.Invitations) > 0 {
 		c.out("\ninvitations not used yet (snugd ctl hosts invite NAME replaces one):")
 		for _, i := range hs.Invitations {
-			c.out("  \"%s\" (%s), invited %s ago, expires %s", i.Name, i.Surface, age(time.Since(i.CreatedAt.Time)), i.ExpiresAt.UTC().Format(time.RFC3339))
+			c.out("  %s (%s), invited %s ago, expires %s", names.Display(i.Name), i.Surface, age(time.Since(i.CreatedAt.Time)), i.ExpiresAt.UTC().Format(time.RFC3339))
 		}
 	}
 	return exitOK
@@ -126,11 +127,11 @@ func (c *ctl) inviteHost(ctx context.Context, name string) int {
 		return c.printJSON(inv) // the API's answer, as is
 	}
 	left := time.Until(inv.ExpiresAt.Time).Round(time.Minute)
-	c.out("invitation for the desktop host \"%s\":", inv.Name)
+	c.out("invitation for the desktop host %s:", names.Display(inv.Name))
 	c.out("")
 	c.out("    %s", inv.Invitation)
 	c.out("")
-	c.out("enter it where that desktop app asks for a pairing invitation, and have it pair under the name \"%s\": it pairs that one host, already approved, and cannot be used again", inv.Name)
+	c.out("enter it where that desktop app asks for a pairing invitation, and have it pair under the name %s: it pairs that one host, already approved, and cannot be used again", names.Display(inv.Name))
 	c.out("it expires at %s (in %s); it is shown only now, so if it is lost, invite the name again", inv.ExpiresAt.UTC().Format(time.RFC3339), age(left))
 	return exitOK
 }
@@ -138,12 +139,14 @@ func (c *ctl) inviteHost(ctx context.Context, name string) int {
 // describePairing names a host origin first: the origin is what the token
 // is bound to, and the name is whatever the asking page chose to call
 // itself. Every part is shown (ctl_text.go), so a name cannot carry a
-// second origin behind a bidi override.
+// second origin behind a bidi override, and the name goes through the
+// names rule's Display: quoted, and flagged with what it looks like when
+// it mixes scripts or uses fullwidth or lookalike letters.
 func describePairing(origin, name, surface string) string {
 	if origin == "" {
 		origin = "(no origin: a desktop app on this machine)"
 	}
-	return fmt.Sprintf("%s (%s) calling itself \"%s\"", shown(origin), shown(surface), shown(name))
+	return fmt.Sprintf("%s (%s) calling itself %s", shown(origin), shown(surface), names.Display(name))
 }
 
 // showPairing prints the pending pairing request with code — origin,
@@ -175,7 +178,7 @@ func (c *ctl) showPairing(ctx context.Context, code string, yes bool) (pairingID
 		}
 		c.out("pairing request %s", p.Code)
 		c.out("  origin   %s", origin)
-		c.out("  name     \"%s\" (chosen by the host itself)", p.Name)
+		c.out("  name     %s (chosen by the host itself)", names.Display(p.Name))
 		c.out("  surface  %s", p.Surface)
 		c.out("  asked    %s ago (%s)", age(time.Since(p.CreatedAt.Time)), p.CreatedAt.UTC().Format(time.RFC3339))
 		c.out("approving lets this host create apps and ask for their connections on this device")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/internal/names"
 )
 
 // Surface is what kind of host a paired client is. Its values are declared
@@ -894,19 +895,21 @@ func validDNSName(host string) bool {
 	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
 }
 
-// checkHostName refuses a display name that is empty, longer than
-// MaxHostNameChars, padded, or holds control or format characters (which
-// could disguise it on the administrator's screen).
+// checkHostName refuses a display name that is longer than
+// MaxHostNameChars or breaks the text rule of names a person reads to
+// decide trust (names.Check): empty, padded, not NFC, or holding a
+// character that does not show itself (controls, format characters,
+// invisible fillers, private-use or unassigned code points), any of which
+// could disguise it on the administrator's screen. A name that passes but
+// looks like another (fullwidth or mixed-script letters) is stored and
+// flagged wherever it is shown.
 func checkHostName(name string) error {
-	bad := name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxHostNameChars ||
-		strings.TrimSpace(name) != name
-	for _, r := range name {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Co, r) || r == utf8.RuneError {
-			bad = true
-		}
+	msg := fmt.Sprintf("name must be 1 to %d characters of plain text", MaxHostNameChars)
+	if utf8.RuneCountInString(name) > MaxHostNameChars {
+		return errcode.New(errcode.BadRequest, msg)
 	}
-	if bad {
-		return errcode.New(errcode.BadRequest, fmt.Sprintf("name must be 1 to %d characters of plain text", MaxHostNameChars))
+	if err := names.Check(name); err != nil {
+		return errcode.New(errcode.BadRequest, msg+" ("+err.Error()+")")
 	}
 	return nil
 }
