@@ -64,6 +64,9 @@ func statusTable() map[errcode.Code]int {
 		errcode.RateLimited: http.StatusTooManyRequests,
 		// 500.
 		errcode.Internal: http.StatusInternalServerError,
+		// 502: a local helper the call needed did not serve it (outside a
+		// net frame, where the code travels in the frame).
+		errcode.NetFetchFailed: http.StatusBadGateway,
 	}
 }
 

@@ -195,14 +195,15 @@ func (s *Server) arm(c echo.Context) error {
 	return c.JSON(http.StatusOK, StandingResponse{Standing: standingJSON(st)})
 }
 
-// quietHours reads "HH:MM" times and an IANA zone.
+// quietHours reads "HH:MM" times and an IANA zone; without one, the
+// machine's local time.
 func quietHours(q QuietHoursJSON) (*fetch.QuietHours, error) {
 	start, ok1 := parseClock(q.Start)
 	end, ok2 := parseClock(q.End)
 	if !ok1 || !ok2 {
 		return nil, errcode.New(errcode.BadRequest, `quietHours start and end must be "HH:MM"`)
 	}
-	loc := time.UTC
+	loc := time.Local
 	if q.TimeZone != "" {
 		var err error
 		if loc, err = time.LoadLocation(q.TimeZone); err != nil || strings.ContainsAny(q.TimeZone, `.\`) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/snug/snugd/daemon"
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/daemon/wire/wiretest"
 	"github.com/snug/snugd/transports"
@@ -346,5 +347,32 @@ func TestBodyAppIDRefusesControls(t *testing.T) {
 	}
 	if j, err := e.ctl.Journal(ctx, JournalOptions{Kind: "requests"}); err != nil || len(j.Entries) != 0 { // the setup's acts aside
 		t.Errorf("Journal = %+v, %v, want nothing recorded", j, err)
+	}
+}
+
+// TestQuietHoursZone: quiet hours without a timeZone are the machine's
+// local time, as API.md says, and the answer names the zone used.
+//
+// conformance: P3-S17-11
+func TestQuietHoursZone(t *testing.T) {
+	for _, tc := range []struct{ in, loc, echo string }{
+		{"", "Local", "Local"},
+		{"Europe/Berlin", "Europe/Berlin", "Europe/Berlin"},
+		{"UTC", "UTC", "UTC"},
+	} {
+		q, err := quietHours(QuietHoursJSON{Start: "22:00", End: "07:00", TimeZone: tc.in})
+		if err != nil {
+			if tc.in != "" && strings.Contains(err.Error(), "time zone") {
+				t.Skipf("no time zone data for %s here", tc.in)
+			}
+			t.Fatal(err)
+		}
+		if q.Location.String() != tc.loc || (tc.in == "" && q.Location != time.Local) {
+			t.Errorf("quietHours(timeZone %q) in %s, want %s", tc.in, q.Location, tc.loc)
+		}
+		j := standingJSON(fetch.Standing{Spec: fetch.StandingSpec{Quiet: q}})
+		if j.QuietHours == nil || j.QuietHours.TimeZone != tc.echo {
+			t.Errorf("standingJSON(timeZone %q).quietHours = %+v, want timeZone %q", tc.in, j.QuietHours, tc.echo)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,31 +31,29 @@ func TestMain(m *testing.M) {
 // newLinkEnv is an env whose daemon runs the simulator helper, with
 // app1's sim row approved in slot chat and shared with one paired host.
 func newLinkEnv(t *testing.T) (*env, *Client, string) {
+	return newLinkEnvArgs(t, "--rotate", "300ms", "--codes", "50")
+}
+
+// newLinkEnvArgs is newLinkEnv with the simulator started with simArgs.
+func newLinkEnvArgs(t *testing.T, simArgs ...string) (*env, *Client, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var target atomic.Pointer[daemon.Daemon]
 	sup, err := linkdevice.New(linkdevice.Config{
-		Helpers:  map[string]linkdevice.Spec{"sim": {Executable: filepath.Base(exe), Args: []string{"--rotate", "300ms", "--codes", "50"}}},
+		Helpers:  map[string]linkdevice.Spec{"sim": {Executable: filepath.Base(exe), Args: simArgs}},
 		Dir:      filepath.Dir(exe),
 		StateDir: filepath.Join(t.TempDir(), "helpers"),
 		Env:      []string{simHelperEnv + "=1"},
-		OnEvent: func(ev linkdevice.Event) {
-			if d := target.Load(); d != nil {
-				d.Devices().HelperEvent(ev)
-			}
-		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newEnvWith(t, func(c *daemon.Config) {
-		c.Helpers = sup
+		c.Helpers = sup  // the daemon subscribes to its events
 		c.Now = time.Now // a flow's deadline is a real context deadline
 	})
-	target.Store(e.d)
 	req, _ := json.Marshal(map[string]any{
 		"slot": "chat", "provider": map[string]any{"name": "Snug Simulator"}, "kind": "linked_device",
 		"fields":           []any{map[string]any{"key": "helper_token", "label": "Helper token", "type": "secret"}},
@@ -128,4 +125,13 @@ func TestLinkRoutes(t *testing.T) {
 	if err != nil || len(st.Helpers) != 1 || st.Helpers[0].HelperID != "sim" || st.Helpers[0].Sessions != 1 {
 		t.Errorf("status helpers = %+v, %v", st.Helpers, err)
 	}
+}
+
+// TestLinkStartHelperCrashes: a helper that exits at once cannot start
+// linking: link/start answers 502 NET_FETCH_FAILED, as API.md says, never
+// 500 INTERNAL.
+func TestLinkStartHelperCrashes(t *testing.T) {
+	_, host, _ := newLinkEnvArgs(t, "--no-such-flag") // the simulator exits 1 on a flag it does not know
+	_, err := host.StartLink(t.Context(), "app1", "chat")
+	wantAPIError(t, err, http.StatusBadGateway, errcode.NetFetchFailed)
 }

@@ -31,6 +31,10 @@ func (s *Server) status(c echo.Context) error {
 	for _, st := range r.Standing {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
+	if c := r.HelperSandbox; c != nil {
+		out.HelperSandbox = &HelperSandboxJSON{Landlock: c.Landlock, Files: c.Files, Network: c.Network, Scoped: c.Scoped,
+			NoNewPrivs: c.NoNewPrivs, Descendants: c.Descendants, Summary: c.String()}
+	}
 	for _, h := range r.Helpers {
 		out.Helpers = append(out.Helpers, HelperStatusJSON{HelperID: h.ID, State: h.State, Sessions: h.Sessions, Restarts: h.Restarts, LastError: h.LastError})
 	}

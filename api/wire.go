@@ -188,8 +188,25 @@ type StatusResponse struct {
 	Connections     ConnectionCounts   `json:"connections"`
 	Hosts           HostCounts         `json:"hosts"`
 	Helpers         []HelperStatusJSON `json:"helpers"`
+	// HelperSandbox is the sandbox linked-device helpers run in; absent
+	// when no helper supervisor runs.
+	HelperSandbox   *HelperSandboxJSON `json:"helperSandbox,omitempty"`
 	Standing        []StandingJSON     `json:"standing"`
 	PendingConfirms int                `json:"pendingConfirms"`
+}
+
+// HelperSandboxJSON is StatusResponse.helperSandbox: the Landlock ABI
+// enforced on helpers (0: none), what it narrows, no_new_privs, whether
+// every descendant ends with its session, and the one-line summary ctl
+// prints.
+type HelperSandboxJSON struct {
+	Landlock    int    `json:"landlock"`
+	Files       bool   `json:"files"`
+	Network     bool   `json:"network"`
+	Scoped      bool   `json:"scoped"`
+	NoNewPrivs  bool   `json:"noNewPrivs"`
+	Descendants bool   `json:"descendants"`
+	Summary     string `json:"summary"`
 }
 
 // ConnectionCounts counts connection rows (StatusResponse.connections).
@@ -624,7 +641,10 @@ func standingJSON(st fetch.Standing) StandingJSON {
 	}
 	if q := st.Spec.Quiet; q != nil {
 		j.QuietHours = &QuietHoursJSON{Start: clockString(q.Start), End: clockString(q.End)}
-		if q.Location != nil && q.Location != time.UTC {
+		// The zone used, always: an IANA name, or "Local" for the
+		// machine's local time (no timeZone was given).
+		j.QuietHours.TimeZone = "Local"
+		if q.Location != nil {
 			j.QuietHours.TimeZone = q.Location.String()
 		}
 	}

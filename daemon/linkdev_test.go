@@ -353,6 +353,8 @@ func (fakeHelpers) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 
 func (fakeHelpers) Subscribe(func(linkdevice.Event)) {}
 
+func (fakeHelpers) Confinement() linkdevice.Confinement { return linkdevice.Confinement{} }
+
 // TestHelperTransportsOnlyForRegisteredHelpers: gate 6a gets a transport
 // for a helper only when the registry names it and the table runs it, so
 // gate 5 stands down for exactly the registered helpers' sidecar names.

@@ -346,3 +346,27 @@ func FuzzBodyFieldTarget(f *testing.F) {
 		}
 	})
 }
+
+// A body key that folds onto the target field without being it — under
+// Unicode simple folding or the Turkish ı/İ pair, as a .NET or Java
+// decoder might read it — makes the target ambiguous, so the standing
+// gate refuses it; the exact key alone still names the target.
+//
+// conformance: P3-S17-08
+func TestBodyFieldTargetRefusesFoldedKeys(t *testing.T) {
+	for _, tc := range []struct {
+		body      string
+		ambiguous bool
+	}{
+		{`{"threadId":"t-bob","text":"hi"}`, false},
+		{`{"threadıd":"t-bob","text":"hi"}`, true},                     // dotless ı
+		{`{"threadId":"t-bob","threadİd":"t-alice","text":"hi"}`, true}, // dotted İ beside the real key
+		{`{"THREADID":"t-bob","text":"hi"}`, true},                     // plain case folding
+		{`{"threadId":"t-bob","threadſd":"t-alice"}`, false},           // ſ folds to s, not to i: another key
+	} {
+		target, ambiguous, ok := fetch.BodyFieldTarget("threadId", tc.body)
+		if ambiguous != tc.ambiguous || (!tc.ambiguous && (!ok || target != "t-bob")) {
+			t.Errorf("BodyFieldTarget(threadId, %s) = %q, ambiguous %v, found %v; want ambiguous %v", tc.body, target, ambiguous, ok, tc.ambiguous)
+		}
+	}
+}

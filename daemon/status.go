@@ -8,6 +8,7 @@ import (
 	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/pairing"
+	"github.com/snug/snugd/linkdevice"
 )
 
 // StatusReport is the daemon's part of GET /v1/status and snugd ctl status:
@@ -22,6 +23,10 @@ type StatusReport struct {
 	// Helpers lists the linked-device helpers of the supervisor's table
 	// and their state; empty (never nil) when none runs.
 	Helpers []pairing.HelperStatus
+	// HelperSandbox is the sandbox the helpers run in (Landlock level,
+	// no_new_privs, whether descendants end with the session); nil when
+	// no helper supervisor runs.
+	HelperSandbox *linkdevice.Confinement
 	// PendingConfirms and Standing are the parked confirms and the armed
 	// standing approvals the caller may see.
 	PendingConfirms int
@@ -72,6 +77,9 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 		return StatusReport{}, grants.Internal(d.log, "read status", err)
 	}
 	r := StatusReport{DataDir: d.DataDir(), Helpers: d.devices.HelperStatuses()}
+	if c, ok := d.devices.HelperSandbox(); ok {
+		r.HelperSandbox = &c
+	}
 	apps := map[string]bool{}
 	var mine func(appID string) bool // a host counts its own apps only (grants/owners.go)
 	if _, ok := hostauth.CallerHost(ctx); ok {

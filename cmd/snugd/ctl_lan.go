@@ -48,7 +48,7 @@ func printBridges(c *ctl, d api.LANDiscoverResponse) {
 		c.out("%-3s %-16s %-15s %-8s %s", "#", "BRIDGE ID", "ADDRESS", "MODEL", "NAME")
 	}
 	for i, b := range d.Bridges {
-		c.out("%-3d %-16s %-15s %-8s %s", i+1, orDash(b.ID), orDash(b.Address), orDash(b.ModelID), orDash(b.Name))
+		c.out("%-3d %-16s %-15s %-8s %s", i+1, orDash(b.ID), orDash(b.Address), orDash(b.ModelID), orDash(trustName(b.Name)))
 		if !b.Selectable {
 			c.out("    not selectable: %s", b.Reason)
 		}

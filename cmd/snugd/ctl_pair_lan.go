@@ -96,7 +96,7 @@ func ctlPairLAN(ctx context.Context, c *ctl, args []string) int {
 		fmt.Fprintf(c.e.stderr, "%s: pairing %s: %s\n", shownArgs([]any{c.name, f.State, orDash(f.Message)})...)
 		return exitNo
 	}
-	c.out("paired %s/%s with %s; certificate pinned: sha256 %s", appID, slot, orDash(f.Label), f.Fingerprint)
+	c.out("paired %s/%s with %s; certificate pinned: sha256 %s", appID, slot, orDash(trustName(f.Label)), f.Fingerprint)
 	c.out("the application key is stored write-only; a changed certificate will be refused, never trusted silently")
 	return exitOK
 }

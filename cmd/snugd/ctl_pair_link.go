@@ -80,7 +80,7 @@ func ctlPairLink(ctx context.Context, c *ctl, args []string) int {
 // linkEnded prints how a device-link flow ended.
 func (c *ctl) linkEnded(f api.FlowJSON) int {
 	if f.State == "linked" {
-		c.out("linked as %s", f.Label)
+		c.out("linked as %s", trustName(f.Label))
 		return exitOK
 	}
 	msg := f.Message

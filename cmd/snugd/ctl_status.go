@@ -43,6 +43,9 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 		}
 		c.out("helpers      %s", strings.Join(hs, ", "))
 	}
+	if sb := st.HelperSandbox; sb != nil {
+		c.out("sandbox      %s", sb.Summary)
+	}
 	c.out("standing     %d armed", len(st.Standing))
 	c.out("confirms     %d pending", st.PendingConfirms)
 	// What needs attention, by name: pairing requests, then each app's

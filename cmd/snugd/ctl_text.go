@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/snug/snugd/internal/names"
 )
 
 // shown returns s as snugd ctl prints text that came from outside (app
@@ -118,4 +120,15 @@ func (j jsonShown) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// trustName shows a name a device gave itself (a bridge's, a helper's
+// label) in a table: as it is when the names rule finds nothing to flag,
+// else escaped and flagged (names.Display), so a lookalike or an invisible
+// character cannot pass for a name the person knows.
+func trustName(s string) string {
+	if s == "" || (names.Check(s) == nil && !names.Inspect(s).Flagged) {
+		return s
+	}
+	return names.Display(s)
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/registry"
@@ -58,11 +59,19 @@ func newHelpers(dataDir string, log *slog.Logger) (*linkdevice.Supervisor, error
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = real
 	}
-	return linkdevice.New(linkdevice.Config{
+	cfg := linkdevice.Config{
 		Helpers:  helperTable(filepath.Base(exe)),
 		Dir:      filepath.Dir(exe),
 		StateDir: filepath.Join(dataDir, "helpers"),
 		Env:      []string{"PATH=" + os.Getenv("PATH")},
 		Logger:   log.With("component", "helpers"),
-	})
+	}
+	if runtime.GOOS == "linux" {
+		// Each helper starts through snugd helper confine: Landlock,
+		// no_new_privs, and a reaper that ends every descendant with
+		// the session; anything reparented to snugd ends too.
+		cfg.Confine = []string{exe, "helper", linkdevice.ConfineCommand}
+		cfg.ReapOrphans = true
+	}
+	return linkdevice.New(cfg)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/scrub"
+	"github.com/snug/snugd/internal/names"
 )
 
 // Standing approvals (spec §17, PROVISIONAL; ruling R20): a pre-recorded
@@ -512,7 +513,7 @@ func findField(dec *json.Decoder, path []string) (v any, found, ambiguous bool, 
 			return nil, false, false, err
 		}
 		key, _ := kt.(string)
-		if !strings.EqualFold(key, path[0]) {
+		if key != path[0] && !names.FoldsOnto(key, path[0]) {
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
 				return nil, false, false, err

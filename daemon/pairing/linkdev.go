@@ -44,6 +44,8 @@ type Helpers interface {
 	Verify(ctx context.Context, k linkdevice.SessionKey, token linkdevice.Token) (linkdevice.Verification, error)
 	Unlink(ctx context.Context, k linkdevice.SessionKey) error
 	HelperStatus() []linkdevice.HelperSummary
+	// Confinement is the sandbox the helpers run in.
+	Confinement() linkdevice.Confinement
 }
 
 // Device-link bounds.
@@ -425,6 +427,15 @@ func (d *Devices) HelperStatuses() []HelperStatus {
 		out = append(out, HelperStatus{ID: h.HelperID, State: string(h.State), Sessions: h.Sessions, Restarts: h.Restarts, LastError: h.LastError})
 	}
 	return out
+}
+
+// HelperSandbox is the sandbox the helpers run in; ok is false when no
+// helper supervisor runs.
+func (d *Devices) HelperSandbox() (c linkdevice.Confinement, ok bool) {
+	if d.helpers == nil {
+		return linkdevice.Confinement{}, false
+	}
+	return d.helpers.Confinement(), true
 }
 
 // FlowQRPNG draws a device-link flow's current QR code as a PNG image (GET
