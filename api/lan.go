@@ -141,12 +141,6 @@ func (s *Server) lanPair(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, flowJSON(f))
 }
 
-// DiscoverLAN calls POST /v1/lan/discover and returns its entries.
-func (c *Client) DiscoverLAN(ctx context.Context, timeout time.Duration) ([]LANBridgeJSON, error) {
-	out, err := c.BrowseLAN(ctx, timeout)
-	return out.Bridges, err
-}
-
 // BrowseLAN calls POST /v1/lan/discover and returns the whole answer,
 // the notes on the limit included.
 func (c *Client) BrowseLAN(ctx context.Context, timeout time.Duration) (LANDiscoverResponse, error) {

@@ -85,11 +85,12 @@ func TestLANRoutes(t *testing.T) {
 	ctx := t.Context()
 	c := e.ctl
 
-	bridges, err := c.DiscoverLAN(ctx, 0)
+	found, err := c.BrowseLAN(ctx, 0)
+	bridges := found.Bridges
 	if err != nil || len(bridges) != 2 || !bridges[0].Selectable || bridges[1].Selectable || bridges[1].Reason == "" {
 		t.Fatalf("DiscoverLAN = %+v, %v", bridges, err)
 	}
-	_, err = c.DiscoverLAN(ctx, time.Minute)
+	_, err = c.BrowseLAN(ctx, time.Minute)
 	apiCode(t, err, errcode.BadRequest)
 
 	if _, err := c.PutConnection(ctx, "app1", "hue", hueRequirement(t)); err != nil {
@@ -146,7 +147,7 @@ func TestLANRoutes(t *testing.T) {
 // TestLANRoutesBrowserPolicy: the browser profile admits no LAN act.
 func TestLANRoutesBrowserPolicy(t *testing.T) {
 	e, sim := hueEnv(t, fetch.PolicyBrowser)
-	_, err := e.ctl.DiscoverLAN(t.Context(), 0)
+	_, err := e.ctl.BrowseLAN(t.Context(), 0)
 	apiCode(t, err, errcode.Forbidden)
 	_, err = e.ctl.PairLAN(t.Context(), "app1", "hue", LANPairRequest{})
 	apiCode(t, err, errcode.Forbidden)

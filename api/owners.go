@@ -7,7 +7,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// App ownership (issue 10): the ctl channel's view of who may reach an
+// App ownership: the ctl channel's view of who may reach an
 // app, and the administrator's share and unshare. The host-side check is
 // the security chain's (scopePath) and the handlers' (scopeBody,
 // scopeFiltered); see routes.go.

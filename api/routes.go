@@ -70,7 +70,7 @@ const (
 )
 
 // appScope says how a route reaches an app, so that a host reaches only
-// the apps it owns or was given (daemon.AppVisible; issue 10). Every
+// the apps it owns or was given (grants.Book.AppVisible). Every
 // authed route must say: newTable refuses a table with an authed route
 // that does not, and TestEveryAppScopedRouteHidesAnotherHostsApp walks
 // the table for a second host.

@@ -65,7 +65,7 @@ type Config struct {
 	// helper runs: device links and sidecar requests refuse.
 	Helpers pairing.Helpers
 	// Tokens supplies the bearer token of the two OAuth kinds at gate 8. Nil
-	// means the daemon's own (oauthconn.go): stored tokens, refreshed
+	// means the daemon's own (daemon/pairing's oauthconn.go): stored tokens, refreshed
 	// through the guarded public transport. Tests may replace it.
 	Tokens fetch.TokenSource
 	// ConfirmTimeout bounds how long a parked confirm waits for the user

@@ -73,16 +73,6 @@ func (g *services) startAll(parent context.Context) {
 	}
 }
 
-// start runs s until stop. After stop it does nothing.
-func (g *services) start(parent context.Context, name string, s service) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped {
-		return
-	}
-	g.startLocked(parent, name, s)
-}
-
 // startLocked runs s until stop; g.mu is held. s's context keeps
 // parent's values but not its cancellation: stop ends the services one at
 // a time, in reverse order.

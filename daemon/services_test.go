@@ -49,16 +49,18 @@ func TestServices(t *testing.T) {
 		return &orderService{name: name, mu: &mu, log: &order, err: err, up: make(chan struct{})}
 	}
 	a, b, bad := mk("a", nil), mk("b", nil), mk("bad", errors.New("broken"))
-	g.start(t.Context(), "a", a)
-	g.start(t.Context(), "b", b)
-	g.start(t.Context(), "bad", bad)
+	g.add("a", a)
+	g.add("b", b)
+	g.add("bad", bad)
+	g.startAll(t.Context())
 	<-a.up
 	<-b.up
 	<-bad.up
 	g.stop()
 	g.stop()
 	late := mk("late", nil)
-	g.start(t.Context(), "late", late)
+	g.add("late", late)
+	g.startAll(t.Context())
 	mu.Lock()
 	got := slices.Clone(order)
 	mu.Unlock()

@@ -359,10 +359,10 @@ func TestBodyFieldTargetRefusesFoldedKeys(t *testing.T) {
 		ambiguous bool
 	}{
 		{`{"threadId":"t-bob","text":"hi"}`, false},
-		{`{"threadıd":"t-bob","text":"hi"}`, true},                     // dotless ı
+		{`{"threadıd":"t-bob","text":"hi"}`, true},                      // dotless ı
 		{`{"threadId":"t-bob","threadİd":"t-alice","text":"hi"}`, true}, // dotted İ beside the real key
-		{`{"THREADID":"t-bob","text":"hi"}`, true},                     // plain case folding
-		{`{"threadId":"t-bob","threadſd":"t-alice"}`, false},           // ſ folds to s, not to i: another key
+		{`{"THREADID":"t-bob","text":"hi"}`, true},                      // plain case folding
+		{`{"threadId":"t-bob","threadſd":"t-alice"}`, false},            // ſ folds to s, not to i: another key
 	} {
 		target, ambiguous, ok := fetch.BodyFieldTarget("threadId", tc.body)
 		if ambiguous != tc.ambiguous || (!tc.ambiguous && (!ok || target != "t-bob")) {

@@ -79,14 +79,6 @@ type Discovery struct {
 	Truncated bool
 }
 
-// Discover browses the local network for Hue bridges and returns the
-// entries Browse heard, without its notes. It is Browse for callers that
-// need only the list.
-func Discover(ctx context.Context, cfg DiscoverConfig) ([]Bridge, error) {
-	d, err := Browse(ctx, cfg)
-	return d.Bridges, err
-}
-
 // Browse browses the local network for Hue bridges (mDNS / DNS-SD,
 // `_hue._tcp.local.`, over IPv4) until the timeout or ctx's end, whichever
 // comes first: a burst of answers does not end it, so an answer that

@@ -16,7 +16,7 @@ func TestDiscoverNoInterface(t *testing.T) {
 		{Index: 2, Name: "down0", Flags: net.FlagMulticast | net.FlagBroadcast},
 		{Index: 3, Name: "tun0", Flags: net.FlagUp | net.FlagPointToPoint | net.FlagRunning},
 	}
-	if _, err := lan.Discover(t.Context(), lan.DiscoverConfig{Interfaces: ifaces}); !errors.Is(err, lan.ErrNoInterface) {
+	if _, err := lan.Browse(t.Context(), lan.DiscoverConfig{Interfaces: ifaces}); !errors.Is(err, lan.ErrNoInterface) {
 		t.Fatalf("Discover(no eligible interface) = %v, want ErrNoInterface", err)
 	}
 }

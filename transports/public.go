@@ -297,7 +297,7 @@ func (p *Public) newTransport(r Resolved) *http.Transport {
 		// total idle limits are the same number: enough for the concurrency
 		// the daemon serves, so a burst of parallel requests keeps its
 		// connections instead of paying a TLS handshake for a third of them
-		// (issue 15). An HTTP/2 upstream needs one connection anyway.
+		//. An HTTP/2 upstream needs one connection anyway.
 		MaxIdleConns:           publicIdleConns,
 		MaxIdleConnsPerHost:    publicIdleConns,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,

@@ -11,7 +11,7 @@ import (
 // appsShareSynopsis is the part of snugd ctl apps this file runs.
 const appsShareSynopsis = "apps share|unshare APP HOST_ID [--json]"
 
-// ctlAppsShare is snugd ctl apps share|unshare APP HOST_ID (issue 10): an
+// ctlAppsShare is snugd ctl apps share|unshare APP HOST_ID: an
 // app belongs to the paired host that first wrote a row for it, and only
 // the administrator can give it to a second host (the user's desktop and
 // web hosts of the same apps) or take it away. Unsharing the owner leaves

@@ -292,7 +292,7 @@ func (c *ctl) promptValues(ctx context.Context, appID, slot string) (map[string]
 }
 
 // ctlApprove is snugd ctl approve|reapprove APP SLOT [--yes] [--token T]:
-// approval bound to a review (issue 10). It reads the review, prints it
+// approval bound to a review. It reads the review, prints it
 // (snugd ctl review's screen), asks y/N on a terminal, and approves with
 // that review's reviewToken, so what is frozen is exactly what was shown:
 // a row changed in between is REVIEW_STALE and nothing is written.

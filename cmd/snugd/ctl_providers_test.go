@@ -172,7 +172,7 @@ func TestProvidersShow(t *testing.T) {
 	e, _ := shippedRegistry(t).Lookup("spotify")
 	want := []string{
 		"Spotify (spotify)",
-		"hosts         accounts.spotify.com, api.spotify.com",
+		"hosts         api.spotify.com, accounts.spotify.com",
 		"scopes        " + strings.Join(e.Scopes, " "),
 		"option pkce: Spotify app with PKCE (OAuth sign-in)",
 		"desktop       sign in with the provider",

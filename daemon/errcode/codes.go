@@ -79,7 +79,7 @@ const (
 	ClaimRefused Code = "CLAIM_REFUSED"
 )
 
-// Grant integrity and host isolation (issue 10): review-bound approval,
+// Grant integrity and host isolation: review-bound approval,
 // app ownership and request bodies that never arrive.
 const (
 	ReviewStale    Code = "REVIEW_STALE"
@@ -87,14 +87,14 @@ const (
 	RequestTimeout Code = "REQUEST_TIMEOUT"
 )
 
-// The exchange pairing family (issue 11, Hue bridges).
+// The exchange pairing family (Hue bridges).
 const (
 	// LANRefused: a LAN discovery, verify probe or link-button pairing was
 	// refused. The message is one of lan's fixed sentences.
 	LANRefused Code = "LAN_REFUSED"
 )
 
-// Pairing invitations (issue 10 item 6): the administrator's lane past a
+// Pairing invitations: the administrator's lane past a
 // flood of desktop pairing requests.
 const (
 	// InvitationInvalid: a pairing request carried an invitation snugd

@@ -26,7 +26,7 @@ import (
 // requests could share. A confirm is decided once: a later decision,
 // a timeout or a caller going away after that is a no-op.
 //
-// Withdrawal (issue 18): unpairing a host (WithdrawHost) and shutting down
+// Withdrawal: unpairing a host (WithdrawHost) and shutting down
 // (Shutdown) deny, inside the call and before it returns, every confirm
 // the host (or anyone) parked, and also every allow its waiting request
 // has not yet taken: an allow counts only once the request takes it
@@ -166,8 +166,7 @@ const (
 	askShutdown                  // withdrawn, or never parked: snugd is shutting down
 )
 
-// testHookClaim, when set (only by tests, through export_test.go seams in
-// the package's own tests), runs in ask after the decision arrived and
+// TestHookClaim, when set (only by tests), runs in ask after the decision arrived and
 // before the request takes it: the one point where an unpair or a shutdown
 // can land between an allow and gate 6's end. Nil in production.
 var TestHookClaim atomic.Pointer[func(Confirm)]
@@ -344,7 +343,7 @@ func (b *ConfirmBroker) ForgetApp(appID string) {
 }
 
 // WithdrawHost denies every confirm host id parked, and every allow its
-// requests have not yet taken, before it returns (issue 18). It is the
+// requests have not yet taken, before it returns. It is the
 // unpairing's half of the broker: DeleteHost calls it. It reports how
 // many it withdrew.
 func (b *ConfirmBroker) WithdrawHost(id string) int {

@@ -76,9 +76,10 @@ import (
 // the transports of gate 9 (public, LAN, local helper); connurl.go: §15;
 // confirm.go: the confirm broker, the session memory (R10) and the
 // withdrawal of a host's confirms; standing.go: standing approvals (§17,
-// R20); index.go: the grant index gates 3–4 read; journal.go: the
-// journal; facts.go: the chat lane's facts (§16). Gate 10's scrub, §14.2
-// and §14.3's extract are pure functions in daemon/scrub.
+// R20); side.go: the guarded client of side calls; fetch_journal.go: a
+// request's journal entry. The grant index gates 3–4 read is
+// daemon/grants' (index.go), the journal daemon/journal. Gate 10's scrub,
+// §14.2 and §14.3's extract are pure functions in daemon/scrub.
 
 // Snapshots is what the executor reads of the grant book: the current
 // grant index, one atomic load, no SQL (see grants.GrantIndex).
@@ -214,14 +215,14 @@ type TokenRequest struct {
 // holds one and forwards Net and TestConnection to it; nothing else in
 // the package runs a gate.
 type Executor struct {
-	// index is the grant and ceiling index (index.go), loaded once per
+	// index is the grant and ceiling index (daemon/grants), loaded once per
 	// request; the daemon's writers publish it.
 	index    Snapshots
 	owners   Owners           // who may see a confirm or a standing approval
 	confirms *ConfirmBroker   // gate 6
 	standing *StandingGate    // gate 6, before the session memory (§17)
 	journal  *journal.Journal // one entry per request
-	// readSecrets is the one credential read (custody.go's cache):
+	// readSecrets is the one credential read (the grant book's cache):
 	// gate 8 calls it at most once per request.
 	ReadSecrets func(ctx context.Context, appID, slot string) (map[string]store.Secret, error)
 	// scrubs shares gate 10's compiled spellings between requests that
@@ -237,8 +238,9 @@ type Executor struct {
 	Local  map[string]LocalTransport
 
 	// answered is the daemon's follow-up on an answer, after the
-	// journal: claim.go marks a token-claim row whose bridge refused its
-	// credentials. Nil does nothing.
+	// journal: daemon/pairing marks a token-claim row whose bridge refused
+	// its credentials, or a LAN row whose certificate changed. Nil does
+	// nothing.
 	answered func(ctx context.Context, f *Fetch, res NetResult)
 
 	log            *slog.Logger

@@ -44,7 +44,7 @@ type Fetch struct {
 	SendURL  *url.URL                // gate 8: target with query credentials placed
 	pin      string                  // gate 8: the LAN row's certificate pin
 	pinned   bool                    // gate 8: the LAN row has a pin, or state that does not say: https only
-	PinBad   bool                    // gate 9: the LAN device presented another leaf than the pin (lan.go marks the row)
+	PinBad   bool                    // gate 9: the LAN device presented another leaf than the pin (daemon/pairing marks the row)
 	token    string                  // gate 8: the helper token, for a helper transport
 	scrub    scrub.Set               // gate 8: every value injected
 	resp     *upstream               // gate 9

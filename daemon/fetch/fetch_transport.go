@@ -63,7 +63,7 @@ func (l lanTransport) send(ctx context.Context, f *Fetch) (*upstream, *errcode.E
 	}
 	resp, derr := l.t.Do(ctx, req, f.pin, wire.MaxNetResponseBody)
 	if derr != nil {
-		f.PinBad = errors.Is(derr, transports.ErrPinMismatch) // never retried; lan.go marks the row
+		f.PinBad = errors.Is(derr, transports.ErrPinMismatch) // never retried; daemon/pairing marks the row
 		return nil, transportError(derr)
 	}
 	return &upstream{status: resp.StatusCode, header: resp.Header, body: resp.Body, release: resp.Release}, nil

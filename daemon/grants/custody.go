@@ -230,7 +230,7 @@ func (d *Book) SetCredentials(ctx context.Context, appID, slot string, values ma
 		}
 		if len(missing) == 0 && state.Status == ConnConnected {
 			// An authorization-code row is connected by its sign-in
-			// (oauthflow.go), not by its client fields.
+			// (daemon/pairing), not by its client fields.
 			if pending, err := awaitsSignIn(tx, appID, slot, FromRow(row)); err != nil {
 				return err
 			} else if pending {
@@ -375,8 +375,9 @@ func (d *Book) SlotSecrets(ctx context.Context, appID, slot string) (map[string]
 // markConnection sets an approved slot's state to status with lastError
 // msg (a fixed sentence) in one write, once something outside the
 // writers learned it: an OAuth grant that expired or failed
-// (oauthconn.go), a token-claim bridge that refused its credentials
-// (claim.go), a LAN device whose certificate changed (lan.go). It reports
+// (daemon/pairing's oauthconn.go), a token-claim bridge that refused its
+// credentials (claim.go), a LAN device whose certificate changed
+// (lan.go). It reports
 // whether the state changed, announces a change, and runs to its end when
 // the caller goes away. A failed write is logged, never returned: the
 // request that learned it is answered either way.

@@ -11,7 +11,7 @@ import (
 	"github.com/snug/snugd/daemon/internal/store"
 )
 
-// Hosts own their apps (issue 10). An app belongs to the paired host that
+// Hosts own their apps. An app belongs to the paired host that
 // first wrote a row for it; the administrator may share it with other
 // hosts (snugd ctl apps share). A host reaches only the apps it owns or
 // was given: every app-scoped entry point answers any other app exactly as

@@ -780,7 +780,7 @@ func (b *Book) Hosts(ctx context.Context) ([]Host, error) {
 // beforeCancel, when not nil, runs once the host is deleted and before its
 // requests are cancelled, with the book still locked, so that no request of
 // the host can start or decide anything in between (the daemon withdraws
-// the host's parked confirms there, issue 18).
+// the host's parked confirms there).
 func (b *Book) unpair(ctx context.Context, id string, beforeCancel func()) (Host, error) {
 	if err := b.lock(ctx); err != nil {
 		return Host{}, err

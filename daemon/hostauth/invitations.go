@@ -16,7 +16,7 @@ import (
 	"github.com/snug/snugd/daemon/internal/store"
 )
 
-// Pairing invitations (issue 10 item 6). Every desktop pairing request
+// Pairing invitations. Every desktop pairing request
 // comes from 127.0.0.1 without an Origin, so snugd cannot tell one local
 // process from another: a process that invents a new host name for every
 // request can displace the requests other desktop hosts are waiting on

@@ -70,7 +70,7 @@ type JournalQuery struct {
 
 // journal is the executor's journal: the store it writes to, its clock
 // and logger, and the batcher of ordinary entries (a service the daemon
-// runs, services.go).
+// runs, daemon/services.go).
 type Journal struct {
 	st    *store.Store
 	Now   func() time.Time
@@ -143,7 +143,7 @@ const (
 )
 
 // journalBatcher writes queued entries in batches, one transaction each.
-// It is a service (services.go): Run writes until its context is done,
+// It is a service (daemon/services.go): Run writes until its context is done,
 // then writes what is queued and returns; add after that drops the entry
 // (only a closing daemon adds then).
 type journalBatcher struct {

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// FlowLifetime is how long an authorization flow stays live (issue 17:
-// the flow in auth:_flow:<id> expires after ten minutes).
+// FlowLifetime is how long an authorization flow stays live: the flow in
+// auth:_flow:<id> expires after ten minutes.
 const FlowLifetime = 10 * time.Minute
 
 // StateKeySize is the size of the state-signing key the caller keeps in

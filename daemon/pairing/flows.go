@@ -252,7 +252,7 @@ func newFlowID() string {
 }
 
 // Flow returns the pairing flow with this id, or NOT_FOUND. A host sees
-// only the flows of apps it may reach (owners.go): another host's flow
+// only the flows of apps it may reach (daemon/grants): another host's flow
 // answers exactly as an unknown id.
 func (d *Service) Flow(ctx context.Context, id string) (Flow, error) {
 	f, ok := d.flows.Get(id)

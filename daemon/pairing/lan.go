@@ -81,7 +81,7 @@ func (d *Devices) checkLANPolicy() error {
 	return nil
 }
 
-// DiscoverLAN browses the local network for Hue bridges (lan.Discover),
+// DiscoverLAN browses the local network for Hue bridges (lan.Browse),
 // for timeout (zero: 3 s, at most 10 s). One discovery runs at a time: a
 // second is RATE_LIMITED. After the browse, every approved, pinned LAN row
 // whose bridge answered at another address gets that address staged for

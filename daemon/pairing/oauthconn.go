@@ -3,7 +3,6 @@ package pairing
 import (
 	"context"
 	"errors"
-	"net/url"
 	"slices"
 	"time"
 
@@ -62,19 +61,6 @@ func (d *Service) oauthEndpoint(r *requirement.Requirement, fields map[string]st
 		ep.ManageAccessURL = p.Revocation.ManageAccessURL
 	}
 	return ep
-}
-
-// parseHTTPS returns the normalized host of an endpoint URL.
-func parseHTTPS(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "", err
-	}
-	h, ok := fetch.RequestHost(u)
-	if !ok {
-		return "", errors.New("no host")
-	}
-	return h, nil
 }
 
 // oauthTokens is the executor's TokenSource for the two OAuth kinds,

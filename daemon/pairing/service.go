@@ -65,7 +65,7 @@ type Deps struct {
 	Local    map[string]fetch.LocalTransport
 	Helpers  Helpers
 	// LANDiscover browses the local network for Hue bridges. Nil means
-	// lan.Discover.
+	// lan.Browse.
 	LANDiscover func(context.Context, lan.DiscoverConfig) (lan.Discovery, error)
 }
 

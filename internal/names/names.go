@@ -3,7 +3,6 @@ package names
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -105,11 +104,4 @@ func isNoncharacter(r rune) bool {
 // unassigned (Cn) too, so the assigned kinds of C are named one by one.
 func isAssigned(r rune) bool {
 	return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs)
-}
-
-// Normalize returns s in NFC with surrounding spaces removed: what a
-// caller may do to a name it receives before Check, where the protocol
-// lets it (a host names itself; the name it sent is the one approved).
-func Normalize(s string) string {
-	return strings.Trim(norm.NFC.String(s), " ")
 }

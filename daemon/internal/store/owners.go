@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// AppAccess is who may reach an app over the host API (issue 10): its
+// AppAccess is who may reach an app over the host API: its
 // owner and the hosts it is shared with. Claimed is false when no host
 // ever claimed it (rows from before ownership was recorded, from the ctl
 // channel or from an import); OwnerHostID is "" when no claim was made or
