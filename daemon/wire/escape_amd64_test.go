@@ -45,7 +45,7 @@ func TestEscapeASCIIBounds(t *testing.T) {
 				if !bytes.Equal(buf[room:], bytes.Repeat([]byte{0xAA}, 16)) {
 					t.Fatalf("src %q, room %d: wrote past the room", src, room)
 				}
-				want := refAppendJSONString(nil, src[:r])
+				want := stdJSONString(t, src[:r])
 				if got := buf[:w]; !bytes.Equal(got, want[1:len(want)-1]) {
 					t.Fatalf("src %q, room %d: %q for %q, want %q", src, room, got, src[:r], want[1:len(want)-1])
 				}
