@@ -1,4 +1,10 @@
-// Package api is snugd's loopback JSON API over daemon.
+// Package api is snugd's loopback JSON API over the daemon's parts: New
+// takes a Deps (the grant book, its proposers and records, the executor,
+// the pairing ceremonies and devices, the host pairing book, and the
+// composition root's status and hint stream), and each handler calls the
+// part that owns what it serves. Who may see an item is decided there,
+// from the caller the chain puts in the request's context
+// (hostauth.WithHost).
 //
 // Where each concern lives:
 //
@@ -11,7 +17,7 @@
 //     the binding of each call to its host's pairing, the app scope check,
 //     JSON-only bodies with per-route limits (bind.go), per-route
 //     deadlines. The chain's route match dispatches the handler.
-//   - Thin handlers over daemon: pairing.go (health and host pairing),
+//   - Thin handlers over the parts: pairing.go (health and host pairing),
 //     connections.go and claim.go (rows, writers, credentials, the
 //     SimpleFIN claim), flows.go (GET /v1/flows/{flowId}), owners.go
 //     (app shares, ctl only), apps.go and status.go (what ctl reports),
@@ -24,7 +30,7 @@
 //   - server.go: the two listeners and the shutdown (ListenTCP on loopback
 //     only, ListenCtl on the data directory's unix socket with peer
 //     credentials checked, ctl.go; Serve drains and has the daemon deny
-//     parked confirms, Daemon.BeginShutdown).
+//     parked confirms, Core.BeginShutdown; Deps and DepsOf).
 //   - client.go: the typed Client that snugd ctl uses over the ctl socket.
 //
 // API.md beside this file documents every route.
