@@ -444,3 +444,29 @@ func TestWithdrawHostLeavesOthers(t *testing.T) {
 		t.Errorf("ctl call = %q, want ok", res.Code)
 	}
 }
+
+// TestConfirmDeniedDelete: DELETE is a mutating method: it parks at the
+// confirm like a POST, and a denial ends it NET_CONFIRM_DENIED with
+// nothing sent and no credential read.
+//
+// conformance: P3-L16-09, P3-X14-25
+func TestConfirmDeniedDelete(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
+	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
+	seen := r.autoDecide(t, false, fetch.RememberOnce)
+	res, _ := r.net(t, "app1", frame("DELETE", "https://api.example.com/items/1", nil))
+	if res.Code != errcode.NetConfirmDenied {
+		t.Fatalf("DELETE denied = %q, want NET_CONFIRM_DENIED", res.Code)
+	}
+	select {
+	case c := <-seen:
+		if c.Method != "DELETE" {
+			t.Errorf("confirm method = %q, want DELETE", c.Method)
+		}
+	default:
+		t.Fatal("the DELETE was never asked")
+	}
+	if n := len(r.up.requests()); n != 0 || r.reads.Load() != 0 {
+		t.Fatalf("upstream saw %d requests, %d credential reads; want none", n, r.reads.Load())
+	}
+}

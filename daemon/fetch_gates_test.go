@@ -337,3 +337,30 @@ func TestGrantChangedWhileWaiting(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarStandDownNeedsALinkedDeviceRow: gate 5 stands down for a
+// registered helper's sidecar name only on a linked_device row. A row of
+// another kind whose ceiling names <helper>.sidecar.invalid is refused as
+// a DNS miss would be, and the helper is never called: a row of another
+// kind cannot borrow a helper's session.
+//
+// conformance: P3-X14-22
+func TestSidecarStandDownNeedsALinkedDeviceRow(t *testing.T) {
+	h := &fakeHelper{status: 200, body: `{"ok":true}`}
+	r := newRig(t, func(c *Config) { c.Helpers = helpersOf(map[string]*fakeHelper{"sim": h}) })
+	// The registry's borrow ban keeps a proposer from staging such a row
+	// (the host is the sim entry's); a tampered file could still hold
+	// one, so it is forged into storage here.
+	forgeRow(t, r, store.Connection{AppID: "app1", Slot: "fake", RequirementJSON: canonical(t, noneReq("fake", "sim.sidecar.invalid")),
+		Status: store.StatusApproved, AllowedHosts: `["sim.sidecar.invalid"]`})
+	res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/v1/threads", nil))
+	if res.Code != errcode.NetFetchFailed {
+		t.Fatalf("Net = %q, want NET_FETCH_FAILED", res.Code)
+	}
+	if n := len(h.requests()); n != 0 {
+		t.Fatalf("the helper was called %d times for an api_key row", n)
+	}
+	if len(r.dialer.Dials()) != 0 {
+		t.Fatal("a sidecar name reached the network")
+	}
+}

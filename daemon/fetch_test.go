@@ -208,7 +208,7 @@ func TestSSRFResolution(t *testing.T) {
 
 // conformance: P3-X14-37, P3-X14-38
 func TestRedirectBlocked(t *testing.T) {
-	for _, code := range []int{301, 302, 303, 304, 307, 308} {
+	for _, code := range []int{300, 301, 302, 303, 304, 307, 308} { // every 3xx, 300 Multiple Choices included
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			r := newRig(t)
 			r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})

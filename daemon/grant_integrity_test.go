@@ -230,3 +230,29 @@ func TestCredentialKeyErrorsNeverQuoteASecret(t *testing.T) {
 		t.Errorf("SetCredentials(unknown field key) = %v, want it named", err)
 	}
 }
+
+// TestReapproveOfARestagedChangeWithTheSameHostsIsStale: a review's token
+// binds the staged change itself, not only its hosts: another change with
+// the same hosts (here another header template) staged after the review
+// makes the old token stale.
+//
+// conformance: P3-C12.3-20, P3-C12.3-21
+func TestReapproveOfARestagedChangeWithTheSameHostsIsStale(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := t.Context()
+	approved(t, d, "app", req("wx", "api.example.com"))
+	if _, err := d.grants.StagePending(ctx, "app", mustAdmit(t, req("wx", "api.example.com", "b.example.com"))); err != nil {
+		t.Fatal(err)
+	}
+	rv, err := d.proposers.Review(ctx, "app", "wx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := req("wx", "api.example.com", "b.example.com")
+	other["request"] = map[string]any{"headerTemplate": map[string]any{"Authorization": "Bearer {{api_key}}"}}
+	if _, err := d.grants.StagePending(ctx, "app", mustAdmit(t, other)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.grants.ReapproveReviewed(ctx, "app", "wx", rv.Token)
+	testutil.WantCode(t, err, errcode.ReviewStale)
+}

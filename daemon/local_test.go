@@ -112,3 +112,27 @@ func TestLocalTransport(t *testing.T) {
 		}
 	})
 }
+
+// TestHelperContentEncodingAnySpelling: a helper's answer in a content
+// coding is refused however the header name is spelled: a helper's header
+// map is not canonicalized the way net/http's is, and the scrub cannot
+// see inside a compressed body.
+//
+// conformance: P3-X14-32
+func TestHelperContentEncodingAnySpelling(t *testing.T) {
+	const token = "helper-token-0123456789abcdef0123456789abcdef"
+	for _, name := range []string{"content-encoding", "CONTENT-ENCODING", "Content-Encoding"} {
+		t.Run(name, func(t *testing.T) {
+			h := &fakeHelper{status: 200, header: http.Header{name: {"gzip"}}, body: "compressed " + token}
+			r := newRig(t, func(c *Config) { c.Helpers = helpersOf(map[string]*fakeHelper{"sim": h}) })
+			r.connectSim(t, "app1", "wa", map[string]string{"helper_token": token})
+			res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/v1/chats", nil))
+			if res.Code != errcode.NetFetchFailed {
+				t.Fatalf("Net with %s: gzip = %q, want NET_FETCH_FAILED", name, res.Code)
+			}
+			if strings.Contains(string(res.Frame), token) {
+				t.Fatal("the answer carries the token")
+			}
+		})
+	}
+}

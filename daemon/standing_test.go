@@ -156,6 +156,9 @@ func TestStandingGate(t *testing.T) {
 	}{
 		{"another target", reply("T2", "T2"), true, errcode.NetConfirmDenied},
 		{"sources disagree", reply("T1", "T2"), false, errcode.NetConfirmDenied},
+		// Targets compare byte for byte: a provider may treat thread ids
+		// case-sensitively, so a case variant is another target.
+		{"sources differ in case only", reply("T1", "t1"), false, errcode.NetConfirmDenied},
 		{"path names the target, body names another", reply("T2", "T1"), false, errcode.NetConfirmDenied},
 		{"body field missing", frame("POST", "https://api.example.com/v1/threads/T1/messages", map[string]any{"body": `{"text":"x"}`}), true, errcode.NetConfirmDenied},
 		{"another endpoint", frame("POST", "https://api.example.com/v1/threads/T1/archive", map[string]any{"body": `{"message":{"thread_id":"T1"}}`}), true, errcode.NetConfirmDenied},
@@ -190,8 +193,8 @@ func TestStandingGate(t *testing.T) {
 			refused++
 		}
 	}
-	if approved != 2 || refused != 6 {
-		t.Errorf("journal: %d approved, %d refused unattended acts; want 2, 6", approved, refused)
+	if approved != 2 || refused != 7 {
+		t.Errorf("journal: %d approved, %d refused unattended acts; want 2, 7", approved, refused)
 	}
 
 	// The standing gate is consulted before the session memory: with
