@@ -36,7 +36,7 @@ const (
 	// RevokeBearer POSTs to RevokeURL with no body, the access token as
 	// its bearer credential: Dropbox's /2/auth/token/revoke, which
 	// disables that token, its refresh token and every access token of
-	// that refresh token, and Strava's /oauth/deauthorize. An expired access token cannot revoke, so on a
+	// that refresh token. An expired access token cannot revoke, so on a
 	// 401 RevokeGrant refreshes once and revokes with the new token; a
 	// refresh the provider refuses as invalid_grant means nothing remains.
 	// Checked 2026-12-01:

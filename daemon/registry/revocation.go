@@ -43,8 +43,7 @@ const (
 	// secret as Basic credentials and the access token in a JSON body.
 	RevokeGitHubGrant RevocationMethod = "github-grant"
 	// RevokeBearer: POST endpoints.revoke with no body and the access
-	// token as bearer (Dropbox's /2/auth/token/revoke, Strava's
-	// /oauth/deauthorize).
+	// token as bearer (Dropbox's /2/auth/token/revoke).
 	RevokeBearer RevocationMethod = "bearer"
 	// RevokeNone: the provider offers no revocation a client can call;
 	// access remains until the user removes it at manageAccessUrl.
