@@ -212,6 +212,27 @@ func TestNetFrameLength(t *testing.T) {
 	}
 }
 
+// TestNetFrameWrittenBeforeRelease: the API writes a pooled answer frame
+// out before it hands the buffer back. With every released frame buffer
+// filled with a marker, the host still receives the upstream's answer,
+// not the marker.
+func TestNetFrameWrittenBeforeRelease(t *testing.T) {
+	defer fetch.PoisonReleased('~')()
+	e, _ := newExecEnv(t)
+	token := e.pair("desktop", "")
+	body, _ := json.Marshal(NetRequest{AppID: "app1", Frame: netFrame("GET", "https://"+upHost+"/big"), Delivery: "app"})
+	for range 2 { // the second answer is encoded into the first one's released buffer
+		_, got := e.do(req{method: "POST", path: "/v1/net", body: string(body),
+			header: map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}})
+		if strings.Contains(got, "~") {
+			t.Fatalf("the host received the marker of a released frame buffer (%d bytes)", len(got))
+		}
+		if r := parseFrame(t, []byte(got)); !r.OK() || r.Body != `"`+strings.Repeat("x", 64<<10)+`"` {
+			t.Fatalf("frame = status %d, %d body bytes, want the upstream's 64 KiB answer", r.Status, len(r.Body))
+		}
+	}
+}
+
 // TestNetConfirmOverTheAPI: a mutating request parks on a confirm; the host
 // sees it (and its hint), decides, and the parked call answers. A call
 // whose host goes away denies its own confirm.

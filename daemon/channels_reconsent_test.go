@@ -1,9 +1,6 @@
 package daemon
 
 import (
-	"encoding/binary"
-	"os"
-	"os/exec"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -53,7 +50,7 @@ func TestReconsentSkippedUnderTheSameRegistry(t *testing.T) {
 		t.Fatalf("first start checked %d rows of an empty database", d.proposers.ReconsentRows())
 	}
 	oldJSON := oldPins(t, d)
-	setRecord(t, d, grants.ReconsentDigest(d.registry))
+	setRecord(t, d, grants.ReconsentDigest(d.registry, testBuild))
 	d.Close()
 
 	d = open()
@@ -95,7 +92,7 @@ func TestReconsentRunsAfterAnUpgrade(t *testing.T) {
 		t.Fatalf("after the upgrade: requirement %q, pending %q; want the old grant serving and the new pins staged", c.RequirementJSON, c.PendingJSON)
 	}
 	rec, err := store.Read(t.Context(), d.store, (*store.Tx).ReconsentRecord)
-	if err != nil || rec != grants.ReconsentDigest(d.registry) {
+	if err != nil || rec != grants.ReconsentDigest(d.registry, testBuild) {
 		t.Fatalf("record after the pass = %q, %v; want this registry's digest", rec, err)
 	}
 	d.Close()
@@ -173,7 +170,7 @@ func TestReconnectForgetsTheReconsentRecord(t *testing.T) {
 	if _, err := d.grants.Revoke(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
-	setRecord(t, d, grants.ReconsentDigest(d.registry))
+	setRecord(t, d, grants.ReconsentDigest(d.registry, testBuild))
 	if _, err := d.grants.Reconnect(ctx, "app", "wx"); err != nil {
 		t.Fatal(err)
 	}
@@ -220,46 +217,85 @@ func TestReconsentActsOnEveryCopy(t *testing.T) {
 	}
 }
 
-// Two builds that carry no VCS revision (built outside a checkout, as
-// scripts/deb.sh allows, or with -buildvcs=false), or that come from a
-// modified tree, say nothing in their build info that tells them apart:
-// the digest must still differ when their executables do, or an upgrade
-// whose Resolve borrows differently under the same registry would skip
-// the pass and leave a borrowed pin un-re-consented. A build with a clean
-// revision is named by it and reads no executable; an executable that
-// cannot be read makes a digest no other start shares.
+// A build is identified by a clean VCS revision alone: one that carries
+// none (built outside a checkout, as scripts/deb.sh allows, or with
+// -buildvcs=false), or that comes from a modified tree, says nothing in
+// its build info that tells it apart from another such build, so it gets
+// a digest no other start shares, and every start of it runs the pass
+// (an upgrade whose Resolve borrows differently under the same registry
+// must never skip it). An identified build's digest is stable, and
+// another revision's differs.
 //
 // conformance: P3-C12.12-10
-func TestReconsentDigestTellsUnrevisionedBuildsApart(t *testing.T) {
+func TestReconsentDigestOfTheBuild(t *testing.T) {
 	reg, err := registry.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := func(sum string) func() string { return func() string { return sum } }
-	noVCS := &debug.BuildInfo{Main: debug.Module{Path: "github.com/snug/snugd", Version: "(devel)"}}
-	if grants.ReconsentDigestOf(reg, noVCS, exe("aa")) == grants.ReconsentDigestOf(reg, noVCS, exe("bb")) {
-		t.Error("two builds without a VCS revision and with different executables share a digest: the second skips the pass")
+	main := debug.Module{Path: "github.com/snug/snugd", Version: "v1.2.3"}
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var out []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
 	}
-	if grants.ReconsentDigestOf(reg, nil, exe("aa")) == grants.ReconsentDigestOf(reg, nil, exe("bb")) {
-		t.Error("two builds without build info and with different executables share a digest")
+	for _, tc := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"no build info", nil, ""},
+		{"no VCS", &debug.BuildInfo{Main: main}, ""},
+		{"modified tree", &debug.BuildInfo{Main: main, Settings: vcs("vcs.revision", "0123abcd", "vcs.modified", "true")}, ""},
+		{"no modified flag", &debug.BuildInfo{Main: main, Settings: vcs("vcs.revision", "0123abcd")}, ""},
+		{"empty revision", &debug.BuildInfo{Main: main, Settings: vcs("vcs.revision", "", "vcs.modified", "false")}, ""},
+		{"clean", &debug.BuildInfo{Main: main, Settings: vcs("vcs", "git", "vcs.revision", "0123abcd", "vcs.modified", "false")}, "github.com/snug/snugd@v1.2.3 vcs.revision=0123abcd"},
+	} {
+		if got := grants.BuildIdentity(tc.bi); got != tc.want {
+			t.Errorf("BuildIdentity(%s) = %q, want %q", tc.name, got, tc.want)
+		}
 	}
-	modified := &debug.BuildInfo{Main: noVCS.Main, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}}}
-	if grants.ReconsentDigestOf(reg, modified, exe("aa")) == grants.ReconsentDigestOf(reg, modified, exe("bb")) {
-		t.Error("two builds of one modified tree with different executables share a digest")
+	if first, second := grants.ReconsentDigest(reg, ""), grants.ReconsentDigest(reg, ""); first == second {
+		t.Error("two starts of an unidentified build share a digest: the second skips the pass")
 	}
-	if a, b := grants.ReconsentDigestOf(reg, noVCS, exe("")), grants.ReconsentDigestOf(reg, noVCS, exe("")); a == b {
-		t.Error("an unread executable gave a digest another start can share")
+	const a, b = "github.com/snug/snugd@v1.2.3 vcs.revision=0123abcd", "github.com/snug/snugd@v1.2.3 vcs.revision=4567cdef"
+	if first, second := grants.ReconsentDigest(reg, a), grants.ReconsentDigest(reg, a); first != second {
+		t.Error("an identified build's digest is not stable")
 	}
-	clean := &debug.BuildInfo{Main: noVCS.Main, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "false"}}}
-	read := false
-	sum := func() string { read = true; return "aa" }
-	if a, b := grants.ReconsentDigestOf(reg, clean, sum), grants.ReconsentDigestOf(reg, clean, sum); a != b || read {
-		t.Errorf("a clean revision's digest is not stable or read the executable (read %v)", read)
+	if grants.ReconsentDigest(reg, a) == grants.ReconsentDigest(reg, b) {
+		t.Error("two revisions share a digest")
 	}
-	// The running test binary carries no revision: its digest is stable
-	// within the process, so the skip still works between its starts.
-	if a, b := grants.ReconsentDigest(reg), grants.ReconsentDigest(reg); a != b {
-		t.Error("the running build's digest is not stable")
+	// The running test binary carries no revision: it is unidentified.
+	if bi, _ := debug.ReadBuildInfo(); grants.BuildIdentity(bi) != "" {
+		t.Errorf("the test binary is identified as %q", grants.BuildIdentity(bi))
+	}
+}
+
+// Every start of an unidentified build runs the pass, even under the
+// registry and build info the last completed pass ran under: the row
+// forged after the first start's pass, with that pass's record put back
+// as if nothing had happened, is acted on.
+//
+// conformance: P3-C12.12-10
+func TestReconsentRunsForAnUnidentifiedBuild(t *testing.T) {
+	open := reopenerAs(t, "")
+	d := open()
+	rec, err := store.Read(t.Context(), d.store, (*store.Tx).ReconsentRecord)
+	if err != nil || rec == "" {
+		t.Fatalf("record after the first start = %q, %v", rec, err)
+	}
+	oldPins(t, d)
+	setRecord(t, d, rec)
+	d.Close()
+
+	d = open()
+	defer d.Close()
+	if d.proposers.ReconsentRows() != 1 {
+		t.Fatalf("an unidentified build's start checked %d rows, want 1", d.proposers.ReconsentRows())
+	}
+	if c, err := d.grants.Connection(t.Context(), "app", "music"); err != nil || !c.NeedsReapproval() {
+		t.Fatalf("staged %v, %v; want the new pins staged", c.NeedsReapproval(), err)
 	}
 }
 
@@ -332,57 +368,5 @@ func TestReconsentNonCanonicalStoredText(t *testing.T) {
 	}
 	if c.Status != grants.StatusApproved || c.Requirement == nil || c.Requirement.Provider.Name != "Example" {
 		t.Fatalf("the approved row's grant changed: %s %s", c.Status, c.RequirementJSON)
-	}
-}
-
-// The executable is named by the Go build ID go build writes into its
-// ELF note (what go tool buildid prints), not by hashing the file; a note
-// of another form, such as a hand-set -ldflags=-buildid, names nothing
-// and the file is hashed instead.
-//
-// conformance: P3-C12.12-10
-func TestExecutableNamedByItsBuildID(t *testing.T) {
-	note := func(name string, typ uint32, id string) []byte {
-		b := binary.LittleEndian.AppendUint32(nil, uint32(len(name)))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(id)))
-		b = binary.LittleEndian.AppendUint32(b, typ)
-		return append(append(b, name...), id...)
-	}
-	const part = "HEaiOMi0F6gxPZIS_9Kt"
-	good := part + "/" + "z2ETDkIWp_uy14X0cW21"
-	if got := grants.ParseBuildIDNote(note("Go\x00\x00", 4, good), binary.LittleEndian); got != good {
-		t.Errorf("go build's form: %q, want %q", got, good)
-	}
-	for name, data := range map[string][]byte{
-		"one part":      note("Go\x00\x00", 4, part),
-		"hand-set":      note("Go\x00\x00", 4, "v1.2.3/release"),
-		"empty":         note("Go\x00\x00", 4, ""),
-		"empty part":    note("Go\x00\x00", 4, part+"//"+part),
-		"another type":  note("Go\x00\x00", 3, good),
-		"another name":  note("GNU\x00", 4, good),
-		"short":         note("Go\x00\x00", 4, good)[:20],
-		"descsz beyond": append(note("Go\x00\x00", 4, good)[:4], append(binary.LittleEndian.AppendUint32(nil, 1<<31), note("Go\x00\x00", 4, good)[8:]...)...),
-	} {
-		if got := grants.ParseBuildIDNote(data, binary.LittleEndian); got != "" {
-			t.Errorf("%s: %q, want none", name, got)
-		}
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool to read the test binary's build ID with")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(gobin, "tool", "buildid", self).Output()
-	if err != nil {
-		t.Skipf("go tool buildid: %v", err)
-	}
-	if got, want := grants.GoBuildID(self), strings.TrimSpace(string(out)); got != want || got == "" {
-		t.Errorf("goBuildID = %q, go tool buildid says %q", got, want)
-	}
-	if got := grants.ExecutableSum(); got != "go-build-id "+grants.GoBuildID(self) {
-		t.Errorf("executableSum = %q, want the build ID", got)
 	}
 }

@@ -207,10 +207,18 @@ func TestPickOption(t *testing.T) {
 
 // reopener returns a function that opens a daemon on one data directory,
 // for tests that restart it.
-func reopener(t *testing.T) func() *Daemon {
+func reopener(t *testing.T) func() *Daemon { return reopenerAs(t, testBuild) }
+
+// testBuild stands for an identified build (a clean VCS revision), which
+// a test binary never is: its starts skip the pin re-consent pass under
+// an unchanged registry.
+const testBuild = "github.com/snug/snugd@v0.0.0-test vcs.revision=0123456789abcdef"
+
+// reopenerAs is reopener for a build named build ("": unidentified).
+func reopenerAs(t *testing.T, build string) func() *Daemon {
 	dir := t.TempDir() + "/data"
 	return func() *Daemon {
-		d, err := New(t.Context(), Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+		d, err := newBuild(t.Context(), Config{DataDir: dir, Logger: slog.New(slog.DiscardHandler)}, build)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -114,10 +115,19 @@ type Daemon struct {
 // ready Daemon. A second daemon on the same directory is refused, naming the
 // holder.
 func New(ctx context.Context, cfg Config) (*Daemon, error) {
+	bi, _ := debug.ReadBuildInfo()
+	return newBuild(ctx, cfg, grants.BuildIdentity(bi))
+}
+
+// newBuild is New for the build named build (grants.BuildIdentity; ""
+// when it is not identified, and then the pin re-consent pass runs at
+// every start). It is what the running binary is, never a setting: only
+// this package's tests name another, to stand for an identified build
+// (a test binary carries no VCS revision).
+func newBuild(ctx context.Context, cfg Config, build string) (*Daemon, error) {
 	if cfg.DataDir == "" {
 		return nil, fmt.Errorf("daemon: no data directory")
 	}
-	grants.PrefetchExecutableSum()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -216,7 +226,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.Close()
 		return nil, err
 	}
-	if err := d.proposers.ReconsentAtStart(ctx); err != nil {
+	if err := d.proposers.ReconsentAtStart(ctx, build); err != nil {
 		d.Close()
 		return nil, err
 	}

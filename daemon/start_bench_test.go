@@ -56,7 +56,7 @@ func seedApproved(b *testing.B, dir string, n int) {
 // at most store.MaxImportRows rows through Import, so they land declared
 // and imported, with whatever else an import writes (journal, owners).
 func seedImported(b *testing.B, dir string, n int) {
-	d, err := New(b.Context(), Config{DataDir: dir})
+	d, err := newBuild(b.Context(), Config{DataDir: dir}, testBuild)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func BenchmarkStart(b *testing.B) {
 				} else {
 					seedApproved(b, dir, n)
 				}
-				d, err := New(b.Context(), Config{DataDir: dir})
+				d, err := newBuild(b.Context(), Config{DataDir: dir}, testBuild)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -134,7 +134,7 @@ func BenchmarkStart(b *testing.B) {
 						}
 						b.StartTimer()
 					}
-					d, err := New(b.Context(), Config{DataDir: dir})
+					d, err := newBuild(b.Context(), Config{DataDir: dir}, testBuild)
 					if err != nil {
 						b.Fatal(err)
 					}

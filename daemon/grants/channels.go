@@ -5,19 +5,14 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"debug/elf"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/ident"
@@ -277,149 +272,51 @@ func (d *Book) checkBorrowBan(r *requirement.Requirement) error {
 // ones.
 const reconsentRevision = "snugd pin re-consent 1"
 
-// reconsentDigest names the registry and the build a pass runs under: the
-// registry's reviewed entry files, and this build's module version and VCS
-// revision (the parser and Resolve that read them). Either changing is an
-// upgrade, after which every row is checked again.
-func ReconsentDigest(reg *registry.Registry) string {
-	bi, _ := debug.ReadBuildInfo()
-	return ReconsentDigestOf(reg, bi, ExecutableSum)
-}
-
-// reconsentDigestOf is reconsentDigest for the build bi (nil: none
-// read). A build that carries no VCS revision (built outside a checkout,
-// or with -buildvcs=false; scripts/deb.sh allows both, and puts the
-// release version where the build info does not see it), or one from a
-// modified tree, is told apart from another such build by nothing in bi:
-// two releases whose Resolve differs under one registry would share a
-// digest, and the second would skip the pass. Such a build also names
-// its own executable (exe: its Go build ID or SHA-256, or "" when it
-// cannot be read, which makes the digest one no other start shares, so
-// the pass runs).
-func ReconsentDigestOf(reg *registry.Registry, bi *debug.BuildInfo, exe func() string) string {
+// ReconsentDigest names the registry and the build a pass runs under:
+// the registry's reviewed entry files, and build (BuildIdentity: the
+// parser and Resolve that read them). Either changing is an upgrade,
+// after which every row is checked again. An unidentified build ("")
+// gets a digest no other start shares, so the pass runs.
+func ReconsentDigest(reg *registry.Registry, build string) string {
+	if build == "" {
+		build = "unidentified " + ident.Random(16) // this start's alone: the pass runs
+	}
 	h := sha256.New()
-	h.Write([]byte(reconsentRevision + "\n"))
-	if bi != nil {
-		fmt.Fprintf(h, "%s@%s\n", bi.Main.Path, bi.Main.Version)
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
-				fmt.Fprintf(h, "%s=%s\n", s.Key, s.Value)
-			}
-		}
-	}
-	if !buildIdentified(bi) {
-		sum := exe()
-		if sum == "" {
-			sum = "unread " + ident.Random(16) // this start's alone: the pass runs
-		}
-		fmt.Fprintf(h, "executable=%s\n", sum)
-	}
+	fmt.Fprintf(h, "%s\nbuild=%s\n", reconsentRevision, build)
 	h.Write(reg.Document())
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// buildIdentified reports whether bi names its build by a clean VCS
-// revision.
-func buildIdentified(bi *debug.BuildInfo) bool {
+// BuildIdentity names the build bi describes: its main module's path and
+// version and its VCS revision, when bi carries a revision of a tree
+// with no local change (vcs.modified=false); "" when it does not (nil,
+// built outside a checkout or with -buildvcs=false, as scripts/deb.sh
+// allows, or from a modified tree). Two such builds may differ in
+// Resolve while carrying the same build info, so an unidentified one
+// must never let a start skip the pass.
+func BuildIdentity(bi *debug.BuildInfo) string {
 	if bi == nil {
-		return false
+		return ""
 	}
-	revision, modified := false, false
+	revision, clean := "", false
 	for _, s := range bi.Settings {
-		revision = revision || s.Key == "vcs.revision" && s.Value != ""
-		modified = modified || s.Key == "vcs.modified" && s.Value == "true"
-	}
-	return revision && !modified
-}
-
-// prefetchExecutableSum starts reading the executable's identity beside
-// the rest of the start when the digest will need it, so that a build
-// without a clean revision starts no slower.
-func PrefetchExecutableSum() {
-	if bi, _ := debug.ReadBuildInfo(); !buildIdentified(bi) {
-		go ExecutableSum()
-	}
-}
-
-// executableSum names the running executable, once per process: its Go
-// build ID when it carries one of the form go build writes, else the
-// SHA-256 of the file; "" when it cannot be read. The build ID's last
-// part is the content ID, the hash go build takes of the linked binary,
-// so two executables that differ have different IDs, and reading it is a
-// read of the ELF note, not of the 20 MiB file: hashing the file took 7%
-// of a 100,000-row start's CPU, on the start's own core when snugd is
-// pinned to one.
-var ExecutableSum = sync.OnceValue(func() string {
-	path, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	if id := GoBuildID(path); id != "" {
-		return "go-build-id " + id
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
-})
-
-// goBuildID reads the Go build ID from the ELF note the linker writes
-// (.note.go.buildid); "" when there is none, it is not ELF, or the ID is
-// not of go build's form.
-func GoBuildID(path string) string {
-	f, err := elf.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	s := f.Section(".note.go.buildid")
-	if s == nil || s.Type != elf.SHT_NOTE || s.Size > 1024 {
-		return ""
-	}
-	data, err := s.Data()
-	if err != nil {
-		return ""
-	}
-	return ParseBuildIDNote(data, f.ByteOrder)
-}
-
-// parseBuildIDNote reads one ELF note named "Go" of type 4 (the Go build
-// ID) and returns its ID when it has go build's form: two or more parts
-// joined by '/', each a 20-character base64url hash. A build ID set by
-// hand (-ldflags=-buildid=...) names no content and could be shared by
-// two builds, so it is refused and the file is hashed instead.
-func ParseBuildIDNote(data []byte, order binary.ByteOrder) string {
-	if len(data) < 16 {
-		return ""
-	}
-	namesz, descsz, typ := order.Uint32(data), order.Uint32(data[4:]), order.Uint32(data[8:])
-	if namesz != 4 || typ != 4 || string(data[12:16]) != "Go\x00\x00" || uint64(descsz) > uint64(len(data)-16) {
-		return ""
-	}
-	id := string(data[16 : 16+descsz])
-	parts := strings.Split(id, "/")
-	if len(parts) < 2 {
-		return ""
-	}
-	for _, p := range parts {
-		if len(p) != 20 || strings.IndexFunc(p, func(r rune) bool {
-			return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_')
-		}) >= 0 {
-			return ""
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			clean = s.Value == "false"
 		}
 	}
-	return id
+	if revision == "" || !clean {
+		return ""
+	}
+	return bi.Main.Path + "@" + bi.Main.Version + " vcs.revision=" + revision
 }
 
-// reconsentAtStart runs the pin re-consent pass unless the last completed
-// one ran under this very registry and build (the record in snugd_meta):
-// then no row can need it. Every writer resolves what it admits against
+// ReconsentAtStart runs the pin re-consent pass unless the last completed
+// one ran under this very registry and build (the record in snugd_meta;
+// build is BuildIdentity's name for the running build, "" when it has
+// none, and then the pass always runs): then no row can need it. Every writer resolves what it admits against
 // the registry it runs: the proposer channels (admitChannel, the starter
 // install, PickOption's ResolveOption), import (Resolve before a row
 // lands; a restored grant is the local row unchanged), the LAN address
@@ -429,8 +326,8 @@ func ParseBuildIDNote(data []byte, order binary.ByteOrder) string {
 // while it was revoked, so it forgets the record. The record is written
 // only after the pass's last write: a start that stops mid-pass leaves the
 // old one, and the next start runs the pass again.
-func (d *Proposers) ReconsentAtStart(ctx context.Context) error {
-	digest := ReconsentDigest(d.registry)
+func (d *Proposers) ReconsentAtStart(ctx context.Context, build string) error {
+	digest := ReconsentDigest(d.registry, build)
 	rec, err := store.Read(ctx, d.store, (*store.Tx).ReconsentRecord)
 	if err != nil {
 		return Internal(d.log, "read the re-consent record", err)
