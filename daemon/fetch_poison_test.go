@@ -17,12 +17,14 @@ import (
 	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/wire"
 	"github.com/snug/snugd/daemon/wire/wiretest"
-	"github.com/snug/snugd/transports"
 )
 
-// poisonMarker is written over every released read and frame buffer. No
-// upstream body in the test holds it.
-const poisonMarker = '~'
+// poisonMarker is what every released read and frame buffer holds: the
+// pools zero a buffer when it is handed back (transports' body pool,
+// fetch's frame pool), so a string or slice that outlived its release
+// shows a run of NUL bytes, which no JSON frame, extract, journal row or
+// log line of snugd's ever holds raw.
+const poisonMarker = 0
 
 // kept is everything one request produced, as its caller holds it, and
 // a copy of each taken at once, to compare after later requests.
@@ -35,7 +37,7 @@ type kept struct {
 }
 
 // TestReleasedBuffersPoisoned: with every released read buffer and frame
-// buffer filled with a marker (and the next request reading into those
+// buffer zeroed as the pools do (and the next request reading into those
 // buffers), nothing a request produced — its answer as the API writes
 // it out, its provider error extract, its refusal, its journal row, its
 // log lines, a hint — changes or shows the marker, and a later request
@@ -45,8 +47,6 @@ type kept struct {
 //
 // conformance: P3-X14-40, P1-SEC-01
 func TestReleasedBuffersPoisoned(t *testing.T) {
-	defer transports.PoisonReleased(poisonMarker)()
-	defer fetch.PoisonReleased(poisonMarker)()
 	r := newRig(t)
 	const key = "sk_poison_Hq3Lm8Zr2Tv"
 	v := apiKeyReq("ex", apiHost)

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -95,33 +94,8 @@ func putBody(b []byte) {
 	}
 	b = b[:cap(b)]
 	clear(b)
-	if m := poison.Load(); m != nil {
-		fill(b, *m)
-	}
 	b = b[:0]
 	bodies.Put(&b)
-}
-
-// poison is the marker PoisonReleased writes over every released body
-// buffer; nil (always, outside tests) leaves them zeroed.
-var poison atomic.Pointer[byte]
-
-// PoisonReleased makes every body buffer released from now on hold
-// marker in each byte of its capacity, until restore is called: a test
-// then sees any string or slice that outlived a Release show the
-// marker instead of the body it pointed at. It is for tests only: no
-// flag, setting or environment variable reaches it, and it weakens no
-// check (released memory only becomes more hostile to a stale alias).
-func PoisonReleased(marker byte) (restore func()) {
-	poison.Store(&marker)
-	return func() { poison.Store(nil) }
-}
-
-// fill sets every byte of b to c.
-func fill(b []byte, c byte) {
-	for i := range b {
-		b[i] = c
-	}
 }
 
 // dialedConn marks a connection the transports dialed, and remembers the

@@ -53,28 +53,8 @@ func (fb *frameBuf) put() {
 	b := fb.B[:cap(fb.B)]
 	fb.B = nil
 	clear(b)
-	if m := poison.Load(); m != nil {
-		for i := range b {
-			b[i] = *m
-		}
-	}
 	b = b[:0]
 	frames.Put(&b)
-}
-
-// poison is the marker PoisonReleased writes over every released frame
-// buffer; nil (always, outside tests) leaves them zeroed.
-var poison atomic.Pointer[byte]
-
-// PoisonReleased makes every frame buffer released from now on hold
-// marker in each byte of its capacity, until restore is called: a test
-// then sees any frame or string that outlived NetResult.Release show the
-// marker. It is for tests only: no flag, setting or environment
-// variable reaches it, and it weakens no check (released memory only
-// becomes more hostile to a stale alias).
-func PoisonReleased(marker byte) (restore func()) {
-	poison.Store(&marker)
-	return func() { poison.Store(nil) }
 }
 
 // encodeAnswer encodes a net-response, into a pooled buffer when its body
