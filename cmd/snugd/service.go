@@ -292,7 +292,7 @@ func (h serviceHost) installOptions(user bool, rf runFlags) (serviceOptions, err
 		return o, fmt.Errorf("cannot find the snugd binary: %w", err)
 	}
 	if isTemporaryBuild(exe) {
-		return o, fmt.Errorf("%s is a temporary build (go run) that will be gone; build snugd and install that binary (go build -o /usr/local/bin/snugd ./cmd/snugd)", exe)
+		return o, fmt.Errorf("%s is a temporary build (go run) in Go's build cache, which Go cleans; build snugd first and install that binary (go build -o /usr/local/bin/snugd ./cmd/snugd, or go install ./cmd/snugd)", exe)
 	}
 	o.exe = exe
 	if rf.dataDir != "" {
@@ -308,11 +308,31 @@ func (h serviceHost) installOptions(user bool, rf runFlags) (serviceOptions, err
 	return o, nil
 }
 
-// isTemporaryBuild reports whether exe is a binary go run built and will
-// delete ($GOTMPDIR/go-build…/b001/exe/snugd).
+// isTemporaryBuild reports whether exe is a binary go run built: one it
+// will delete ($GOTMPDIR/go-build…/b001/exe/snugd), or, since Go 1.24, one
+// it keeps in the build cache until the cache is trimmed
+// ($GOCACHE/ab/ab12…ef-d/snugd).
 func isTemporaryBuild(exe string) bool {
 	dir := filepath.Dir(exe)
-	return filepath.Base(dir) == "exe" && strings.Contains(dir, "go-build")
+	if filepath.Base(dir) == "exe" && strings.Contains(dir, "go-build") {
+		return true
+	}
+	return isBuildCacheEntry(filepath.Base(dir), filepath.Base(filepath.Dir(dir)))
+}
+
+// isBuildCacheEntry reports whether name is a build cache directory for an
+// executable ("<hex action ID>-d") filed under its two-digit prefix.
+func isBuildCacheEntry(name, prefix string) bool {
+	id, ok := strings.CutSuffix(name, "-d")
+	if !ok || len(id) < 32 || len(prefix) != 2 || !strings.HasPrefix(id, prefix) {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // install installs the service, or leaves it be when the same file is there
