@@ -135,7 +135,7 @@ func serviceMain(e env, h serviceHost, action string, args []string) int {
 		return exitUsage
 	}
 	if h.platform == "" {
-		return failed(e, name, errNoServiceManager(goos, ""))
+		return noServiceManager(e, name, action, errNoServiceManager(goos, ""))
 	}
 	if action != "status" && !*user && goos != "windows" && !h.isRoot {
 		return failed(e, name, errors.New("the system service needs root: run it with sudo, or use --user for a per-user service"))
@@ -160,7 +160,7 @@ func serviceMain(e env, h serviceHost, action string, args []string) int {
 
 	m, err := h.manager(serviceConfig(goos, o, ""))
 	if err != nil {
-		return failed(e, name, err)
+		return noServiceManager(e, name, action, err)
 	}
 	st, err := m.Status()
 	if errors.Is(err, service.ErrNotInstalled) {
@@ -268,6 +268,25 @@ func (h serviceHost) manager(c *service.Config) (manager, error) {
 	return m, nil
 }
 
+// noServiceManagerError is the refusal where snugd ships no service file
+// for the machine's service manager (or there is none).
+type noServiceManagerError struct{ msg string }
+
+func (e *noServiceManagerError) Error() string { return e.msg }
+
+// noServiceManager reports err, a failure to reach the service manager. For
+// status, a machine without one has no snugd service either: it prints "not
+// installed", as on a machine whose manager has no unit, and leaves the
+// explanation to the other actions.
+func noServiceManager(e env, name, action string, err error) int {
+	var nm *noServiceManagerError
+	if action == "status" && errors.As(err, &nm) {
+		fmt.Fprintln(e.stdout, "not installed")
+		return exitNo
+	}
+	return failed(e, name, err)
+}
+
 func errNoServiceManager(goos, found string) error {
 	var what string
 	switch {
@@ -281,7 +300,7 @@ func errNoServiceManager(goos, found string) error {
 	default:
 		what = "no service manager snugd knows is running on this " + goos + " machine"
 	}
-	return fmt.Errorf("%s. snugd installs itself as a systemd, launchd or Windows service only. Here, run \"snugd run\" under your own supervisor instead (the container's entrypoint or command, runit, s6, supervisord): it stays in the foreground, logs to stderr and stops cleanly on SIGTERM", what)
+	return &noServiceManagerError{what + `. snugd installs itself as a systemd, launchd or Windows service only. Here, run "snugd run" under your own supervisor instead (the container's entrypoint or command, runit, s6, supervisord): it stays in the foreground, logs to stderr and stops cleanly on SIGTERM`}
 }
 
 // installOptions works out what snugd install installs.

@@ -288,16 +288,26 @@ func TestInstallLeavesOtherInstallsAlone(t *testing.T) {
 func TestServiceWithoutServiceManager(t *testing.T) {
 	m := newMachine(t, "linux")
 	m.host.newManager = func(*service.Config) (manager, error) { return nil, service.ErrNoServiceSystemDetected }
-	for _, action := range []string{"install", "uninstall", "start", "stop", "restart", "status"} {
+	for _, action := range []string{"install", "uninstall", "start", "stop", "restart"} {
 		code, out, errOut := m.run(action)
 		expect(t, action, code, out, errOut, exitNo, "systemd is not running on this machine")
+	}
+	// Without a service manager there is no service: status says so in
+	// the one line it prints anywhere else.
+	code, out, errOut := m.run("status")
+	if code != exitNo || out != "not installed\n" || errOut != "" {
+		t.Errorf("status without systemd = %d, %q, %q; want %d, \"not installed\\n\", no stderr", code, out, errOut, exitNo)
 	}
 
 	// kardianos/service falls back to System V on a Linux box without systemd.
 	m = newMachine(t, "linux")
 	m.mgr.platform = "unix-systemv"
-	code, out, errOut := m.run("install")
+	code, out, errOut = m.run("install")
 	expect(t, "install under System V", code, out, errOut, exitNo, `run "snugd run" under your own supervisor`)
+	code, out, errOut = m.run("status")
+	if code != exitNo || out != "not installed\n" || errOut != "" {
+		t.Errorf("status under System V = %d, %q, %q; want %d, \"not installed\\n\", no stderr", code, out, errOut, exitNo)
+	}
 	if len(m.calls) != 0 {
 		t.Errorf("calls = %v, want none", m.calls)
 	}
