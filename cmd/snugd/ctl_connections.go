@@ -225,13 +225,39 @@ func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
 	}
 	c.out("stored %d %s for %s/%s (write-only: snugd never shows them again)", len(values), plural(len(values), "value", "values"), appID, slot)
 	if state != nil && state.Status != "connected" {
-		line := state.Status
-		if state.LastError != "" {
-			line += ": " + state.LastError
+		if next := c.nextStep(ctx, appID, slot); next != "" {
+			c.out("not connected yet: %s", next)
+		} else {
+			line := state.Status
+			if state.LastError != "" {
+				line += ": " + state.LastError
+			}
+			c.out("not connected yet (%s)", line)
 		}
-		c.out("not connected yet (%s); set the rest with snugd ctl credentials set %s %s", line, appID, slot)
 	}
 	return exitOK
+}
+
+// nextStep is the daemon's hint of what (appID, slot) still needs for its
+// credentials, with the command that does it (credentials set for fields
+// still to type, connect for an OAuth sign-in, a pair command for a
+// ceremony), or "" when it names none.
+func (c *ctl) nextStep(ctx context.Context, appID, slot string) string {
+	apps, err := c.client.Apps(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, a := range apps {
+		if a.AppID != appID {
+			continue
+		}
+		for _, at := range a.Attention {
+			if at.Slot == slot && at.Kind == "credentials" {
+				return at.Message
+			}
+		}
+	}
+	return ""
 }
 
 // reqField is what the prompt needs of a requirement's field.

@@ -205,7 +205,7 @@ func TestCredentialInput(t *testing.T) {
 	}
 	args := []string{"ctl", "--data-dir", td.dir, "credentials", "set", "trader", "coinbase-exchange"}
 	code, out, errOut := runEnv(t, `{"api_key":"k-123"}`, nil, args...)
-	if code != exitOK || !strings.Contains(out, "not connected yet (pending: missing required fields: api_secret, passphrase)") {
+	if code != exitOK || !strings.Contains(out, "not connected yet: missing required fields: api_secret, passphrase: snugd ctl credentials set trader coinbase-exchange") {
 		t.Errorf("a partial set = %d, %q, %q; want the missing fields named", code, out, errOut)
 	}
 	code, out, _ = runEnv(t, `{"api_key":"k-123"}`, nil, append(args, "--json")...)
