@@ -112,3 +112,24 @@ func TestCtlPairClaim(t *testing.T) {
 		t.Errorf("pair --help = %d %s", code, out)
 	}
 }
+
+// TestCtlPairLinkRefusesJSON: pair link has no machine-readable answer
+// (a person scans codes that rotate), so --json, before or after the
+// command, is refused rather than ignored, and no flow starts.
+func TestCtlPairLinkRefusesJSON(t *testing.T) {
+	td := startDaemon(t)
+	for _, args := range [][]string{
+		{"pair", "link", "app1", "chat", "--json"},
+		{"--json", "pair", "link", "app1", "chat"},
+	} {
+		code, out, errOut := td.ctl(t, "", args...)
+		if code != exitUsage || !strings.Contains(errOut, "--json is not supported") || out != "" {
+			t.Errorf("ctl %q = %d, %q, %q; want a usage refusal", args, code, out, errOut)
+		}
+	}
+	// Without --json the command goes to the daemon, which has no such
+	// connection: the refusal above came before any flow.
+	if code, _, errOut := td.ctl(t, "", "pair", "link", "app1", "chat"); code != exitNo || strings.Contains(errOut, "--json") {
+		t.Errorf("pair link of a missing connection = %d, %q", code, errOut)
+	}
+}

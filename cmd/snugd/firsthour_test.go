@@ -89,6 +89,10 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"ctl", "stauts"}, `did you mean "snugd ctl status"?`},
 		{[]string{"ctl", "credential"}, `did you mean "snugd ctl credentials"?`},
 		{[]string{"ctl", "conf"}, `did you mean "snugd ctl confirms"?`},
+		// A pair ceremony typed as a command of its own.
+		{[]string{"ctl", "claim"}, `did you mean "snugd ctl pair claim"?`},
+		{[]string{"ctl", "clam"}, `did you mean "snugd ctl pair claim"?`},
+		{[]string{"ctl", "link"}, `did you mean "snugd ctl pair link"?`},
 	}
 	for _, tc := range tests {
 		code, _, errOut := runCmd(t, "", tc.args...)
