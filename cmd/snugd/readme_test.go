@@ -50,3 +50,24 @@ func TestReadmeTestSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmePutsSnugdOnPath: every example after README's first section
+// calls the binary snugd, so that section puts it on PATH (go install,
+// or go build -o onto a directory on PATH) beside the two commands, and
+// runs a snugd command there.
+func TestReadmePutsSnugdOnPath(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	first, _, ok := strings.Cut(s[strings.Index(s, "## The two commands"):], "\n## ")
+	if !ok {
+		t.Fatal("README.md has no section after \"The two commands\"")
+	}
+	for _, want := range []string{"go run ./cmd/snugd\n", "scripts/test.sh\n", "go install ./cmd/snugd", "go build -o /usr/local/bin/snugd ./cmd/snugd", "\n    snugd ctl status\n", "without `sudo`"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("README's first section lacks %q", want)
+		}
+	}
+}
