@@ -73,6 +73,10 @@ func TestCtlPairClaim(t *testing.T) {
 		}
 	}
 
+	if _, out, _ := runCmd(t, "", "ctl", "--data-dir", dir, "apps"); !strings.Contains(out, "app/bank: not paired yet: snugd ctl pair claim app bank\n") {
+		t.Errorf("apps before the claim does not send the row to pair claim:\n%s", out)
+	}
+
 	token := b.NewSetupToken()
 	code, _, errOut := ctl("", "claim", "app", "bank", token)
 	if code != exitUsage || b.Claims() != 0 || len(b.Requests()) != 0 {
@@ -98,6 +102,10 @@ func TestCtlPairClaim(t *testing.T) {
 		t.Fatalf("claim = %d\n%s%s", code, out, errOut)
 	}
 	noLeak("a claim", out+errOut, append([]string{token}, b.Credentials()...)...)
+	// Claimed: the row no longer says it is not paired.
+	if code, out, _ := runCmd(t, "", "ctl", "--data-dir", dir, "apps"); code != exitOK || strings.Contains(out, "app/bank:") {
+		t.Errorf("apps after the claim still hints at the row = %d\n%s", code, out)
+	}
 
 	code, out, _ = ctl(b.NewSetupToken(), "claim", "app", "bank", "--json")
 	var conn api.ConnectionJSON
