@@ -193,6 +193,13 @@ func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
 	appID, slot := pos[1], pos[2]
 	var values map[string]string
 	if *file == "-" && isTerminal(c.e.stdin) {
+		// A row whose only step left is a pairing has nothing to type:
+		// say which, rather than prompt for a value snugd would refuse.
+		// (An OAuth row waiting for its sign-in still prompts: its client
+		// ID may be the thing to correct.)
+		if next := c.nextStep(ctx, appID, slot); strings.HasPrefix(next, "not paired yet: ") {
+			return c.fail(fmt.Errorf("%s/%s has no field left to type: %s", appID, slot, next))
+		}
 		var err error
 		if values, err = c.promptValues(ctx, appID, slot); err != nil {
 			return c.fail(err)
