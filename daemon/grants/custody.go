@@ -174,9 +174,9 @@ func (d *Book) ConnectionState(ctx context.Context, appID, slot string) (s ConnS
 // ctl credentials set and its API route): it refuses a field that a
 // ceremony fills (the pairing seat's field, an OAuth token), naming the
 // ceremony to run instead, and then stores nothing. The check reads the
-// row's current and staged requirements; SetCredentials takes only keys
-// one of those declares, so a staged change promoted in between brings
-// no field the check did not see.
+// row's current and staged requirements in its own read, before
+// SetCredentials' transaction: a promotion in between brings no field it
+// did not see, but a requirement newly staged in that gap is not checked.
 func (d *Book) SetTypedCredentials(ctx context.Context, appID, slot string, values map[string]string) error {
 	if err := CheckAppID(appID); err != nil {
 		return err
