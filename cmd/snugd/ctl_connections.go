@@ -57,11 +57,15 @@ func ctlConnections(ctx context.Context, c *ctl, args []string) int {
 		c.out("%s has no connections", pos[0])
 		return exitOK
 	}
+	next := c.nextSteps(ctx, pos[0])
 	for i, cn := range conns {
 		if i > 0 {
 			c.out("")
 		}
 		printConnection(c, cn)
+		if n := next[cn.Slot]; n != "" && cn.Status == "approved" && !cn.NeedsReapproval {
+			c.out("  next         %s", n)
+		}
 	}
 	return exitOK
 }
@@ -250,21 +254,27 @@ func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
 // still to type, connect for an OAuth sign-in, a pair command for a
 // ceremony), or "" when it names none.
 func (c *ctl) nextStep(ctx context.Context, appID, slot string) string {
+	return c.nextSteps(ctx, appID)[slot]
+}
+
+// nextSteps is nextStep for each slot of appID that has one.
+func (c *ctl) nextSteps(ctx context.Context, appID string) map[string]string {
 	apps, err := c.client.Apps(ctx)
 	if err != nil {
-		return ""
+		return nil
 	}
+	steps := map[string]string{}
 	for _, a := range apps {
 		if a.AppID != appID {
 			continue
 		}
 		for _, at := range a.Attention {
-			if at.Slot == slot && at.Kind == "credentials" {
-				return at.Message
+			if at.Kind == "credentials" && steps[at.Slot] == "" {
+				steps[at.Slot] = at.Message
 			}
 		}
 	}
-	return ""
+	return steps
 }
 
 // reqField is what the prompt needs of a requirement's field.

@@ -101,6 +101,19 @@ func TestHintsNameTheNextStep(t *testing.T) {
 		}
 	}
 
+	// connections APP names the same next step under each approved row.
+	for app, lines := range map[string][]string{
+		"app":    {"  next         not paired yet: snugd ctl pair claim app bank\n", "  next         not paired yet: snugd ctl pair lan app hue\n", "  next         not paired yet: snugd ctl pair link app chat\n"},
+		"player": {"  next         no credentials stored: snugd ctl credentials set player music, then snugd ctl connect player music\n"},
+	} {
+		_, out, _ := td.ctl(t, "", "connections", app)
+		for _, line := range lines {
+			if !strings.Contains(out, line) {
+				t.Errorf("connections %s lacks %q:\n%s", app, line, out)
+			}
+		}
+	}
+
 	// The client ID is all a person types for this sign-in: what is left
 	// is connect, and nothing says "set the rest".
 	code, out, errOut := td.ctl(t, `{"client_id":"my-client"}`, "credentials", "set", "player", "music")
