@@ -173,7 +173,13 @@ func cmdCtl(ctx context.Context, e env, args []string) int {
 	}
 	if cmd == nil {
 		fmt.Fprintf(e.stderr, "snugd ctl: unknown command %q\n", args[0])
-		if s := suggest(args[0], ctlNames()); s != "" {
+		// A pair ceremony typed as a command of its own ("snugd ctl
+		// claim") is suggested when it is nearer than any command.
+		s, p := suggest(args[0], ctlNames()), pairCeremonyNamed(args[0])
+		switch {
+		case p != "" && (s == "" || editDistance(args[0], p) < editDistance(args[0], s)):
+			fmt.Fprintf(e.stderr, "did you mean \"snugd ctl pair %s\"?\n", p)
+		case s != "":
 			fmt.Fprintf(e.stderr, "did you mean \"snugd ctl %s\"?\n", s)
 		}
 		fmt.Fprintln(e.stderr, "\"snugd ctl help\" lists the commands")

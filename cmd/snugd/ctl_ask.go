@@ -4,20 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
-// interactive reports whether r is a terminal: a character device, as a
-// tty is. A pipe, a file or a test's buffer is not, and snugd ctl then
-// never asks: an act that needs a person's yes needs --yes instead.
+// interactive reports whether r is a terminal, as the terminal driver
+// answers it. A pipe, a file, a test's buffer or a character device that
+// is no tty (/dev/null) is not, and snugd ctl then never asks: an act that
+// needs a person's yes needs --yes instead.
 func interactive(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return isTerminal(r)
 }
 
 // confirm asks question on a terminal and reports whether the answer was

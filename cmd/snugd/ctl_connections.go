@@ -57,11 +57,15 @@ func ctlConnections(ctx context.Context, c *ctl, args []string) int {
 		c.out("%s has no connections", pos[0])
 		return exitOK
 	}
+	next := c.nextSteps(ctx, pos[0])
 	for i, cn := range conns {
 		if i > 0 {
 			c.out("")
 		}
 		printConnection(c, cn)
+		if n := next[cn.Slot]; n != "" && cn.Status == "approved" && !cn.NeedsReapproval {
+			c.out("  next         %s", n)
+		}
 	}
 	return exitOK
 }
@@ -193,6 +197,13 @@ func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
 	appID, slot := pos[1], pos[2]
 	var values map[string]string
 	if *file == "-" && isTerminal(c.e.stdin) {
+		// A row whose only step left is a pairing has nothing to type:
+		// say which, rather than prompt for a value snugd would refuse.
+		// (An OAuth row waiting for its sign-in still prompts: its client
+		// ID may be the thing to correct.)
+		if next := c.nextStep(ctx, appID, slot); strings.HasPrefix(next, "not paired yet: ") {
+			return c.fail(fmt.Errorf("%s/%s has no field left to type: %s", appID, slot, next))
+		}
 		var err error
 		if values, err = c.promptValues(ctx, appID, slot); err != nil {
 			return c.fail(err)
@@ -225,13 +236,45 @@ func ctlCredentials(ctx context.Context, c *ctl, args []string) int {
 	}
 	c.out("stored %d %s for %s/%s (write-only: snugd never shows them again)", len(values), plural(len(values), "value", "values"), appID, slot)
 	if state != nil && state.Status != "connected" {
-		line := state.Status
-		if state.LastError != "" {
-			line += ": " + state.LastError
+		if next := c.nextStep(ctx, appID, slot); next != "" {
+			c.out("not connected yet: %s", next)
+		} else {
+			line := state.Status
+			if state.LastError != "" {
+				line += ": " + state.LastError
+			}
+			c.out("not connected yet (%s)", line)
 		}
-		c.out("not connected yet (%s); set the rest with snugd ctl credentials set %s %s", line, appID, slot)
 	}
 	return exitOK
+}
+
+// nextStep is the daemon's hint of what (appID, slot) still needs for its
+// credentials, with the command that does it (credentials set for fields
+// still to type, connect for an OAuth sign-in, a pair command for a
+// ceremony), or "" when it names none.
+func (c *ctl) nextStep(ctx context.Context, appID, slot string) string {
+	return c.nextSteps(ctx, appID)[slot]
+}
+
+// nextSteps is nextStep for each slot of appID that has one.
+func (c *ctl) nextSteps(ctx context.Context, appID string) map[string]string {
+	apps, err := c.client.Apps(ctx)
+	if err != nil {
+		return nil
+	}
+	steps := map[string]string{}
+	for _, a := range apps {
+		if a.AppID != appID {
+			continue
+		}
+		for _, at := range a.Attention {
+			if at.Kind == "credentials" && steps[at.Slot] == "" {
+				steps[at.Slot] = at.Message
+			}
+		}
+	}
+	return steps
 }
 
 // reqField is what the prompt needs of a requirement's field.

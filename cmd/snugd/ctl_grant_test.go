@@ -221,6 +221,17 @@ func TestCtlHostsApproveShowsTheRequestFirst(t *testing.T) {
 	if !strings.Contains(out, "origin") || strings.Index(out, "origin") > strings.Index(out, "name") || !strings.Contains(out, "desktop") || !strings.Contains(out, "asked") {
 		t.Errorf("hosts approve printed %q; want origin, then name, surface and age", out)
 	}
+	// /dev/null is a character device but no terminal: no question is
+	// asked of it, and nothing is approved.
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	code, out, errOut = runEnv(t, null, nil, "ctl", "--data-dir", td.dir, "hosts", "approve", p.Code)
+	if code != exitUsage || !strings.Contains(errOut, "not asking without a terminal") || strings.Contains(out, "[y/N]") {
+		t.Errorf("hosts approve </dev/null = %d, %q, %q; want a refusal naming --yes", code, out, errOut)
+	}
 	if ps, _ := td.d.Hosts().Pending(t.Context()); len(ps) != 1 {
 		t.Fatalf("pending pairings after a refused approve = %d, want 1", len(ps))
 	}

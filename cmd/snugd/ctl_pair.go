@@ -31,6 +31,16 @@ func pairCeremonies() []pairCeremony {
 	}
 }
 
+// pairCeremonyNamed is the pair ceremony typed (or nearly typed) as a
+// command of its own, as in "snugd ctl claim", or "".
+func pairCeremonyNamed(typed string) string {
+	var names []string
+	for _, p := range pairCeremonies() {
+		names = append(names, p.name)
+	}
+	return suggest(typed, names)
+}
+
 func pairUsage(w io.Writer) {
 	fmt.Fprint(w, "usage: snugd ctl [--data-dir DIR] pair CEREMONY APP SLOT …\n\n")
 	for _, p := range pairCeremonies() {

@@ -104,6 +104,10 @@ func TestCtlPairLAN(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "pin          sha256 "+sim.Fingerprint()) || !strings.Contains(out, "verified") {
 		t.Errorf("connections = %d\n%s", code, out)
 	}
+	// Paired and pinned: nothing about the row needs attention any more.
+	if code, out, _ = ctl("apps"); code != exitOK || strings.Contains(out, "app/hue:") {
+		t.Errorf("apps after pairing still hints at the row = %d\n%s", code, out)
+	}
 
 	old := sim.Fingerprint()
 	if err := sim.Rotate(); err != nil {

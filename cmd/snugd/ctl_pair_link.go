@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -26,6 +27,12 @@ func ctlPairLink(ctx context.Context, c *ctl, args []string) int {
 	pos, code, ok := c.args(fs, args, "APP", "SLOT")
 	if !ok {
 		return code
+	}
+	if c.json {
+		// The flow is a person scanning codes that rotate: there is no
+		// one answer to print, and ignoring the flag would be a lie.
+		fmt.Fprintf(c.e.stderr, "%s: --json is not supported: pair link draws QR codes for a person to scan; snugd ctl connections %s --json shows the result\n", c.name, pos[0])
+		return exitUsage
 	}
 	// The start is not cut short by Ctrl-C: its answer names the flow to
 	// cancel, which the loop below then does.

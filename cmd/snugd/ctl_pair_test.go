@@ -73,6 +73,10 @@ func TestCtlPairClaim(t *testing.T) {
 		}
 	}
 
+	if _, out, _ := runCmd(t, "", "ctl", "--data-dir", dir, "apps"); !strings.Contains(out, "app/bank: not paired yet: snugd ctl pair claim app bank\n") {
+		t.Errorf("apps before the claim does not send the row to pair claim:\n%s", out)
+	}
+
 	token := b.NewSetupToken()
 	code, _, errOut := ctl("", "claim", "app", "bank", token)
 	if code != exitUsage || b.Claims() != 0 || len(b.Requests()) != 0 {
@@ -98,6 +102,10 @@ func TestCtlPairClaim(t *testing.T) {
 		t.Fatalf("claim = %d\n%s%s", code, out, errOut)
 	}
 	noLeak("a claim", out+errOut, append([]string{token}, b.Credentials()...)...)
+	// Claimed: the row no longer says it is not paired.
+	if code, out, _ := runCmd(t, "", "ctl", "--data-dir", dir, "apps"); code != exitOK || strings.Contains(out, "app/bank:") {
+		t.Errorf("apps after the claim still hints at the row = %d\n%s", code, out)
+	}
 
 	code, out, _ = ctl(b.NewSetupToken(), "claim", "app", "bank", "--json")
 	var conn api.ConnectionJSON
@@ -110,5 +118,26 @@ func TestCtlPairClaim(t *testing.T) {
 	}
 	if code, out, _ := ctl("", "--help"); code != exitOK || !strings.Contains(out, "pair claim APP SLOT") {
 		t.Errorf("pair --help = %d %s", code, out)
+	}
+}
+
+// TestCtlPairLinkRefusesJSON: pair link has no machine-readable answer
+// (a person scans codes that rotate), so --json, before or after the
+// command, is refused rather than ignored, and no flow starts.
+func TestCtlPairLinkRefusesJSON(t *testing.T) {
+	td := startDaemon(t)
+	for _, args := range [][]string{
+		{"pair", "link", "app1", "chat", "--json"},
+		{"--json", "pair", "link", "app1", "chat"},
+	} {
+		code, out, errOut := td.ctl(t, "", args...)
+		if code != exitUsage || !strings.Contains(errOut, "--json is not supported") || out != "" {
+			t.Errorf("ctl %q = %d, %q, %q; want a usage refusal", args, code, out, errOut)
+		}
+	}
+	// Without --json the command goes to the daemon, which has no such
+	// connection: the refusal above came before any flow.
+	if code, _, errOut := td.ctl(t, "", "pair", "link", "app1", "chat"); code != exitNo || strings.Contains(errOut, "--json") {
+		t.Errorf("pair link of a missing connection = %d, %q", code, errOut)
 	}
 }

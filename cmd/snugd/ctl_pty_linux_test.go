@@ -51,3 +51,31 @@ func TestCtlAsksOnATerminal(t *testing.T) {
 		t.Errorf("approve, answered yes = %d, %q, %q", code, out, errOut)
 	}
 }
+
+// TestCredentialsPromptSendsCeremoniesOn: on a terminal, credentials set
+// of a row whose only step left is a pairing prompts for nothing and
+// names the ceremony; a row with fields to type still prompts.
+func TestCredentialsPromptSendsCeremoniesOn(t *testing.T) {
+	td := startDaemon(t)
+	hintRows(t, td)
+	for slot, want := range map[string]string{
+		"bank": "app/bank has no field left to type: not paired yet: snugd ctl pair claim app bank",
+		"hue":  "app/hue has no field left to type: not paired yet: snugd ctl pair lan app hue",
+		"chat": "app/chat has no field left to type: not paired yet: snugd ctl pair link app chat",
+	} {
+		code, out, errOut := td.ctlOnTerminal(t, "typed-by-hand", "credentials", "set", "app", slot)
+		if code != exitNo || !strings.Contains(errOut, want) || strings.Contains(errOut, "typing is not shown") || strings.Contains(out, "stored") {
+			t.Errorf("credentials set app %s on a terminal = %d, %q, %q; want %q", slot, code, out, errOut, want)
+		}
+	}
+	code, out, errOut := td.ctlOnTerminal(t, "my-client", "credentials", "set", "player", "music")
+	if code != exitOK || !strings.Contains(errOut, "Client ID") || !strings.Contains(out, "not signed in yet: snugd ctl connect player music") {
+		t.Errorf("credentials set player music on a terminal = %d, %q, %q", code, out, errOut)
+	}
+	// Waiting for its sign-in, the row still prompts: a wrong client ID
+	// is corrected here.
+	code, out, errOut = td.ctlOnTerminal(t, "other-client", "credentials", "set", "player", "music")
+	if code != exitOK || !strings.Contains(errOut, "Client ID") || !strings.Contains(out, "stored 1 value") {
+		t.Errorf("credentials set player music again = %d, %q, %q", code, out, errOut)
+	}
+}

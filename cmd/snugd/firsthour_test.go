@@ -89,6 +89,10 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"ctl", "stauts"}, `did you mean "snugd ctl status"?`},
 		{[]string{"ctl", "credential"}, `did you mean "snugd ctl credentials"?`},
 		{[]string{"ctl", "conf"}, `did you mean "snugd ctl confirms"?`},
+		// A pair ceremony typed as a command of its own.
+		{[]string{"ctl", "claim"}, `did you mean "snugd ctl pair claim"?`},
+		{[]string{"ctl", "clam"}, `did you mean "snugd ctl pair claim"?`},
+		{[]string{"ctl", "link"}, `did you mean "snugd ctl pair link"?`},
 	}
 	for _, tc := range tests {
 		code, _, errOut := runCmd(t, "", tc.args...)
@@ -205,7 +209,7 @@ func TestCredentialInput(t *testing.T) {
 	}
 	args := []string{"ctl", "--data-dir", td.dir, "credentials", "set", "trader", "coinbase-exchange"}
 	code, out, errOut := runEnv(t, `{"api_key":"k-123"}`, nil, args...)
-	if code != exitOK || !strings.Contains(out, "not connected yet (pending: missing required fields: api_secret, passphrase)") {
+	if code != exitOK || !strings.Contains(out, "not connected yet: missing required fields: api_secret, passphrase: snugd ctl credentials set trader coinbase-exchange") {
 		t.Errorf("a partial set = %d, %q, %q; want the missing fields named", code, out, errOut)
 	}
 	code, out, _ = runEnv(t, `{"api_key":"k-123"}`, nil, append(args, "--json")...)

@@ -135,7 +135,7 @@ func serviceMain(e env, h serviceHost, action string, args []string) int {
 		return exitUsage
 	}
 	if h.platform == "" {
-		return failed(e, name, errNoServiceManager(goos, ""))
+		return noServiceManager(e, name, action, errNoServiceManager(goos, ""))
 	}
 	if action != "status" && !*user && goos != "windows" && !h.isRoot {
 		return failed(e, name, errors.New("the system service needs root: run it with sudo, or use --user for a per-user service"))
@@ -160,7 +160,7 @@ func serviceMain(e env, h serviceHost, action string, args []string) int {
 
 	m, err := h.manager(serviceConfig(goos, o, ""))
 	if err != nil {
-		return failed(e, name, err)
+		return noServiceManager(e, name, action, err)
 	}
 	st, err := m.Status()
 	if errors.Is(err, service.ErrNotInstalled) {
@@ -268,6 +268,25 @@ func (h serviceHost) manager(c *service.Config) (manager, error) {
 	return m, nil
 }
 
+// noServiceManagerError is the refusal where snugd ships no service file
+// for the machine's service manager (or there is none).
+type noServiceManagerError struct{ msg string }
+
+func (e *noServiceManagerError) Error() string { return e.msg }
+
+// noServiceManager reports err, a failure to reach the service manager. For
+// status, a machine without one has no snugd service either: it prints "not
+// installed", as on a machine whose manager has no unit, and leaves the
+// explanation to the other actions.
+func noServiceManager(e env, name, action string, err error) int {
+	var nm *noServiceManagerError
+	if action == "status" && errors.As(err, &nm) {
+		fmt.Fprintln(e.stdout, "not installed")
+		return exitNo
+	}
+	return failed(e, name, err)
+}
+
 func errNoServiceManager(goos, found string) error {
 	var what string
 	switch {
@@ -281,7 +300,7 @@ func errNoServiceManager(goos, found string) error {
 	default:
 		what = "no service manager snugd knows is running on this " + goos + " machine"
 	}
-	return fmt.Errorf("%s. snugd installs itself as a systemd, launchd or Windows service only. Here, run \"snugd run\" under your own supervisor instead (the container's entrypoint or command, runit, s6, supervisord): it stays in the foreground, logs to stderr and stops cleanly on SIGTERM", what)
+	return &noServiceManagerError{what + `. snugd installs itself as a systemd, launchd or Windows service only. Here, run "snugd run" under your own supervisor instead (the container's entrypoint or command, runit, s6, supervisord): it stays in the foreground, logs to stderr and stops cleanly on SIGTERM`}
 }
 
 // installOptions works out what snugd install installs.
@@ -292,7 +311,7 @@ func (h serviceHost) installOptions(user bool, rf runFlags) (serviceOptions, err
 		return o, fmt.Errorf("cannot find the snugd binary: %w", err)
 	}
 	if isTemporaryBuild(exe) {
-		return o, fmt.Errorf("%s is a temporary build (go run) that will be gone; build snugd and install that binary (go build -o /usr/local/bin/snugd ./cmd/snugd)", exe)
+		return o, fmt.Errorf("%s is a temporary build (go run) in Go's build cache, which Go cleans; build snugd first and install that binary (go build -o /usr/local/bin/snugd ./cmd/snugd, or go install ./cmd/snugd)", exe)
 	}
 	o.exe = exe
 	if rf.dataDir != "" {
@@ -308,11 +327,31 @@ func (h serviceHost) installOptions(user bool, rf runFlags) (serviceOptions, err
 	return o, nil
 }
 
-// isTemporaryBuild reports whether exe is a binary go run built and will
-// delete ($GOTMPDIR/go-build…/b001/exe/snugd).
+// isTemporaryBuild reports whether exe is a binary go run built: one it
+// will delete ($GOTMPDIR/go-build…/b001/exe/snugd), or, since Go 1.24, one
+// it keeps in the build cache until the cache is trimmed
+// ($GOCACHE/ab/ab12…ef-d/snugd).
 func isTemporaryBuild(exe string) bool {
 	dir := filepath.Dir(exe)
-	return filepath.Base(dir) == "exe" && strings.Contains(dir, "go-build")
+	if filepath.Base(dir) == "exe" && strings.Contains(dir, "go-build") {
+		return true
+	}
+	return isBuildCacheEntry(filepath.Base(dir), filepath.Base(filepath.Dir(dir)))
+}
+
+// isBuildCacheEntry reports whether name is a build cache directory for an
+// executable ("<hex action ID>-d") filed under its two-digit prefix.
+func isBuildCacheEntry(name, prefix string) bool {
+	id, ok := strings.CutSuffix(name, "-d")
+	if !ok || len(id) < 32 || len(prefix) != 2 || !strings.HasPrefix(id, prefix) {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // install installs the service, or leaves it be when the same file is there

@@ -288,16 +288,26 @@ func TestInstallLeavesOtherInstallsAlone(t *testing.T) {
 func TestServiceWithoutServiceManager(t *testing.T) {
 	m := newMachine(t, "linux")
 	m.host.newManager = func(*service.Config) (manager, error) { return nil, service.ErrNoServiceSystemDetected }
-	for _, action := range []string{"install", "uninstall", "start", "stop", "restart", "status"} {
+	for _, action := range []string{"install", "uninstall", "start", "stop", "restart"} {
 		code, out, errOut := m.run(action)
 		expect(t, action, code, out, errOut, exitNo, "systemd is not running on this machine")
+	}
+	// Without a service manager there is no service: status says so in
+	// the one line it prints anywhere else.
+	code, out, errOut := m.run("status")
+	if code != exitNo || out != "not installed\n" || errOut != "" {
+		t.Errorf("status without systemd = %d, %q, %q; want %d, \"not installed\\n\", no stderr", code, out, errOut, exitNo)
 	}
 
 	// kardianos/service falls back to System V on a Linux box without systemd.
 	m = newMachine(t, "linux")
 	m.mgr.platform = "unix-systemv"
-	code, out, errOut := m.run("install")
+	code, out, errOut = m.run("install")
 	expect(t, "install under System V", code, out, errOut, exitNo, `run "snugd run" under your own supervisor`)
+	code, out, errOut = m.run("status")
+	if code != exitNo || out != "not installed\n" || errOut != "" {
+		t.Errorf("status under System V = %d, %q, %q; want %d, \"not installed\\n\", no stderr", code, out, errOut, exitNo)
+	}
 	if len(m.calls) != 0 {
 		t.Errorf("calls = %v, want none", m.calls)
 	}
@@ -323,6 +333,16 @@ func TestServiceRefusals(t *testing.T) {
 		{name: "go run binary", goos: "linux", setup: func(m *machine) {
 			m.host.executable = func() (string, error) { return "/tmp/go-build123/b001/exe/snugd", nil }
 		}, action: "install", wantCode: exitNo, wantOut: "temporary build"},
+		// go run on Go 1.24+ keeps the binary in the build cache.
+		{name: "go run binary in the build cache", goos: "linux", setup: func(m *machine) {
+			m.host.executable = func() (string, error) {
+				return "/root/.cache/go-build/e6/e6cd8c78e1f4890c430e127e1f7eae497ab7b487bcc3c97e27bbd9a2e6c8bf93-d/snugd", nil
+			}
+		}, action: "install", wantCode: exitNo, wantOut: "go build -o /usr/local/bin/snugd ./cmd/snugd"},
+		// A directory that only looks hex-ish is an ordinary install place.
+		{name: "binary beside a -d directory", goos: "linux", setup: func(m *machine) {
+			m.host.executable = func() (string, error) { return "/opt/ab/abc-d/snugd", nil }
+		}, action: "install", wantCode: exitOK, wantOut: "installed"},
 		{name: "system data dir outside /var/lib", goos: "linux", action: "install", args: []string{"--data-dir", "/srv/snugd"}, wantCode: exitNo, wantOut: "under /var/lib"},
 		{name: "user on windows", goos: "windows", action: "install", args: []string{"--user"}, wantCode: exitUsage, wantOut: "no per-user services"},
 		{name: "port out of range", goos: "linux", action: "install", args: []string{"--port", "80"}, wantCode: exitUsage, wantOut: "--port"},

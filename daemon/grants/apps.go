@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 )
 
@@ -126,7 +128,7 @@ func (d *Book) Apps(ctx context.Context) ([]AppSummary, error) {
 		}
 		cs.Standing = d.gates.StandingArmed(c.AppID, c.Slot)
 		a.Connections = append(a.Connections, cs)
-		a.Attention = append(a.Attention, attentionOf(c, cs, now)...)
+		a.Attention = append(a.Attention, d.attentionOf(c, cs, rs.state, rs.has, now)...)
 	}
 	out := make([]AppSummary, 0, len(order))
 	for _, id := range order {
@@ -141,8 +143,10 @@ func (d *Book) Apps(ctx context.Context) ([]AppSummary, error) {
 	return out, nil
 }
 
-// attentionOf lists what one connection needs.
-func attentionOf(c Connection, cs ConnSummary, now time.Time) []Attention {
+// attentionOf lists what one connection needs, each with the command that
+// deals with it: credentials set only for the fields a person types, the
+// pairing ceremony for the field it fills, connect for an OAuth sign-in.
+func (d *Book) attentionOf(c Connection, cs ConnSummary, state ConnState, hasState bool, now time.Time) []Attention {
 	var out []Attention
 	add := func(k AttentionKind, format string, a ...any) {
 		out = append(out, Attention{Slot: c.Slot, Kind: k, Message: fmt.Sprintf(format, a...)})
@@ -164,24 +168,66 @@ func attentionOf(c Connection, cs ConnSummary, now time.Time) []Attention {
 	if c.Status != StatusApproved {
 		return out
 	}
-	needsValues := c.Requirement.Kind != requirement.KindNone && len(c.Requirement.FieldKeys()) > 0
+	r := c.Requirement
+	setCmd := fmt.Sprintf("snugd ctl credentials set %s %s", app, c.Slot)
+	connectCmd := fmt.Sprintf("snugd ctl connect %s %s", app, c.Slot)
+	signsIn := r.Kind == requirement.KindOAuth2AuthCode
+	var pairCmd string
+	pairingOwed := false
+	if p, ok := d.registry.Pairing(r); ok {
+		pairCmd = fmt.Sprintf("snugd ctl %s %s %s", ceremonyCommand(p.Family), app, c.Slot)
+		_, pairingOwed = d.PairingOwed(r, state, hasState)
+	}
+	typed := d.typedFields(r)
 	switch cs.Credentials {
 	case "":
-		if needsValues {
-			add(AttentionCredentials, "no credentials stored: snugd ctl credentials set %s %s", app, c.Slot)
+		switch {
+		case len(typed) > 0 && signsIn:
+			add(AttentionCredentials, "no credentials stored: %s, then %s", setCmd, connectCmd)
+		case len(typed) > 0 && pairingOwed:
+			add(AttentionCredentials, "no credentials stored: %s, then %s", setCmd, pairCmd)
+		case len(typed) > 0:
+			add(AttentionCredentials, "no credentials stored: %s", setCmd)
+		case pairingOwed:
+			add(AttentionCredentials, "not paired yet: %s", pairCmd)
+		case signsIn:
+			add(AttentionCredentials, "not signed in yet: %s", connectCmd)
 		}
 	case ConnPending:
-		if needsValues {
-			why := "credentials incomplete"
-			if cs.LastError != "" {
-				why = cs.LastError
+		missing, listed := strings.CutPrefix(cs.LastError, MissingFieldsPrefix)
+		var missingTyped []string
+		if listed {
+			for _, k := range strings.Split(missing, ", ") {
+				if slices.Contains(typed, k) {
+					missingTyped = append(missingTyped, k)
+				}
 			}
-			add(AttentionCredentials, "%s: snugd ctl credentials set %s %s", why, app, c.Slot)
+		}
+		switch {
+		case len(missingTyped) > 0:
+			add(AttentionCredentials, "%s%s: %s", MissingFieldsPrefix, strings.Join(missingTyped, ", "), setCmd)
+		case pairingOwed:
+			add(AttentionCredentials, "not paired yet: %s", pairCmd)
+		case signsIn:
+			add(AttentionCredentials, "not signed in yet: %s", connectCmd)
+		case len(typed) > 0:
+			add(AttentionCredentials, "%s: %s", orDefault(cs.LastError, "credentials incomplete"), setCmd)
+		}
+	case ConnConnected:
+		if pairingOwed {
+			// Values stored some other way than the ceremony (an older
+			// snugd took them by hand): the ceremony has not vouched for
+			// them.
+			add(AttentionCredentials, "not paired yet: %s", pairCmd)
 		}
 	case ConnError:
 		add(AttentionError, "the connection reports an error (%s)", orNone(cs.LastError))
 	case ConnExpired:
-		add(AttentionExpired, "the token expired: reconnect it or store new credentials")
+		if signsIn {
+			add(AttentionExpired, "the token expired: sign in again: %s", connectCmd)
+		} else {
+			add(AttentionExpired, "the token expired: store new credentials: %s", setCmd)
+		}
 	}
 	if cs.ExpiresAt != nil && cs.Credentials == ConnConnected {
 		switch left := cs.ExpiresAt.Sub(now); {
@@ -191,13 +237,58 @@ func attentionOf(c Connection, cs ConnSummary, now time.Time) []Attention {
 			add(AttentionExpiring, "the token expires at %s", cs.ExpiresAt.Format(time.RFC3339))
 		}
 	}
-	if c.Requirement.LANHost != nil && cs.LANPin == "" {
-		add(AttentionPin, "no certificate pinned for the LAN device yet: the first connection pins it (trust on first use)")
+	if r.LANHost != nil && cs.LANPin == "" {
+		if pairCmd != "" {
+			add(AttentionPin, "no certificate pinned for the LAN device yet: pairing pins it: %s", pairCmd)
+		} else {
+			add(AttentionPin, "no certificate pinned for the LAN device yet: the first connection pins it (trust on first use)")
+		}
 	}
 	if cs.Standing {
 		add(AttentionStanding, "a standing approval is armed: it sends without asking (snugd ctl status)")
 	}
 	return out
+}
+
+// ceremonyCommand is the snugd ctl command that runs a pairing family's
+// ceremony.
+func ceremonyCommand(f registry.Family) string {
+	switch f {
+	case registry.FamilyExchange:
+		return "pair lan"
+	case registry.FamilyDeviceLink:
+		return "pair link"
+	case registry.FamilyTokenClaim:
+		return "pair claim"
+	}
+	return "pair " + string(f)
+}
+
+// typedFields lists r's field keys that a person types: every declared
+// field but the one a pairing ceremony fills and the reserved OAuth token
+// names. A requirement of kind none has none.
+func (d *Book) typedFields(r *requirement.Requirement) []string {
+	if r.Kind == requirement.KindNone {
+		return nil
+	}
+	var filled string
+	if p, ok := d.registry.Pairing(r); ok {
+		filled = p.Field
+	}
+	var keys []string
+	for _, k := range r.FieldKeys() {
+		if k != filled && !strings.HasPrefix(k, "_") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func orNone(s string) string {

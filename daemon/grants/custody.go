@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/journal"
+	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/daemon/requirement"
 	"github.com/snug/snugd/daemon/scrub"
 )
@@ -168,13 +170,48 @@ func (d *Book) ConnectionState(ctx context.Context, appID, slot string) (s ConnS
 	return s, ok, nil
 }
 
+// SetTypedCredentials is SetCredentials for values a person typed (snugd
+// ctl credentials set and its API route): it refuses a field that a
+// ceremony fills (the pairing seat's field, an OAuth token), naming the
+// ceremony to run instead, and then stores nothing. The check reads the
+// row's current and staged requirements in its own read, before
+// SetCredentials' transaction: a promotion in between brings no field it
+// did not see, but a requirement newly staged in that gap is not checked.
+func (d *Book) SetTypedCredentials(ctx context.Context, appID, slot string, values map[string]string) error {
+	if err := CheckAppID(appID); err != nil {
+		return err
+	}
+	if err := CheckSlot(slot); err != nil {
+		return err
+	}
+	var c Connection
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		row, err := tx.Connection(appID, slot)
+		if err != nil {
+			return err
+		}
+		c = FromRow(row)
+		return nil
+	})
+	if err != nil {
+		return RowError(d.log, "store credentials", err)
+	}
+	for _, key := range slices.Sorted(maps.Keys(values)) {
+		if err := d.ceremonyFills(c, key); err != nil {
+			return err
+		}
+	}
+	return d.SetCredentials(ctx, appID, slot, values)
+}
+
 // SetCredentials stores credential values for (appID, slot) in one
 // transaction, with the slot's state marked connected once every required
 // field of the current requirement has a value, else pending with
 // LastError naming the fields still missing (MissingFieldsPrefix). Every key must be a
 // field the current or the staged requirement declares; values are
 // non-empty UTF-8 without NUL, at most 64 KiB. A revoked row takes none.
-// Errors name keys, never values.
+// Errors name keys, never values. It takes ceremony-filled fields too;
+// values from a person go through SetTypedCredentials.
 func (d *Book) SetCredentials(ctx context.Context, appID, slot string, values map[string]string) error {
 	if err := CheckAppID(appID); err != nil {
 		return err
@@ -248,6 +285,39 @@ func (d *Book) SetCredentials(ctx context.Context, appID, slot string, values ma
 		return RowError(d.log, "store credentials", err)
 	}
 	d.ConnectionChanged(appID, slot)
+	return nil
+}
+
+// ceremonyFills refuses key when a ceremony, not a person, fills it on c:
+// the field the registry's pairing names for c's current or staged
+// requirement, or an OAuth token's reserved name. A value typed by hand
+// there would read as connected with no claim, pairing, link or sign-in
+// behind it. The answer names the ceremony to run instead.
+func (d *Book) ceremonyFills(c Connection, key string) error {
+	for _, r := range []*requirement.Requirement{c.Requirement, c.Pending} {
+		if r == nil {
+			continue
+		}
+		if r.Kind.IsOAuth() && strings.HasPrefix(key, "_") {
+			return errcode.New(errcode.BadRequest, fmt.Sprintf("field %s holds an OAuth token, which only the sign-in stores: run snugd ctl connect %s %s", quoteFieldKey(key), c.AppID, c.Slot))
+		}
+		p, ok := d.registry.Pairing(r)
+		if !ok || p.Field != key {
+			continue
+		}
+		var ceremony string
+		switch p.Family {
+		case registry.FamilyTokenClaim:
+			ceremony = "the claim of a setup token fills it: run snugd ctl pair claim"
+		case registry.FamilyExchange:
+			ceremony = "pairing with the device on the LAN fills it (and pins its certificate): run snugd ctl pair lan"
+		case registry.FamilyDeviceLink:
+			ceremony = "linking the device fills it: run snugd ctl pair link"
+		default:
+			ceremony = "its pairing fills it: see snugd ctl review"
+		}
+		return errcode.New(errcode.BadRequest, fmt.Sprintf("field %s is not typed by hand: %s %s %s", quoteFieldKey(key), ceremony, c.AppID, c.Slot))
+	}
 	return nil
 }
 
