@@ -128,7 +128,7 @@ func (s *Server) credentials(c echo.Context) error {
 	if req.Fields == nil {
 		return errcode.New(errcode.BadRequest, "fields is required")
 	}
-	if err := s.book.SetCredentials(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Fields); err != nil {
+	if err := s.book.SetTypedCredentials(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Fields); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

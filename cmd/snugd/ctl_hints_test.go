@@ -167,6 +167,12 @@ func TestTypedCredentialsRefuseCeremonyFields(t *testing.T) {
 	// A typed field beside a ceremony's is refused as a whole.
 	err := book.SetTypedCredentials(t.Context(), "player", "music", map[string]string{"client_id": "c", "_access_token": "t"})
 	testutil.WantCode(t, err, errcode.BadRequest)
+	// ctl credentials set goes through the API route, which refuses the
+	// same way, naming the ceremony.
+	if code, out, errOut := td.ctl(t, `{"access_credentials":"typed-by-hand-canary-4f1e"}`, "credentials", "set", "app", "bank"); code == exitOK ||
+		!strings.Contains(errOut, "pair claim app bank") || strings.Contains(out+errOut, "typed-by-hand-canary-4f1e") {
+		t.Errorf("ctl credentials set of a ceremony field = %d\n%s%s; want a refusal naming pair claim", code, out, errOut)
+	}
 	_, out, _ := td.ctl(t, "", "apps")
 	for _, line := range []string{
 		"app/bank: not paired yet: snugd ctl pair claim app bank",
