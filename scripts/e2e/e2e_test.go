@@ -291,7 +291,7 @@ func TestE2E(t *testing.T) {
 		// One of three required values: stored, and the connection is not
 		// connected; the missing fields are named.
 		code, out, errOut := s.ctl(t, fmt.Sprintf(`{"api_key":%q}`, e2eKey), "credentials", "set", app, "exchange")
-		if code != 0 || !strings.Contains(out, "not connected yet (pending: missing required fields: api_secret, passphrase)") {
+		if code != 0 || !strings.Contains(out, "not connected yet: missing required fields: api_secret, passphrase: snugd ctl credentials set "+app+" exchange") {
 			t.Errorf("snugd ctl credentials set with one value = %d\n%s%s", code, out, errOut)
 		}
 		values := fmt.Sprintf(`{"api_key":%q,"api_secret":%q,"passphrase":%q}`, e2eKey, e2eSecret, e2ePassphrase)
