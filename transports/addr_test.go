@@ -283,6 +283,8 @@ func TestCheckHost(t *testing.T) {
 		{"8.8.8.08", reasonMalformed},
 		{"1.2.3.4.5", reasonMalformed},
 		{"example.0x1f", reasonMalformed},
+		{"127.0.0.0X1", reasonMalformed}, // inet_aton: 127.0.0.1
+		{"a.0X1", reasonMalformed},
 		{"example.123", reasonMalformed},
 		{"192.0.2.1.5", reasonMalformed},
 		// Trailing dots.
