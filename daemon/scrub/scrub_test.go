@@ -22,6 +22,16 @@ func TestScrubber(t *testing.T) {
 			t.Errorf("apply(%q) = %q", in, got)
 		}
 	}
+	// Each percent-encoded spelling on its own: for "p w$d:x@y" PathEscape
+	// keeps "$", ":" and "@" where QueryEscape and RFC 3986 escape them, so
+	// only the PathEscape candidate matches its spelling.
+	var e Set
+	e.Add("p w$d:x@y")
+	for _, in := range []string{url.PathEscape("p w$d:x@y"), url.QueryEscape("p w$d:x@y"), escapeRFC3986("p w$d:x@y"), lowerHex(escapeRFC3986("p w$d:x@y"))} {
+		if got := e.Apply("<" + in + ">"); got != "<"+Mark+">" {
+			t.Errorf("Apply(%q) = %q, want the spelling scrubbed", in, got)
+		}
+	}
 	// Longest first: "abc" inside "abcdef" leaves no tail of the longer value.
 	var l Set
 	l.Add("abc", "abcdef")
@@ -184,6 +194,12 @@ func TestScrubUserPassHalves(t *testing.T) {
 	got := s.Apply(`{"error":"password Zq8r2LkP9wXc is wrong for bob, bobby"}`)
 	if want := `{"error":"password ` + Mark + ` is wrong for bob, bobby"}`; got != want {
 		t.Errorf("Apply = %q, want %q", got, want)
+	}
+	// A half of exactly MinHalf bytes is long enough.
+	var m Set
+	m.AddUserPass("user:12345678")
+	if got := m.Apply("x12345678y"); got != "x"+Mark+"y" {
+		t.Errorf("Apply = %q: a %d-byte password half survives", got, MinHalf)
 	}
 	var l Set
 	l.AddUserPass("e8b1c2d3f4a5:Zq8r2LkP9wXc")
