@@ -100,6 +100,18 @@ func TestAuthorizeURLRefusals(t *testing.T) {
 			}
 		})
 	}
+	// RFC 7636 §4.1: a verifier is 43 to 128 characters, both ends
+	// included; one character short or long is refused.
+	for _, tc := range []struct {
+		n    int
+		isOK bool
+	}{{42, false}, {43, true}, {128, true}, {129, false}} {
+		r := validRequest()
+		r.Verifier = strings.Repeat("a", tc.n)
+		if _, err := oauth.AuthorizeURL(r); (err == nil) != tc.isOK {
+			t.Errorf("AuthorizeURL(%d-character verifier) = %v, want accepted %t", tc.n, err, tc.isOK)
+		}
+	}
 	// The web surface may go without PKCE (pkce: false on a confidential
 	// client); only the loopback posture needs it.
 	r := validRequest()
@@ -214,6 +226,12 @@ func TestStateBindsTheFlow(t *testing.T) {
 	gs, _ := oauth.State(key, g)
 	if err := oauth.Verify(key, g, gs, oauth.Callback{Surface: oauth.SurfaceDesktop}, now); err != nil {
 		t.Fatalf("Verify(second app, same key) = %v", err)
+	}
+	// Another flow's ID (the same length) in front of this flow's MAC: the
+	// ID must be this flow's, not merely shaped like it.
+	_, mac, _ := strings.Cut(state, ".")
+	if err := oauth.Verify(key, f, g.ID+"."+mac, at, now); !errors.Is(err, oauth.ErrBadState) {
+		t.Fatalf("Verify(another flow's ID with this flow's MAC) = %v, want ErrBadState", err)
 	}
 	otherKey := []byte(strings.Repeat("j", oauth.StateKeySize))
 	if err := oauth.Verify(otherKey, f, state, at, now); !errors.Is(err, oauth.ErrBadState) {
