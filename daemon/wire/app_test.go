@@ -132,7 +132,12 @@ func TestAppResponseShapes(t *testing.T) {
 	if failed.Error.Code != errcode.Superseded || failed.Error.Retryable {
 		t.Errorf("AppErrorResponse(SUPERSEDED) = %+v", failed.Error)
 	}
+	if _, err := Encode(AppResponse{RequestID: "r1", OK: true, Streaming: true, Text: "a", Seq: maxSafeInteger}); err != nil {
+		t.Errorf("Encode(streaming, seq 2^53-1) = %v, want nil", err)
+	}
 	bad := []AppResponse{
+		{RequestID: "r1", OK: true, Streaming: true, Text: "a", Seq: maxSafeInteger + 1},
+		{RequestID: "r1", OK: true, Streaming: true, Text: "a", Seq: -1},
 		{RequestID: "r1", OK: true, Streaming: true, Text: "a", Data: json.RawMessage(`{}`)},
 		{RequestID: "r1", OK: true, Text: "a", Data: json.RawMessage(`{}`)},
 		{RequestID: "r1", OK: true},
@@ -177,6 +182,39 @@ func TestDBRequestOps(t *testing.T) {
 	}
 	if got := DBOps(); !reflect.DeepEqual(got, []string{"exec", "export", "import", "kvGet", "kvSet"}) {
 		t.Errorf("DBOps() = %v", got)
+	}
+}
+
+// TestDBResponseShapes: a requestId, and an error without a result whose
+// code a db-response may carry.
+func TestDBResponseShapes(t *testing.T) {
+	if _, err := Encode(DBResponse{RequestID: "r1", Result: json.RawMessage(`[1]`)}); err != nil {
+		t.Errorf("Encode(result) = %v, want nil", err)
+	}
+	for _, r := range []DBResponse{
+		{RequestID: "", Result: json.RawMessage(`[1]`)},
+		{RequestID: "r1", Error: &ErrorBody{Code: errcode.HostError, Message: "m"}, Result: json.RawMessage(`[1]`)},
+		{RequestID: "r1", Error: &ErrorBody{Code: errcode.AuthRequired, Message: "m"}},
+	} {
+		if _, err := Encode(r); err == nil {
+			t.Errorf("Encode(%+v) = nil error, want a refusal", r)
+		}
+	}
+}
+
+// TestRecoveredRequestIDLength: a refused frame's requestId is recovered
+// up to MaxIDChars characters, and not past them.
+func TestRecoveredRequestIDLength(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want bool
+	}{{MaxIDChars, true}, {MaxIDChars + 1, false}} {
+		id := strings.Repeat("é", tc.n)
+		_, err := Parse([]byte(`{"v":2,"type":"snug:app-message","requestId":"` + id + `"}`))
+		pe := parseErr(t, err)
+		if got := pe.RequestID == id; got != tc.want {
+			t.Errorf("Parse(requestId of %d characters): recovered %q, want recovered %t", tc.n, pe.RequestID, tc.want)
+		}
 	}
 }
 

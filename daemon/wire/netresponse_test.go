@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -274,4 +275,53 @@ func TestParseNetResponseShapes(t *testing.T) {
 	if err := (NetResponse{RequestID: "r1", Status: 200, Headers: map[string]string{"Content-Type": "x"}}).Validate(); err == nil {
 		t.Error("Validate(response with a non-lowercase header) = nil, want an error")
 	}
+}
+
+// TestFrameAtItsSizeClass: a frame of exactly its size class is sent as
+// it is, one byte more is refused (or, for a net response, replaced).
+//
+// conformance: P1-R6-04
+func TestFrameAtItsSizeClass(t *testing.T) {
+	limit := FrameLimit(TypeNetResponse)
+	empty, _, err := EncodeNetResponse(mustNetResponse(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Quotes escape to two bytes each: k of them and the rest plain bytes.
+	k := limit - len(empty) - MaxNetResponseBody
+	for _, tc := range []struct {
+		quotes   int
+		replaced bool
+	}{{k, false}, {k + 1, true}} {
+		body := strings.Repeat(`"`, tc.quotes) + strings.Repeat("a", MaxNetResponseBody-tc.quotes)
+		b, replaced, err := EncodeNetResponse(mustNetResponse(t, body))
+		if err != nil || replaced != tc.replaced || !replaced && len(b) != limit+tc.quotes-k {
+			t.Errorf("EncodeNetResponse(%d quotes) = %d bytes, replaced %t, %v; want replaced %t at %d bytes", tc.quotes, len(b), replaced, err, tc.replaced, limit)
+		}
+	}
+
+	appLimit := FrameLimit(TypeAppResponse)
+	frame := func(n int) AppResponse {
+		return AppResponse{RequestID: "r1", OK: true, Data: json.RawMessage(`{"x":"` + strings.Repeat("a", n) + `"}`)}
+	}
+	b, err := Encode(frame(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := appLimit - len(b)
+	if b, err := Encode(frame(n)); err != nil || len(b) != appLimit {
+		t.Errorf("Encode(app-response of %d bytes) = %d bytes, %v; want it sent", appLimit, len(b), err)
+	}
+	if _, err := Encode(frame(n + 1)); err == nil {
+		t.Errorf("Encode(app-response of %d bytes) = nil error, want over its size class", appLimit+1)
+	}
+}
+
+func mustNetResponse(t *testing.T, body string) NetResponse {
+	t.Helper()
+	r, err := NewNetResponse("r9", "https://api.example.com/x", 200, nil, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
