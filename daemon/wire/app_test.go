@@ -203,12 +203,12 @@ func TestDBResponseShapes(t *testing.T) {
 }
 
 // TestRecoveredRequestIDLength: a refused frame's requestId is recovered
-// up to MaxIDChars characters, and not past them.
+// from one to MaxIDChars characters, and not past them.
 func TestRecoveredRequestIDLength(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
 		want bool
-	}{{MaxIDChars, true}, {MaxIDChars + 1, false}} {
+	}{{1, true}, {MaxIDChars, true}, {MaxIDChars + 1, false}} {
 		id := strings.Repeat("é", tc.n)
 		_, err := Parse([]byte(`{"v":2,"type":"snug:app-message","requestId":"` + id + `"}`))
 		pe := parseErr(t, err)

@@ -325,3 +325,17 @@ func mustNetResponse(t *testing.T, body string) NetResponse {
 	}
 	return r
 }
+
+// TestNetResponseWithURLStillChecked: a url does not excuse the rest: an
+// error answer naming its URL may carry no status, and an over-long url
+// is refused.
+func TestNetResponseWithURLStillChecked(t *testing.T) {
+	for _, r := range []NetResponse{
+		{RequestID: "r1", URL: "https://api.example.com/x", Status: 200, Error: &ErrorBody{Code: errcode.NetFetchFailed, Message: "m"}},
+		{RequestID: "r1", URL: "https://api.example.com/" + strings.Repeat("x", MaxNetURLChars), Status: 200},
+	} {
+		if err := r.Validate(); err == nil {
+			t.Errorf("Validate(%.80v) = nil, want a refusal", r)
+		}
+	}
+}
