@@ -165,6 +165,15 @@ func TestLANRefusesOtherHosts(t *testing.T) {
 			t.Errorf("LAN.Do(%s) = %v, want ErrScheme", url, err)
 		}
 	}
+	// A Host header naming another host than the URL, and userinfo, are
+	// refused before any dial.
+	override := newRequest(t, "GET", "https://192.168.1.20/")
+	override.Host = "192.168.1.21"
+	for _, req := range []*http.Request{override, newRequest(t, "GET", "https://user:pw@192.168.1.20/")} {
+		if _, err := l.Do(t.Context(), req, strings.Repeat("ab", 32), 0); !errors.Is(err, transports.ErrRequestRefused) {
+			t.Errorf("LAN.Do(%s, Host %q) = %v, want ErrRequestRefused", req.URL.Redacted(), req.Host, err)
+		}
+	}
 	if dials := d.Dials(); len(dials) != 0 {
 		t.Errorf("refused LAN requests dialed %q, want nothing", dials)
 	}
