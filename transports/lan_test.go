@@ -241,14 +241,14 @@ func TestProbeRefuses(t *testing.T) {
 // TestProbeCNIsSanitized: the common name is attacker-chosen; Probe keeps
 // printable ASCII, 64 bytes at most.
 func TestProbeCNIsSanitized(t *testing.T) {
-	cert := deviceCert(t, "evil\x1b[2J\u202ename"+strings.Repeat("x", 100))
+	cert := deviceCert(t, "evil\x1b[2J\u202ename ~\x7f"+strings.Repeat("x", 100))
 	srv := deviceUpstream(t, http.NotFoundHandler(), cert, nil)
 	l, _ := lanTo(t, srv, "192.168.1.20:443")
 	_, cn, err := l.Probe(t.Context(), "192.168.1.20")
 	if err != nil {
 		t.Fatalf("Probe = %v", err)
 	}
-	if len(cn) > 64 || strings.ContainsAny(cn, "\x1b\u202e") || !strings.HasPrefix(cn, "evil[2Jname") {
+	if len(cn) != 64 || strings.ContainsAny(cn, "\x1b\u202e\x7f") || !strings.HasPrefix(cn, "evil[2Jname ~x") {
 		t.Errorf("Probe cn = %q, want printable ASCII, at most 64 bytes", cn)
 	}
 }
