@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -94,6 +95,48 @@ func TestOriginRefusals(t *testing.T) {
 	rows, err := e.ctl.Connections(t.Context(), "app1")
 	if err != nil || len(rows) != 1 || rows[0].Status != "declared" {
 		t.Errorf("row after refused POSTs = %+v, %v, want still declared", rows, err)
+	}
+}
+
+// TestOneOriginHeader: a request with two Origin headers is refused on an
+// authenticated route whatever its token, the same origin twice too: a
+// reader that took the first, the last or none of them would disagree
+// with the browser about who is asking.
+func TestOneOriginHeader(t *testing.T) {
+	e := newEnv(t)
+	web := e.pair("web", webOrigin)
+	desk := e.pair("desktop", "")
+	for _, tc := range []struct {
+		name    string
+		token   string
+		origins []string
+	}{
+		{"desktop token, paired origin twice", desk, []string{webOrigin, webOrigin}},
+		{"web token, paired origin twice", web, []string{webOrigin, webOrigin}},
+		{"web token, paired and unpaired", web, []string{webOrigin, "https://evil.example"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hr, err := http.NewRequestWithContext(t.Context(), "GET", e.base+"/v1/status", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hr.Header.Set("Authorization", "Bearer "+tc.token)
+			for _, o := range tc.origins {
+				hr.Header.Add("Origin", o)
+			}
+			resp, err := http.DefaultTransport.RoundTrip(hr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusForbidden || errCode(string(b)) != "FORBIDDEN" {
+				t.Fatalf("GET /v1/status with Origin %q = %d %s, want 403 FORBIDDEN", tc.origins, resp.StatusCode, b)
+			}
+			if acao := resp.Header.Get("Access-Control-Allow-Origin"); acao != "" {
+				t.Errorf("Access-Control-Allow-Origin = %q on a refusal", acao)
+			}
+		})
 	}
 }
 
@@ -193,6 +236,13 @@ func TestPreflight(t *testing.T) {
 		resp := pre(tc.origin, tc.path, tc.method, tc.headers, true)
 		if resp.StatusCode/100 == 2 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
 			t.Errorf("%s: preflight = %d %v, want a refusal without CORS headers", tc.name, resp.StatusCode, resp.Header)
+		}
+	}
+	// Only Authorization and Content-Type may be asked for: an API-key
+	// header (or any other) from a paired page is refused outright.
+	for _, headers := range []string{"x-api-key", "authorization, X-Api-Key", "content-type, x-api-key"} {
+		if resp := pre(webOrigin, "/v1/status", "GET", headers, false); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight asking for %q = %d %v, want 403 without CORS headers", headers, resp.StatusCode, resp.Header)
 		}
 	}
 	// A page pairing itself: the pair route's preflight, then its redeem's.

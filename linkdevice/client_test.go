@@ -317,3 +317,61 @@ func TestLineReader(t *testing.T) {
 		t.Errorf("next(11 bytes) = %v, want errLineTooLong", err)
 	}
 }
+
+// TestClientLineAtTheLimit: a request line of exactly MaxLine bytes is
+// sent; one byte more is refused before anything is written.
+func TestClientLineAtTheLimit(t *testing.T) {
+	p := newPeer(t)
+	head := `{"jsonrpc":"2.0","id":1,"method":"x.big","params":"`
+	pad := MaxLine - len(head) - len(`"}`)
+	done := make(chan error, 1)
+	go func() { done <- p.c.call(t.Context(), "x.big", strings.Repeat("A", pad), nil) }()
+	sent := make(chan int, 1)
+	go func() {
+		line, err := p.lines.next()
+		if err != nil {
+			line = nil
+		}
+		sent <- len(line)
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("call(line of MaxLine bytes) = %v before anything was sent, want it sent", err)
+	case n := <-sent:
+		if n != MaxLine {
+			t.Fatalf("client sent a %d-byte line, want %d", n, MaxLine)
+		}
+	}
+	p.send(`{"jsonrpc":"2.0","id":1,"result":null}`)
+	if err := <-done; err != nil {
+		t.Fatalf("call(line of MaxLine bytes) = %v, want sent and answered", err)
+	}
+	err := p.c.call(t.Context(), "x.big", strings.Repeat("A", pad+1), nil)
+	if err == nil || !strings.Contains(err.Error(), "exceeds the line limit") {
+		t.Fatalf("call(line of MaxLine+1 bytes) = %v, want the line limit", err)
+	}
+}
+
+// TestLineReaderAtTheLimit: a line of exactly the limit is read, with or
+// without "\r\n"; one byte more is too long.
+func TestLineReaderAtTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // "" for errLineTooLong
+	}{
+		{"abcd\n", "abcd"}, {"abcd\r\n", "abcd"}, {"abcd", "abcd"},
+		{"abcde\n", ""}, {"abcd\r\r\n", ""}, {"abcde", ""},
+	} {
+		l := newLineReader(strings.NewReader(tc.in), 4)
+		got, err := l.next()
+		if tc.want == "" {
+			if !errors.Is(err, errLineTooLong) {
+				t.Errorf("next(%q) = %q, %v; want errLineTooLong", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != tc.want {
+			t.Errorf("next(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -235,6 +235,12 @@ func TestCheckHost(t *testing.T) {
 		{"a-b.c-d.example", ""},
 		{"1password.com", ""},
 		{"api.0x.example", ""},
+		{"zz.Z9.example", ""},
+		{strings.Repeat("a", 63) + ".example", ""},
+		{strings.Repeat("a.", 122) + "example", ""}, // 251 characters
+		{strings.Repeat("a.", 123) + "example", ""}, // 253 characters
+		{strings.Repeat("a.", 123) + "examples", reasonMalformed},
+		{strings.Repeat("a", 64) + ".example", reasonMalformed},
 		{"deadbeef.example", ""},
 		{"0x7f.example.com", ""}, // only the LAST label decides
 		{"127.0.0.1.nip.io", ""}, // resolution will judge what it points at
@@ -283,6 +289,16 @@ func TestCheckHost(t *testing.T) {
 		{"8.8.8.08", reasonMalformed},
 		{"1.2.3.4.5", reasonMalformed},
 		{"example.0x1f", reasonMalformed},
+		{"127.0.0.0X1", reasonMalformed}, // inet_aton: 127.0.0.1
+		{"a.0X1", reasonMalformed},
+		{"a.0x0", reasonMalformed}, // each end of each hex range
+		{"a.0x9", reasonMalformed},
+		{"a.0xa", reasonMalformed},
+		{"a.0xf", reasonMalformed},
+		{"a.0xA", reasonMalformed},
+		{"a.0xF", reasonMalformed},
+		{"a.0xg", ""},
+		{"a.0xG", ""},
 		{"example.123", reasonMalformed},
 		{"192.0.2.1.5", reasonMalformed},
 		// Trailing dots.

@@ -165,6 +165,15 @@ func TestLANRefusesOtherHosts(t *testing.T) {
 			t.Errorf("LAN.Do(%s) = %v, want ErrScheme", url, err)
 		}
 	}
+	// A Host header naming another host than the URL, and userinfo, are
+	// refused before any dial.
+	override := newRequest(t, "GET", "https://192.168.1.20/")
+	override.Host = "192.168.1.21"
+	for _, req := range []*http.Request{override, newRequest(t, "GET", "https://user:pw@192.168.1.20/")} {
+		if _, err := l.Do(t.Context(), req, strings.Repeat("ab", 32), 0); !errors.Is(err, transports.ErrRequestRefused) {
+			t.Errorf("LAN.Do(%s, Host %q) = %v, want ErrRequestRefused", req.URL.Redacted(), req.Host, err)
+		}
+	}
 	if dials := d.Dials(); len(dials) != 0 {
 		t.Errorf("refused LAN requests dialed %q, want nothing", dials)
 	}
@@ -232,14 +241,14 @@ func TestProbeRefuses(t *testing.T) {
 // TestProbeCNIsSanitized: the common name is attacker-chosen; Probe keeps
 // printable ASCII, 64 bytes at most.
 func TestProbeCNIsSanitized(t *testing.T) {
-	cert := deviceCert(t, "evil\x1b[2J\u202ename"+strings.Repeat("x", 100))
+	cert := deviceCert(t, "evil\x1b[2J\u202ename ~\x7f"+strings.Repeat("x", 100))
 	srv := deviceUpstream(t, http.NotFoundHandler(), cert, nil)
 	l, _ := lanTo(t, srv, "192.168.1.20:443")
 	_, cn, err := l.Probe(t.Context(), "192.168.1.20")
 	if err != nil {
 		t.Fatalf("Probe = %v", err)
 	}
-	if len(cn) > 64 || strings.ContainsAny(cn, "\x1b\u202e") || !strings.HasPrefix(cn, "evil[2Jname") {
+	if len(cn) != 64 || strings.ContainsAny(cn, "\x1b\u202e\x7f") || !strings.HasPrefix(cn, "evil[2Jname ~x") {
 		t.Errorf("Probe cn = %q, want printable ASCII, at most 64 bytes", cn)
 	}
 }

@@ -212,6 +212,25 @@ func TestResolveAsksRootedName(t *testing.T) {
 	}
 }
 
+// TestResolveKeepsAtMostMaxAddrs: a long answer keeps its first 16
+// addresses, every one of them, and every answer is still checked: a
+// refused one past the sixteenth refuses the request.
+func TestResolveKeepsAtMostMaxAddrs(t *testing.T) {
+	var many []netip.Addr
+	for i := range 20 {
+		many = append(many, netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}))
+	}
+	p := &transports.Public{Resolver: &testutil.Resolver{Default: many}}
+	r, err := p.Resolve(t.Context(), "api.example.com")
+	if err != nil || !slices.Equal(r.Addrs(), many[:16]) {
+		t.Fatalf("Resolve(20 answers) = %v, %v; want the first 16", r.Addrs(), err)
+	}
+	p = &transports.Public{Resolver: &testutil.Resolver{Default: append(many, netip.MustParseAddr("127.0.0.1"))}}
+	if _, err := p.Resolve(t.Context(), "api.example.com"); reasonOf(err) != "loopback" {
+		t.Fatalf("Resolve(20 answers, then loopback) = %v, want reason loopback", err)
+	}
+}
+
 // TestDoRefusesShape: Do sends nothing for a request it will not carry.
 func TestDoRefusesShape(t *testing.T) {
 	var hits atomic.Int32

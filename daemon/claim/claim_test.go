@@ -146,6 +146,36 @@ func TestCheckClaimURL(t *testing.T) {
 	}
 }
 
+// TestClaimBounds: each length bound admits its limit and refuses one
+// byte more, and the printable range's ends are URL bytes.
+func TestClaimBounds(t *testing.T) {
+	const base = "https://bridge.simplefin.org/simplefin/claim/"
+	tok := b64(base + "demo")
+	for _, tc := range []struct {
+		name string
+		in   string
+		isOK bool
+	}{
+		{"paste of MaxTokenBytes", tok + strings.Repeat(" ", MaxTokenBytes-len(tok)), true},
+		{"paste one byte longer", tok + strings.Repeat(" ", MaxTokenBytes-len(tok)+1), false},
+		{"URL of MaxURLBytes", b64(base + strings.Repeat("a", MaxURLBytes-len(base))), true},
+		{"URL one byte longer", b64(base + strings.Repeat("a", MaxURLBytes-len(base)+1)), false},
+		{"URL holding '!' and '~'", b64(base + "!~"), true},
+	} {
+		if _, err := DecodeToken(tc.in); (err == nil) != tc.isOK {
+			t.Errorf("DecodeToken(%s) = %v, want accepted %t", tc.name, err, tc.isOK)
+		}
+	}
+	for _, tc := range []struct {
+		id   string
+		isOK bool
+	}{{strings.Repeat("a", maxIDBytes), true}, {strings.Repeat("a", maxIDBytes+1), false}} {
+		if _, err := CheckClaimURL(base+tc.id, ceiling, accessPath); (err == nil) != tc.isOK {
+			t.Errorf("CheckClaimURL(id of %d bytes) = %v, want accepted %t", len(tc.id), err, tc.isOK)
+		}
+	}
+}
+
 // TestParseAccessURL: the access URL gets the same four checks, the pinned
 // path exactly, and nothing may follow it.
 // conformance: P3-C12.12-20, P3-C12.12-21

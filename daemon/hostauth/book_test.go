@@ -202,6 +202,10 @@ func TestPairRefusals(t *testing.T) {
 	if p, _ := bk.Pending(t.Context()); len(p) != 0 {
 		t.Errorf("Pending after refusals = %d, want 0", len(p))
 	}
+	// A name of exactly MaxHostNameChars characters (not bytes) is fine.
+	if _, err := bk.Pair(t.Context(), PairRequest{Name: strings.Repeat("é", MaxHostNameChars), Surface: SurfaceDesktop, Challenge: ch}, ""); err != nil {
+		t.Errorf("Pair(name of %d characters) = %v, want nil", MaxHostNameChars, err)
+	}
 	// Development origins are accepted for web hosts.
 	if _, err := bk.Pair(t.Context(), PairRequest{Name: "dev", Surface: SurfaceWeb, Origin: "http://localhost:5173", Challenge: ch}, "http://localhost:5173"); err != nil {
 		t.Errorf("Pair(http://localhost:5173) = %v, want nil", err)
@@ -236,6 +240,25 @@ func TestRedeemRefusals(t *testing.T) {
 	}
 }
 
+// TestValidVerifier: 43 to 128 characters, each one of RFC 7636's
+// unreserved set; the bytes next to each range are refused.
+func TestValidVerifier(t *testing.T) {
+	pad := strings.Repeat("x", 42)
+	for _, c := range "AZaz09-._~" {
+		if !validVerifier(pad + string(c)) {
+			t.Errorf("validVerifier(… %q) = false, want true", c)
+		}
+	}
+	for _, c := range "@[`{/: +" {
+		if validVerifier(pad + string(c)) {
+			t.Errorf("validVerifier(… %q) = true, want false", c)
+		}
+	}
+	if !validVerifier(strings.Repeat("a", 128)) || validVerifier(strings.Repeat("a", 129)) || validVerifier(pad) {
+		t.Error("validVerifier: want 43 to 128 characters")
+	}
+}
+
 // TestVerifierFailuresDeny: the fifth wrong verifier denies the request,
 // and the right one then learns only that.
 func TestVerifierFailuresDeny(t *testing.T) {
@@ -252,6 +275,95 @@ func TestVerifierFailuresDeny(t *testing.T) {
 	r, err := bk.Redeem(ctx, p.ID, testVerifer, webOrigin)
 	if err != nil || r.State != PairingDenied || r.Token.Reveal() != "" {
 		t.Fatalf("RedeemPairing after %d wrong verifiers = %+v, %v, want denied without a token", MaxVerifierFailures, r, err)
+	}
+	// The count is dropped with the denial, not kept for the process's life.
+	bk.mu.RLock()
+	n := len(bk.failures)
+	bk.mu.RUnlock()
+	if n != 0 {
+		t.Errorf("after the denial %d failure counts are kept, want none", n)
+	}
+}
+
+// TestVerifierFailuresDenyPending: the failures deny a request still
+// waiting for approval too, and the denial logs no warning.
+func TestVerifierFailuresDenyPending(t *testing.T) {
+	bk, _, logs := newBook(t)
+	ctx := t.Context()
+	p := webPair(t, bk, testVerifer)
+	for i := range MaxVerifierFailures {
+		_, err := bk.Redeem(ctx, p.ID, fmt.Sprintf("%043d", i), webOrigin)
+		testutil.WantCode(t, err, errcode.VerifierMismatch)
+	}
+	if _, err := bk.Approve(ctx, p.Code); err == nil {
+		t.Fatal("Approve after the failures = nil error, want the request denied")
+	}
+	r, err := bk.Redeem(ctx, p.ID, testVerifer, webOrigin)
+	if err != nil || r.State != PairingDenied || r.Token.Reveal() != "" {
+		t.Fatalf("Redeem after %d wrong verifiers = %+v, %v, want denied without a token", MaxVerifierFailures, r, err)
+	}
+	if strings.Contains(logs.String(), "deny pairing after wrong verifiers") {
+		t.Errorf("a denial that succeeded logged a warning: %s", logs.String())
+	}
+}
+
+// TestHostsLastSeen: Hosts reports the last authentication even when
+// the throttled write has not recorded it yet, and when that write
+// never happened.
+func TestHostsLastSeen(t *testing.T) {
+	bk, clock, _ := newBook(t)
+	ctx := t.Context()
+	token := pairHost(t, bk, SurfaceDesktop, "")
+	lastSeen := func() *time.Time {
+		t.Helper()
+		hs, err := bk.Hosts(ctx)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("Hosts = %v, %v", hs, err)
+		}
+		return hs[0].LastSeenAt
+	}
+	if got := lastSeen(); got != nil {
+		t.Fatalf("LastSeenAt before any authentication = %v, want none", got)
+	}
+	// Seen in memory, never written (as when the write failed).
+	bk.mu.RLock()
+	for _, e := range bk.byHash {
+		e.seen.Store(clock.Now().UnixNano())
+	}
+	bk.mu.RUnlock()
+	if got := lastSeen(); got == nil || !got.Equal(clock.Now()) {
+		t.Fatalf("LastSeenAt seen but never written = %v, want %v", got, clock.Now())
+	}
+	clock.Advance(time.Minute)
+	if _, err := bk.Authenticate(ctx, token, ""); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute) // within touchEvery: the next one is not written
+	if _, err := bk.Authenticate(ctx, token, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastSeen(); got == nil || !got.Equal(clock.Now()) {
+		t.Fatalf("LastSeenAt = %v, want the unwritten %v", got, clock.Now())
+	}
+}
+
+// TestEvictee: the request a new desktop request displaces is the oldest
+// of the name with the most pending requests, in any case; the oldest of
+// all when every name has as many.
+func TestEvictee(t *testing.T) {
+	at := func(m int) time.Time { return time.Unix(1_800_000_000, 0).Add(time.Duration(m) * time.Minute) }
+	for _, tc := range []struct {
+		name    string
+		pending []store.Pairing
+		want    string
+	}{
+		{"one each", []store.Pairing{{ID: "a", Name: "x", CreatedAt: at(1)}, {ID: "b", Name: "y", CreatedAt: at(2)}, {ID: "c", Name: "z", CreatedAt: at(3)}}, "a"},
+		{"one each, out of order", []store.Pairing{{ID: "a", Name: "x", CreatedAt: at(3)}, {ID: "b", Name: "y", CreatedAt: at(1)}, {ID: "c", Name: "z", CreatedAt: at(2)}}, "b"},
+		{"the flooding name", []store.Pairing{{ID: "a", Name: "x", CreatedAt: at(1)}, {ID: "b", Name: "Flood", CreatedAt: at(2)}, {ID: "c", Name: "flood", CreatedAt: at(3)}}, "b"},
+	} {
+		if got := evictee(tc.pending); got.ID != tc.want {
+			t.Errorf("evictee(%s) = %s, want %s", tc.name, got.ID, tc.want)
+		}
 	}
 }
 
@@ -408,6 +520,34 @@ func TestUnpairRevokesAtOnce(t *testing.T) {
 	}
 	_, err = bk.Unpair(ctx, h.ID)
 	testutil.WantCode(t, err, errcode.HostNotFound)
+}
+
+// TestOriginStaysPairedWhileAHostIsLeft: two web hosts paired from one
+// origin; unpairing one leaves the origin paired for the other, and
+// unpairing both leaves it unpaired.
+func TestOriginStaysPairedWhileAHostIsLeft(t *testing.T) {
+	bk, _, _ := newBook(t)
+	ctx := t.Context()
+	var ids []string
+	for range 2 {
+		h, err := bk.Authenticate(ctx, pairHost(t, bk, SurfaceWeb, webOrigin), webOrigin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, h.ID)
+	}
+	if _, err := bk.Unpair(ctx, ids[0]); err != nil {
+		t.Fatalf("Unpair: %v", err)
+	}
+	if !bk.PairedOrigin(ctx, webOrigin) {
+		t.Fatal("PairedOrigin after unpairing one of two hosts = false, want true")
+	}
+	if _, err := bk.Unpair(ctx, ids[1]); err != nil {
+		t.Fatalf("Unpair: %v", err)
+	}
+	if bk.PairedOrigin(ctx, webOrigin) {
+		t.Fatal("PairedOrigin after unpairing both hosts = true, want false")
+	}
 }
 
 // TestUnpairCancelsBoundCalls: what a host already has running is
@@ -567,7 +707,7 @@ func TestHostTokenRedacts(t *testing.T) {
 // TestTouchThrottled: authentication writes last_seen_at at most once per
 // touchEvery.
 func TestTouchThrottled(t *testing.T) {
-	bk, clock, _ := newBook(t)
+	bk, clock, logs := newBook(t)
 	ctx := t.Context()
 	token := pairHost(t, bk, SurfaceDesktop, "")
 	stored := func() *time.Time {
@@ -593,6 +733,9 @@ func TestTouchThrottled(t *testing.T) {
 	bk.Authenticate(ctx, token, "")
 	if got := stored(); !got.Equal(clock.Now()) {
 		t.Errorf("last_seen_at after %v = %v, want %v", touchEvery, got, clock.Now())
+	}
+	if strings.Contains(logs.String(), "record host last seen") {
+		t.Errorf("a touch that succeeded logged a warning: %s", logs.String())
 	}
 }
 
@@ -651,6 +794,12 @@ func TestValidWebOrigin(t *testing.T) {
 		{"https://snug.example:0", false},
 		{"https://snug.example:08443", false},
 		{"https://snug.example:65536", false},
+		{"https://snug.example:1", true},
+		{"https://z0-9.example", true},
+		{"https://" + strings.Repeat("a", 63) + ".example", true},
+		{"https://" + strings.Repeat("a.", 123) + "example", true}, // 253 characters
+		{"https://" + strings.Repeat("a.", 123) + "examples", false},
+		{"https://snug.example:65535", true},
 		{"https://Snug.example", false},
 		{"HTTPS://snug.example", false},
 		{"https://snug.example.", false},

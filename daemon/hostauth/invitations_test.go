@@ -279,3 +279,25 @@ func FuzzValidInvitation(f *testing.F) {
 		}
 	})
 }
+
+// TestInvitedPairingKeepsHistory: an invited pairing clears out only
+// finished requests older than their history, so a host that was just
+// denied still learns so when it polls.
+func TestInvitedPairingKeepsHistory(t *testing.T) {
+	bk, _, _ := newBook(t)
+	ctx := t.Context()
+	denied, err := bk.Pair(ctx, PairRequest{Name: "other desktop", Surface: SurfaceDesktop, Challenge: testutil.ChallengeOf(testVerifer)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bk.Deny(ctx, denied.Code); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bk.Pair(ctx, invitedRequest("Real desktop", invite(t, bk, "Real desktop")), ""); err != nil {
+		t.Fatalf("Pair(invited) = %v", err)
+	}
+	r, err := bk.Redeem(ctx, denied.ID, testVerifer, "")
+	if err != nil || r.State != PairingDenied {
+		t.Fatalf("Redeem(denied request) after an invited pairing = %v, %v, want denied", r.State, err)
+	}
+}

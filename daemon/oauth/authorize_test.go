@@ -88,6 +88,8 @@ func TestAuthorizeURLRefusals(t *testing.T) {
 		{"param-shadows-endpoint", func(r *oauth.AuthorizeRequest) {
 			r.Endpoint, r.Params = "https://accounts.example/authorize?tenant=a", map[string]string{"tenant": "b"}
 		}, oauth.ErrReservedParam},
+		{"https-redirect-uppercase-host", func(r *oauth.AuthorizeRequest) { r.RedirectURI = "https://Host.example/oauth/callback" }, oauth.ErrRedirectURI},
+		{"https-redirect-port-0", func(r *oauth.AuthorizeRequest) { r.RedirectURI = "https://host.example:0/oauth/callback" }, oauth.ErrRedirectURI},
 		{"empty-client", func(r *oauth.AuthorizeRequest) { r.ClientID = "" }, oauth.ErrClientID},
 		{"empty-state", func(r *oauth.AuthorizeRequest) { r.State = "" }, oauth.ErrBadState},
 		{"scope-separator", func(r *oauth.AuthorizeRequest) { r.ScopeSeparator = ";" }, oauth.ErrScopeSeparator},
@@ -103,6 +105,25 @@ func TestAuthorizeURLRefusals(t *testing.T) {
 				t.Fatalf("AuthorizeURL = %v, want %v", err, tc.want)
 			}
 		})
+	}
+	// RFC 7636 §4.1: a verifier is 43 to 128 characters, both ends
+	// included; one character short or long is refused.
+	for _, tc := range []struct {
+		n    int
+		isOK bool
+	}{{42, false}, {43, true}, {128, true}, {129, false}} {
+		r := validRequest()
+		r.Verifier = strings.Repeat("a", tc.n)
+		if _, err := oauth.AuthorizeURL(r); (err == nil) != tc.isOK {
+			t.Errorf("AuthorizeURL(%d-character verifier) = %v, want accepted %t", tc.n, err, tc.isOK)
+		}
+	}
+	for _, v := range []string{strings.Repeat("a", 42) + "+", "=" + strings.Repeat("a", 42), strings.Repeat("é", 22)} {
+		r := validRequest()
+		r.Verifier = v
+		if _, err := oauth.AuthorizeURL(r); err == nil {
+			t.Errorf("AuthorizeURL(verifier %q) = nil error, want a refusal: not unreserved characters", v)
+		}
 	}
 	// The web surface may go without PKCE (pkce: false on a confidential
 	// client); only the loopback posture needs it.
@@ -127,7 +148,33 @@ func TestReservedParamsMatchRequirement(t *testing.T) {
 	}
 }
 
+// TestAuthorizeURLWithoutScopes: no scopes, no scope parameter.
+func TestAuthorizeURLWithoutScopes(t *testing.T) {
+	r := validRequest()
+	r.Scopes = nil
+	got, err := oauth.AuthorizeURL(r)
+	if err != nil || strings.Contains(got, "scope=") {
+		t.Fatalf("AuthorizeURL(no scopes) = %q, %v; want no scope parameter", got, err)
+	}
+}
+
 func TestRedirectURIs(t *testing.T) {
+	for _, tc := range []struct {
+		port int
+		isOK bool
+	}{{1, true}, {65535, true}, {65536, false}, {-1, false}} {
+		if _, err := oauth.DesktopRedirectURI(tc.port); (err == nil) != tc.isOK {
+			t.Errorf("DesktopRedirectURI(%d) = %v, want accepted %t", tc.port, err, tc.isOK)
+		}
+	}
+	for _, tc := range []struct {
+		origin string
+		isOK   bool
+	}{{"https://app.example:1", true}, {"https://app.example:65535", true}, {"https://app.example:65536", false}} {
+		if _, err := oauth.WebRedirectURI(tc.origin); (err == nil) != tc.isOK {
+			t.Errorf("WebRedirectURI(%q) = %v, want accepted %t", tc.origin, err, tc.isOK)
+		}
+	}
 	if got, err := oauth.DesktopRedirectURI(4747); err != nil || got != "http://127.0.0.1:4747/oauth/callback" {
 		t.Fatalf("DesktopRedirectURI(4747) = %q, %v", got, err)
 	}
@@ -219,6 +266,12 @@ func TestStateBindsTheFlow(t *testing.T) {
 	if err := oauth.Verify(key, g, gs, oauth.Callback{Surface: oauth.SurfaceDesktop}, now); err != nil {
 		t.Fatalf("Verify(second app, same key) = %v", err)
 	}
+	// Another flow's ID (the same length) in front of this flow's MAC: the
+	// ID must be this flow's, not merely shaped like it.
+	_, mac, _ := strings.Cut(state, ".")
+	if err := oauth.Verify(key, f, g.ID+"."+mac, at, now); !errors.Is(err, oauth.ErrBadState) {
+		t.Fatalf("Verify(another flow's ID with this flow's MAC) = %v, want ErrBadState", err)
+	}
 	otherKey := []byte(strings.Repeat("j", oauth.StateKeySize))
 	if err := oauth.Verify(otherKey, f, state, at, now); !errors.Is(err, oauth.ErrBadState) {
 		t.Fatalf("Verify under another key = %v, want ErrBadState", err)
@@ -245,6 +298,10 @@ func TestParseCallback(t *testing.T) {
 		{"code=abc&state=s1", "abc", "s1"},
 		{"state=s1&code=a%2Fb&iss=https%3A%2F%2Fidp.example", "a/b", "s1"},
 		{"code=abc&state=s1&scope=read+write", "abc", "s1"},
+		// The bounds themselves, and the ends of the printable range.
+		{"code=" + strings.Repeat("a", 2048) + "&state=" + strings.Repeat("s", 256), strings.Repeat("a", 2048), strings.Repeat("s", 256)},
+		{"code=a+b~&state=~+", "a b~", "~ "},
+		{"code=abc&state=s1&x=" + strings.Repeat("x", 8192-len("code=abc&state=s1&x=")), "abc", "s1"},
 	}
 	for _, tc := range ok {
 		code, state, err := oauth.ParseCallback(tc.q)
@@ -296,7 +353,14 @@ func TestParseTokenResponse(t *testing.T) {
 	if !slices.Equal(tok.Scopes, []string{"r"}) || tok.Wider != nil || !tok.Expiry().IsZero() {
 		t.Fatalf("ParseTokenResponse(no scope, no expiry) = %+v", tok)
 	}
+	// expires_in at both ends of its range: 0 and 2^31-1 seconds.
+	for _, e := range []string{"0", "2147483647"} {
+		if _, err := oauth.ParseTokenResponse([]byte(`{"access_token":"a","token_type":"Bearer","expires_in":`+e+`}`), nil, now); err != nil {
+			t.Errorf("ParseTokenResponse(expires_in %s) = %v", e, err)
+		}
+	}
 	for _, b := range []string{
+		`{"access_token":"a","token_type":"Bearer","expires_in":2147483648}`,
 		`{"access_token":"a","token_type":"Bearer","expires_in":-1}`,
 		`{"access_token":"a","token_type":"Bearer","expires_in":1.5}`,
 		`{"access_token":"a","token_type":"Bearer","expires_in":"soon"}`,

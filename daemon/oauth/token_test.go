@@ -216,6 +216,9 @@ func TestTokenFaults(t *testing.T) {
 		if oe == nil || oe.Class != oauth.Transient || oe.Status != 503 {
 			t.Fatalf("Refresh against a 503 = %v, want Transient", oe)
 		}
+		if strings.Contains(oe.Error(), "(") || !strings.Contains(oe.Error(), "unavailable") {
+			t.Fatalf("Error() = %q, want \"unavailable\" and no code the provider never sent", oe.Error())
+		}
 		// Transient keeps the refresh token: once the endpoint is back, it
 		// still works.
 		as.setFault(nil)
@@ -239,6 +242,9 @@ func TestTokenFaults(t *testing.T) {
 		}
 		if strings.Contains(oe.Error(), "Mallory") {
 			t.Fatalf("Error() = %q surfaces provider text", oe.Error())
+		}
+		if !strings.HasSuffix(oe.Error(), " (invalid_grant)") {
+			t.Fatalf("Error() = %q, want the OAuth error code named", oe.Error())
 		}
 	})
 
@@ -272,6 +278,78 @@ func TestTokenFaults(t *testing.T) {
 		checkEcho(t, oe, []string{basic})
 		if !slices.Contains(oe.Secrets, webSecret) {
 			t.Fatal("a Basic request's secret list misses the raw client secret")
+		}
+	})
+
+	t.Run("client-credentials-scope", func(t *testing.T) {
+		var scope []string // each request's scope parameter, "-" when absent
+		var mu sync.Mutex
+		as.setFault(func(w http.ResponseWriter, r *http.Request) {
+			r.ParseForm()
+			mu.Lock()
+			if vs, ok := r.PostForm["scope"]; ok {
+				scope = append(scope, strings.Join(vs, ","))
+			} else {
+				scope = append(scope, "-")
+			}
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"access_token":"at-1","token_type":"Bearer","expires_in":60}`)
+		})
+		defer as.setFault(nil)
+		ep := oauth.Endpoint{TokenURL: as.tokenURL, ClientID: webClient, ClientSecret: webSecret, AuthStyle: oauth.AuthPost}
+		for _, scopes := range [][]string{nil, {"read", "write"}} {
+			if _, err := d.client.ClientCredentials(t.Context(), ep, scopes); err != nil {
+				t.Fatalf("ClientCredentials(%q) = %v", scopes, err)
+			}
+		}
+		if got := strings.Join(scope, "|"); got != "-|read write" {
+			t.Fatalf("scope parameters sent = %q, want none, then \"read write\"", got)
+		}
+	})
+
+	t.Run("503-with-a-code", func(t *testing.T) {
+		as.setFault(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":"temporarily_unavailable"}`)
+		})
+		defer as.setFault(nil)
+		oe, _ := refresh()
+		if oe == nil || oe.Class != oauth.Transient || !strings.Contains(oe.Error(), "refused the request (temporarily_unavailable)") {
+			t.Fatalf("Refresh against a coded 503 = %v, want Transient, refused, with its code", oe)
+		}
+	})
+
+	t.Run("body-at-the-cap", func(t *testing.T) {
+		const answer = `{"access_token":"at-1","token_type":"Bearer","expires_in":60}`
+		as.setFault(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, answer)
+		})
+		defer as.setFault(nil)
+		ep := oauth.Endpoint{TokenURL: as.tokenURL, ClientID: webClient, ClientSecret: webSecret, AuthStyle: oauth.AuthPost}
+		for _, tc := range []struct {
+			max  int64
+			isOK bool
+		}{{int64(len(answer)), true}, {int64(len(answer)) - 1, false}} {
+			c := &oauth.Client{HTTP: as.srv.Client(), MaxBody: tc.max}
+			if _, err := c.ClientCredentials(t.Context(), ep, nil); (err == nil) != tc.isOK {
+				t.Errorf("ClientCredentials with a %d-byte answer and MaxBody %d = %v, want accepted %t", len(answer), tc.max, err, tc.isOK)
+			}
+		}
+	})
+
+	t.Run("200-carrying-an-error", func(t *testing.T) {
+		as.setFault(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"error":"bad_verification_code","error_description":"The code passed is incorrect or expired."}`)
+		})
+		defer as.setFault(nil)
+		// GitHub's bad_verification_code is RFC 6749's invalid_grant.
+		oe, _ := refresh()
+		if oe == nil || oe.Code != "invalid_grant" || oe.Class != oauth.Expired || oe.Status != http.StatusOK {
+			t.Fatalf("Refresh against a 200 carrying an error = %v, want Expired invalid_grant", oe)
 		}
 	})
 

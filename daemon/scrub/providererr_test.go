@@ -33,6 +33,15 @@ func TestProviderErrorText(t *testing.T) {
 		{"broken json", `{"message":`, nil, ""},
 		{"plain text", "Rate limit exceeded\r\n  try later", nil, "Rate limit exceeded try later"},
 		{"html", "<html><head><title>502 Bad Gateway</title></head><body><h1>502</h1></body></html>", nil, "502 Bad Gateway"},
+		{"html starting with its title", "<title>Bad Gateway</title><h1>nginx</h1>", nil, "Bad Gateway"},
+		{"errors empty", `{"errors":[],"msg":"try again"}`, nil, "try again"},
+		{"html starting with a comment", "<!-- edge 7 --><p>Service down</p>", nil, "Service down"},
+		{"html empty comment", "<p>a</p><!----><p>b</p>", nil, "a b"},
+		{"html text after a comment", "<div>a<!-- x -->b</div>", nil, "ab"},
+		{"html stray '>'", "<p>1 > 0</p> ok", nil, "1 0 ok"},
+		{"html starting with a script", "<script>boot()</script><p>ok</p>", nil, "ok"},
+		{"html closing tag with attributes", "<script>s</script><p>a</p><script>t</script x>b", nil, "a b"},
+		{"stray '>' in a field", `{"message":"1 > 0 <b>y</b>"}`, nil, "1 0 y"},
 		{"html without title", "<div><script>alert(1)</script><b>Service</b> unavailable<!-- " + secret + " --></div>", form, "Service unavailable"},
 		{"markup in a field", `{"message":"<b>denied</b> for <i>you</i>"}`, nil, "denied for you"},
 		{"escaped secret re-scrubbed", `{"message":"key ` + escaped + ` rejected"}`, form, "key [scrubbed] rejected"},
@@ -95,6 +104,20 @@ func FuzzProviderErrorText(f *testing.F) {
 			t.Fatalf("ProviderErrorText(%q) = %q", body, got)
 		}
 	})
+}
+
+// TestClip: a text of exactly n runes is kept; a longer one keeps n-1
+// runes and the ellipsis.
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abcd", 4, "abcd"}, {"abcdef", 4, "abc…"}, {"ééééé", 4, "ééé…"}, {"", 4, ""}} {
+		if got := Clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
 }
 
 // TestProviderErrorManyElements: a page of nothing but script and style

@@ -16,10 +16,23 @@ func TestScrubber(t *testing.T) {
 	if got := s.Apply("nothing to do"); got != "nothing to do" {
 		t.Errorf("empty Set changed text: %q", got)
 	}
+	if got := s.Candidates(); len(got) != 0 {
+		t.Errorf("empty Set has candidates %q", got)
+	}
 	s.Add("a b/c", "", "a b/c", "abc")
 	for _, in := range []string{"a b/c", url.QueryEscape("a b/c"), url.PathEscape("a b/c"), escapeRFC3986("a b/c"), lowerHex(escapeRFC3986("a b/c")), "xabcx"} {
 		if got := s.Apply(in); strings.Contains(got, "a b") || strings.Contains(got, "%2F") || strings.Contains(got, "%2f") || strings.Contains(got, "abc") {
 			t.Errorf("apply(%q) = %q", in, got)
+		}
+	}
+	// Each percent-encoded spelling on its own: for "p w$d:x@y" PathEscape
+	// keeps "$", ":" and "@" where QueryEscape and RFC 3986 escape them, so
+	// only the PathEscape candidate matches its spelling.
+	var e Set
+	e.Add("p w$d:x@y")
+	for _, in := range []string{url.PathEscape("p w$d:x@y"), url.QueryEscape("p w$d:x@y"), escapeRFC3986("p w$d:x@y"), lowerHex(escapeRFC3986("p w$d:x@y"))} {
+		if got := e.Apply("<" + in + ">"); got != "<"+Mark+">" {
+			t.Errorf("Apply(%q) = %q, want the spelling scrubbed", in, got)
 		}
 	}
 	// Longest first: "abc" inside "abcdef" leaves no tail of the longer value.
@@ -173,6 +186,38 @@ func TestScrubJSONSpellings(t *testing.T) {
 	}
 }
 
+// TestScrubJSONSpellingBounds: a value with four kinds of escaped byte
+// (24 combinations, the most still tried one by one) gets a mixed
+// spelling no encoder's uniform spelling covers; a value with five kinds
+// (32) or every kind gets the uniform spellings only, a bounded few;
+// U+FFFF, the last rune without a surrogate pair, is one \u escape.
+//
+// conformance: P3-X14.1-01
+func TestScrubJSONSpellingBounds(t *testing.T) {
+	var s Set
+	s.Add("k/\"\\\n")
+	mixed := `k\/\u0022\\\n` // "/" short, '"' as \u, '\' and "\n" short
+	if got := s.Apply("[" + mixed + "]"); got != "["+Mark+"]" {
+		t.Errorf("Apply(%q) = %q, want the mixed spelling scrubbed", mixed, got)
+	}
+	// Past the bound: the value and its six percent-encoded spellings,
+	// and five uniform JSON spellings in two hex cases.
+	for _, v := range []string{"\"\\\n\x7f<", "/\"\\\n\x01\x7f<'é\u2028"} {
+		var many Set
+		many.Add(v)
+		if n, most := len(many.Candidates()), 7+2*5; n > most {
+			t.Errorf("%q has %d candidates, want at most %d", v, n, most)
+		}
+	}
+	var ffff Set
+	ffff.Add("k\uffff")
+	for _, in := range []string{`k\uffff`, `k\uFFFF`} {
+		if got := ffff.Apply("[" + in + "]"); got != "["+Mark+"]" {
+			t.Errorf("Apply(%q) = %q, want U+FFFF's escape scrubbed", in, got)
+		}
+	}
+}
+
 // TestScrubUserPassHalves: each half of a user:pass value long enough to
 // be credential-shaped is scrubbed alone (SimpleFIN's password echoed
 // without its user name); a short user name is left in ordinary text.
@@ -184,6 +229,12 @@ func TestScrubUserPassHalves(t *testing.T) {
 	got := s.Apply(`{"error":"password Zq8r2LkP9wXc is wrong for bob, bobby"}`)
 	if want := `{"error":"password ` + Mark + ` is wrong for bob, bobby"}`; got != want {
 		t.Errorf("Apply = %q, want %q", got, want)
+	}
+	// A half of exactly MinHalf bytes is long enough.
+	var m Set
+	m.AddUserPass("user:12345678")
+	if got := m.Apply("x12345678y"); got != "x"+Mark+"y" {
+		t.Errorf("Apply = %q: a %d-byte password half survives", got, MinHalf)
 	}
 	var l Set
 	l.AddUserPass("e8b1c2d3f4a5:Zq8r2LkP9wXc")
@@ -203,6 +254,7 @@ func TestScrubPrivateIPv4(t *testing.T) {
 		"::ffff:10.0.0.1":                 "::ffff:" + PrivateAddressMark,
 		"v1.10.0.0.7":                     "v" + PrivateAddressMark,
 		"256.10.0.0":                      "256.10.0.0",
+		"11.20.0.1 193.168.0.1":           "11.20.0.1 193.168.0.1",
 		"00172.17.0.0":                    PrivateAddressMark,
 		"id 10.0.0.1234":                  "id " + PrivateAddressMark,
 		"":                                "",
@@ -244,10 +296,72 @@ func TestHost(t *testing.T) {
 		{"GET https://API.Example.com/x — é", "api.example.com", "GET https://" + HostMark + "/x — é"},
 		{"nothing here", "api.example.com", "nothing here"},
 		{"any text", "", "any text"},
+		{"API.example.com refused", "api.example.com", HostMark + " refused"},
 	}
 	for _, tc := range cases {
 		if got := Host(tc.s, tc.host); got != tc.want {
 			t.Errorf("Host(%q, %q) = %q, want %q", tc.s, tc.host, got, tc.want)
 		}
+	}
+}
+
+// TestShortestPeriod agrees with the definition on every string of a
+// and b up to ten bytes: a wrong period would let the scrub skip an
+// overlapping occurrence.
+func TestShortestPeriod(t *testing.T) {
+	brute := func(c string) int {
+		for p := 1; p < len(c); p++ {
+			if c[p:] == c[:len(c)-p] {
+				return p
+			}
+		}
+		return len(c)
+	}
+	for n := 1; n <= 10; n++ {
+		for bits := 0; bits < 1<<n; bits++ {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = "ab"[bits>>i&1]
+			}
+			if got, want := shortestPeriod(string(b)), brute(string(b)); got != want {
+				t.Fatalf("shortestPeriod(%q) = %d, want %d", b, got, want)
+			}
+		}
+	}
+}
+
+// TestCandidatesOrder: the spellings come longest first, each once.
+func TestCandidatesOrder(t *testing.T) {
+	var s Set
+	s.Add("a b", "xyz/1", "a b", "q")
+	got := s.Candidates()
+	for i := 1; i < len(got); i++ {
+		if len(got[i]) > len(got[i-1]) || got[i] == got[i-1] {
+			t.Fatalf("Candidates = %q, want longest first and unique", got)
+		}
+	}
+	if !slices.Contains(got, "q") || !slices.Contains(got, "xyz%2F1") || !slices.Contains(got, "a+b") {
+		t.Fatalf("Candidates = %q, want the raw and percent-encoded spellings", got)
+	}
+}
+
+// TestLowerHex: only the two hex digits after each '%' are lowered, and
+// a '%' too close to the end to hold two is left alone.
+func TestLowerHex(t *testing.T) {
+	for in, want := range map[string]string{"AB%4F%AA": "AB%4f%aa", "ab%F": "ab%F", "%": "%", "Z%2Fx%": "Z%2fx%"} {
+		if got := lowerHex(in); got != want {
+			t.Errorf("lowerHex(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestEscapeRFC3986: exactly the unreserved characters stay; each byte
+// next to an unreserved range is escaped, in uppercase hex.
+func TestEscapeRFC3986(t *testing.T) {
+	if got := escapeRFC3986("azAZ09-._~"); got != "azAZ09-._~" {
+		t.Errorf("escapeRFC3986(unreserved) = %q", got)
+	}
+	if got, want := escapeRFC3986("`{@[/: \xff"), "%60%7B%40%5B%2F%3A%20%FF"; got != want {
+		t.Errorf("escapeRFC3986(neighbours) = %q, want %q", got, want)
 	}
 }

@@ -250,3 +250,19 @@ func TestCDPJWTRequestAndRandomness(t *testing.T) {
 		t.Error("two passes made the same token: the nonce is not random")
 	}
 }
+
+// TestCDPJWTAlone: a set whose only template is the cdp_jwt still reads
+// the pass's clock for the token's times.
+func TestCDPJWTAlone(t *testing.T) {
+	seed, pub := rfc8032Key(t)
+	set := mustCompile(t, []string{"key_name", "private_key"}, template.Templates{Header: map[string]string{
+		"X-Jwt": "{{cdp_jwt(key_name, private_key)}}",
+	}})
+	env, _ := countingEnv()
+	out, err := set.Render(map[string]string{"key_name": cdpKeyName, "private_key": base64.StdEncoding.EncodeToString(seed)},
+		template.Request{Method: "GET", URL: "https://api.cdp.coinbase.com/platform/v2/evm/accounts"}, env)
+	if err != nil {
+		t.Fatalf("Render = %v", err)
+	}
+	verifyCDPJWT(t, headerMap(out.Headers)["X-Jwt"], pub, fixedNow().Unix())
+}

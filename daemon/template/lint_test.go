@@ -137,6 +137,9 @@ var grammarCases = []struct {
 	{"unknown helper md5", "{{md5(api_key)}}", []string{template.RuleUnknownHelper}, ""},
 	{"unknown helper env", "{{env('HOME')}}", []string{template.RuleUnknownHelper}, ""},
 	{"helper wrong case", "{{Base64('x')}}", []string{template.RuleUnknownHelper}, "did you mean base64?"},
+	{"helper two edits off", "{{bse64x('x')}}", []string{template.RuleUnknownHelper}, "did you mean base64?"},
+	{"cdp_jwt with a literal first", "{{cdp_jwt('k', private_key)}}", []string{template.RuleCDPJWTArgument}, "argument 1 of cdp_jwt is a quoted literal"},
+	{"cdp_jwt with a request token second", "{{cdp_jwt(key_name, request.body)}}", []string{template.RuleCDPJWTArgument}, "argument 2 of cdp_jwt is a request token"},
 	{"request token called", "{{request.body()}}", []string{template.RuleUnknownHelper}, ""},
 	{"timestamp with an argument", "{{timestamp(api_key)}}", []string{template.RuleArity}, "timestamp takes 0 arguments, not 1"},
 	{"base64 with none", "{{base64()}}", []string{template.RuleArity}, "base64 takes exactly 1 argument, not 0"},
@@ -529,5 +532,36 @@ func TestRulesDocumented(t *testing.T) {
 	}
 	if got := template.Rules(); !slices.Equal(got, documented) {
 		t.Errorf("Rules() = %q, doc.go lists %q", got, documented)
+	}
+}
+
+// TestBackslashAtTheEnd: a backslash that ends the value, inside a cut
+// literal, is named as such, not as a backslash before some character.
+func TestBackslashAtTheEnd(t *testing.T) {
+	_, fs := lintValue(false, testFields, `{{'a\`)
+	if got := rulesOf(fs); !slices.Equal(got, []string{template.RuleUnterminatedLiteral, template.RuleBadEscape}) || !strings.Contains(fs[1].Message, "backslash at the end of a literal") {
+		t.Fatalf("Compile({{'a\\) = %v, want an unterminated literal and a backslash at the end", fs)
+	}
+	_, fs = lintValue(false, testFields, `{{'a\x'}}`)
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, "backslash before character 'x'") {
+		t.Fatalf(`Compile({{'a\x'}}) = %v, want a backslash before 'x'`, fs)
+	}
+}
+
+// TestTooLongStillLinted: a value over the length limit is still linted
+// up to four times the limit, its whole-value finding first; past that it
+// is not parsed at all.
+func TestTooLongStillLinted(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []string
+	}{
+		{1200, []string{template.RuleTooLong, template.RuleStrayClose}},
+		{1201, []string{template.RuleTooLong}},
+	} {
+		_, fs := lintValue(false, testFields, "}}"+strings.Repeat("a", tc.n-2))
+		if got := rulesOf(fs); !slices.Equal(got, tc.want) {
+			t.Errorf("Compile(%d-byte value) rules = %q, want %q", tc.n, got, tc.want)
+		}
 	}
 }

@@ -596,3 +596,15 @@ func TestSecretsHoldDerivedOutputs(t *testing.T) {
 		t.Errorf("Secrets holds the base64 of a literal: %q", out.Secrets)
 	}
 }
+
+// TestTimestampAlone: a value that reads the pass's timestamp and nothing
+// else still gets it, by helper and by request token.
+func TestTimestampAlone(t *testing.T) {
+	for _, v := range []string{"{{timestamp()}}", "{{request.timestamp}}"} {
+		set := mustCompile(t, nil, template.Templates{Header: map[string]string{"X-Ts": v}})
+		out, err := set.Render(nil, template.Request{}, template.Env{Now: fixedNow})
+		if err != nil || headerMap(out.Headers)["X-Ts"] != "1700000000" {
+			t.Errorf("Render(%s) = %v, %v; want X-Ts 1700000000", v, out.Headers, err)
+		}
+	}
+}

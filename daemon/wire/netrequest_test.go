@@ -214,6 +214,7 @@ func TestParseNetRequestHeaderRules(t *testing.T) {
 		{"keep-alive", map[string]any{"Keep-Alive": "timeout=5"}, false},
 		{"proxy-connection", map[string]any{"Proxy-Connection": "keep-alive"}, false},
 		{"proxy-anything", map[string]any{"proxy-x": "1"}, false},
+		{"proxy- alone", map[string]any{"Proxy-": "1"}, false},
 		{"duplicate by case", map[string]any{"X-A": "1", "x-a": "2"}, false},
 		{"duplicate by underscore", map[string]any{"X-A": "1", "X_A": "2"}, false},
 		{"space in name", map[string]any{"X A": "1"}, false},
@@ -253,6 +254,18 @@ func manyHeaders(n int) map[string]any {
 	return h
 }
 
+// TestNetRequestURLInvalidUTF8: a URL the daemon builds is held to the
+// same rules as one an app sends; a byte that is not UTF-8 is refused
+// like a control character (an app's frame cannot carry one at all).
+func TestNetRequestURLInvalidUTF8(t *testing.T) {
+	for _, u := range []string{"https://api.example.com/\x80", "https://api.example.com/\xff", "https://api.example.com/\xc3"} {
+		r := NetRequest{RequestID: "r1", InstanceID: "i1", URL: u, Method: "GET"}
+		if _, err := Encode(r); err == nil {
+			t.Errorf("Encode(url %q) = nil error, want a refusal", u)
+		}
+	}
+}
+
 // TestParseNetRequestURL: ruling R3's URL rules. The scheme is not judged
 // here, but the URL must parse.
 //
@@ -270,6 +283,8 @@ func TestParseNetRequestURL(t *testing.T) {
 		{"https://[2001:db8::1]:8443/x", true},
 		{"https://api.example.com:443/", true},
 		{"https://api.example.com:65535/", true},
+		{"https://api.example.com:9/", true},
+		{"https://api.example.com:8090/", true},
 		{"https://bücher.example/", true},
 		{"https://api.example.com/%20", true},
 		{"https://user:pw@api.example.com/", false},
@@ -510,6 +525,49 @@ func TestNetRequestValidate(t *testing.T) {
 		}
 		if _, err := Encode(r); err == nil {
 			t.Errorf("Encode(%+v) = nil error, want the validation error", r)
+		}
+	}
+}
+
+// TestSplitAuthority: host and port as Go's URL parser splits them, a
+// bracketed IPv6 host kept whole, a ':' with nothing after it still a
+// port.
+func TestSplitAuthority(t *testing.T) {
+	for _, tc := range []struct {
+		a, host, port string
+		hasPort       bool
+	}{
+		{"[::1]:8443", "[::1]", "8443", true},
+		{"[::1]", "[::1]", "", false},
+		{"[::1]x", "[::1]", "", false},
+		{"[::1", "[::1", "", false},
+		{"[::1]:", "[::1]", "", true},
+		{"a.example:443", "a.example", "443", true},
+		{"a.example:", "a.example", "", true},
+		{":443", "", "443", true},
+		{"a.example", "a.example", "", false},
+	} {
+		host, port, hasPort := splitAuthority(tc.a)
+		if host != tc.host || port != tc.port || hasPort != tc.hasPort {
+			t.Errorf("splitAuthority(%q) = %q, %q, %t; want %q, %q, %t", tc.a, host, port, hasPort, tc.host, tc.port, tc.hasPort)
+		}
+	}
+}
+
+// TestOversizeRecoversRequestIDWithinBound: an oversized frame of up to
+// maxScanBytes is scanned for its requestId; a longer one is not.
+func TestOversizeRecoversRequestIDWithinBound(t *testing.T) {
+	frame := func(n int) []byte {
+		head := `{"type":"snug:net-request","v":1,"requestId":"r1","pad":"`
+		return []byte(head + strings.Repeat("a", n-len(head)-2) + `"}`)
+	}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{maxScanBytes, "r1"}, {maxScanBytes + 1, ""}} {
+		raw := frame(tc.n)
+		if pe := oversizeRaw(TypeNetRequest, raw); len(raw) != tc.n || pe.RequestID != tc.want {
+			t.Errorf("oversizeRaw(%d bytes): RequestID = %q, want %q", len(raw), pe.RequestID, tc.want)
 		}
 	}
 }

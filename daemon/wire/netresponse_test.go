@@ -256,3 +256,50 @@ func TestNetResponseShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameAtItsSizeClass: a frame of exactly its size class is sent as
+// it is, one byte more is refused (or, for a net response, replaced).
+//
+// conformance: P1-R6-04
+func TestFrameAtItsSizeClass(t *testing.T) {
+	limit := FrameLimit(TypeNetResponse)
+	empty, _, err := EncodeNetResponse(mustNetResponse(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Quotes escape to two bytes each: k of them and the rest plain bytes.
+	k := limit - len(empty) - MaxNetResponseBody
+	for _, tc := range []struct {
+		quotes   int
+		replaced bool
+	}{{k, false}, {k + 1, true}} {
+		body := strings.Repeat(`"`, tc.quotes) + strings.Repeat("a", MaxNetResponseBody-tc.quotes)
+		b, replaced, err := EncodeNetResponse(mustNetResponse(t, body))
+		if err != nil || replaced != tc.replaced || !replaced && len(b) != limit+tc.quotes-k {
+			t.Errorf("EncodeNetResponse(%d quotes) = %d bytes, replaced %t, %v; want replaced %t at %d bytes", tc.quotes, len(b), replaced, err, tc.replaced, limit)
+		}
+	}
+}
+
+func mustNetResponse(t *testing.T, body string) NetResponse {
+	t.Helper()
+	r, err := NewNetResponseText("r9", "https://api.example.com/x", 200, nil, ValidText(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestNetResponseWithURLStillChecked: a url does not excuse the rest: an
+// error answer naming its URL may carry no status, and an over-long url
+// is refused.
+func TestNetResponseWithURLStillChecked(t *testing.T) {
+	for _, r := range []NetResponse{
+		{RequestID: "r1", URL: "https://api.example.com/x", Status: 200, Error: &ErrorBody{Code: errcode.NetFetchFailed, Message: "m"}},
+		{RequestID: "r1", URL: "https://api.example.com/" + strings.Repeat("x", MaxNetURLChars), Status: 200},
+	} {
+		if err := r.Validate(); err == nil {
+			t.Errorf("Validate(%.80v) = nil, want a refusal", r)
+		}
+	}
+}

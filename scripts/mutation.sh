@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# mutation.sh [PKG…]: mutation-test the security-critical packages with gremlins and print each one's test efficacy, known equivalent mutants set aside.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+# Each package in scripts/mutation/packages (or each PKG given) is run on
+# its own: gremlins mutates the package's non-test files one token at a
+# time and runs that package's tests against each mutant. A mutant the
+# tests kill is good; one that lives is a change no test notices. A
+# survivor listed in scripts/mutation/equivalent (a mutant that cannot
+# change behaviour, with the reason) is set aside, so a run shows only new
+# survivors, each printed in the equivalents file's format.
+#
+# Efficacy is killed / (killed + lived − equivalent). Mutants on lines no
+# test runs ("not covered") and mutants that hang the tests ("timed out")
+# are counted apart, as gremlins counts them. The exit status is 0 only
+# when every package reached MUTATION_MIN percent.
+gremlins=github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
+workers=${MUTATION_WORKERS:-1}
+coefficient=${MUTATION_TIMEOUT_COEFFICIENT:-5}
+min=${MUTATION_MIN:-95}
+pkgfile=scripts/mutation/packages
+eqfile=scripts/mutation/equivalent
+export LC_ALL=C NO_COLOR=1
+
+usage() {
+	echo "usage: scripts/mutation.sh [PKG…]   (PKG as in $pkgfile, e.g. transports or daemon/scrub)" >&2
+	echo "environment: MUTATION_WORKERS (default 1), MUTATION_TIMEOUT_COEFFICIENT (default 5), MUTATION_MIN (default 95)" >&2
+	exit 2
+}
+case "${1:-}" in -h | --help) usage ;; esac
+command -v go >/dev/null || { echo "mutation: go is not on PATH" >&2; exit 1; }
+
+# The package list: "PKG [FILE…]" per line; FILEs, when given, are the
+# only files of PKG mutated (the composite package daemon holds more than
+# the executor).
+declare -A files=()
+listed=()
+while read -r pkg rest; do
+	case "$pkg" in '' | '#'*) continue ;; esac
+	listed+=("$pkg")
+	files[$pkg]=$rest
+done <"$pkgfile"
+if [ $# -eq 0 ]; then
+	set -- "${listed[@]}"
+fi
+for pkg in "$@"; do
+	pkg=${pkg#./}
+	pkg=${pkg%/}
+	[ -d "$pkg" ] || { echo "mutation: no package folder $pkg" >&2; exit 2; }
+done
+
+# The equivalents: each entry is one line, "FILE TYPE: CODE" with the
+# mutated token of CODE in «», and the reason on the "#" lines right above
+# it. An entry without a reason is an error: an unexplained entry would
+# hide a real survivor.
+declare -A equivalent=()
+reason=""
+n=0
+while IFS= read -r line; do
+	n=$((n + 1))
+	case "$line" in
+	'#'*) reason+=${line#\#} ;;
+	'') reason="" ;;
+	*)
+		if [ -z "${reason// /}" ]; then
+			echo "mutation: $eqfile:$n: an entry needs its reason on the # lines above it" >&2
+			exit 1
+		fi
+		equivalent[$line]=0
+		;;
+	esac
+done <"$eqfile"
+
+# Run on a snapshot of the work tree (uncommitted changes included), so
+# an edit made during the run changes neither the coverage nor a mutant.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/snugd-mutation.XXXXXX")
+snap=$tmp/src
+trap 'rm -rf "$snap"' EXIT
+mkdir "$snap"
+tar -C "$root" --exclude=./.git -cf - . | tar -C "$snap" -xf -
+echo "mutation: logs in $tmp"
+
+optoken='^([-+*/%<>=!&|^]+)'
+# key prints the equivalents-file line for the mutant of TYPE at
+# FILE:LINE:COL: the source line trimmed, its token at COL in «».
+key() {
+	local file=$1 type=$2 line=$3 col=$4 src pre rest tok
+	src=$(sed -n "${line}p" "$snap/$file")
+	pre=${src:0:col-1}
+	rest=${src:col-1}
+	tok=""
+	if [[ $rest =~ $optoken ]]; then
+		tok=${BASH_REMATCH[1]}
+	fi
+	src="$pre«$tok»${rest:${#tok}}"
+	src=${src#"${src%%[![:space:]]*}"}
+	src=${src%"${src##*[![:space:]]}"}
+	printf '%s %s: %s\n' "$file" "$type" "$src"
+}
+
+summary=()
+status=0
+for pkg in "$@"; do
+	pkg=${pkg#./}
+	pkg=${pkg%/}
+	log=$tmp/${pkg//\//_}.log
+	echo "== $pkg"
+	# Subpackages are packages of their own: mutate only this folder's
+	# files, and of those only the listed ones when the list names some.
+	excl=(-E /)
+	if [ -n "${files[$pkg]:-}" ]; then
+		for f in "$snap/$pkg"/*.go; do
+			f=${f##*/}
+			case " ${files[$pkg]} " in *" $f "*) ;; *) excl+=(-E "^${f//./\\.}\$") ;; esac
+		done
+	fi
+	start=$SECONDS
+	if ! (cd "$snap" && nice go run "$gremlins" unleash --workers "$workers" --timeout-coefficient "$coefficient" "${excl[@]}" "$snap/$pkg") >"$log" 2>&1; then
+		tail -n 20 "$log" >&2
+		summary+=("FAILED   $pkg: gremlins did not finish (log $log)")
+		status=1
+		continue
+	fi
+	killed=0 lived=0 equiv=0 timedout=0 notcovered=0 notviable=0
+	while read -r st type _ pos; do
+		case "$st" in
+		KILLED) killed=$((killed + 1)) ;;
+		TIMED) timedout=$((timedout + 1)) ;;
+		NOT-COVERED) notcovered=$((notcovered + 1)) ;;
+		NOT-VIABLE) notviable=$((notviable + 1)) ;;
+		LIVED)
+			lived=$((lived + 1))
+			IFS=: read -r file line col <<<"$pos"
+			k=$(key "$pkg/$file" "$type" "$line" "$col")
+			if [ -n "${equivalent[$k]+set}" ]; then
+				equiv=$((equiv + 1))
+				equivalent[$k]=1
+			else
+				echo "new survivor at $pkg/$file:$line:$col, as an equivalents entry:"
+				echo "    $k"
+			fi
+			;;
+		esac
+	done < <(sed -n -E 's/^ *(KILLED|LIVED|TIMED OUT|NOT COVERED|NOT VIABLE) ([A-Z_]+) at (.*)$/\1 \2 at \3/p' "$log" | sed -E 's/^(TIMED|NOT) (OUT|COVERED|VIABLE)/\1-\2/')
+	for k in "${!equivalent[@]}"; do
+		if [ "${equivalent[$k]}" = 0 ] && [[ $k == "$pkg/"* ]] && [[ ${k%% *} != "$pkg/"*/* ]]; then
+			echo "stale equivalents entry (no such survivor now): $k"
+		fi
+	done
+	tested=$((killed + lived - equiv))
+	efficacy=$(awk -v k="$killed" -v t="$tested" 'BEGIN { if (t == 0) print "n/a"; else printf "%.2f", 100 * k / t }')
+	line="$pkg: efficacy $efficacy% (killed $killed, lived $lived of which $equiv equivalent, timed out $timedout, not covered $notcovered, not viable $notviable; $((SECONDS - start)) s)"
+	echo "$line"
+	if [ "$efficacy" = n/a ] || awk -v e="$efficacy" -v m="$min" 'BEGIN { exit !(e < m) }'; then
+		summary+=("BELOW    $line")
+		status=1
+	else
+		summary+=("ok       $line")
+	fi
+done
+
+echo "== summary (at least $min% wanted)"
+printf '%s\n' "${summary[@]}"
+exit "$status"
