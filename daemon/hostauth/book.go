@@ -814,9 +814,14 @@ func (b *Book) passCoded(op string, err error) error {
 }
 
 // internal logs err, the one place a failure of the book is logged, and
-// returns an INTERNAL error that names op only.
+// returns an INTERNAL error that names op only; or STORAGE_FULL, with a
+// fixed sentence, when the store could not write for a full or read-only
+// disk (the transaction changed nothing).
 func (b *Book) internal(op string, err error) error {
 	b.log.Error(op, "err", err)
+	if errors.Is(err, store.ErrStorageFull) {
+		return errcode.Wrap(errcode.StorageFull, "the disk holding snugd's data is full; nothing was changed", err)
+	}
 	return errcode.Wrap(errcode.Internal, op+" failed", err)
 }
 

@@ -34,6 +34,17 @@
 // transaction's reads cannot go stale before its writes; reads go through a
 // small pool of query_only connections and see one snapshot each.
 //
+// # A full disk, a read-only file system, a damaged file
+//
+// Update, View and Open mark a failure that SQLite or the OS reports as a
+// full disk or a read-only file system (SQLITE_FULL, SQLITE_READONLY, an
+// I/O error carrying ENOSPC, EDQUOT or EROFS) ErrStorageFull, and one that
+// reports a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) ErrDamaged, so the
+// daemon can answer each with its own code instead of an internal error.
+// A write that fails for a full disk is rolled back whole, and the store
+// needs nothing to take writes again once space returns: the next Update
+// simply succeeds.
+//
 // # Schema and migrations
 //
 // The schema is the embedded files schema/NN-name.sql, applied in order,

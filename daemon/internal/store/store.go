@@ -100,8 +100,14 @@ type Store struct {
 // the directory, takes the directory lock, applies pending migrations, and
 // loads the master key (creating it on first use). A second Open of the same
 // directory, from this process or another, fails with ErrLocked naming the
-// holder. A database migrated by a newer snugd fails with ErrNewerSchema.
-func Open(ctx context.Context, o Options) (_ *Store, err error) {
+// holder. A database migrated by a newer snugd fails with ErrNewerSchema;
+// a disk too full to open on, or a read-only one, with ErrStorageFull.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	s, err := open(ctx, o)
+	return s, classify(err)
+}
+
+func open(ctx context.Context, o Options) (_ *Store, err error) {
 	if o.Dir == "" {
 		return nil, errors.New("store: no data directory given")
 	}
@@ -201,18 +207,26 @@ func (s *Store) Close() error {
 // with BEGIN IMMEDIATE, so what fn reads cannot change before it writes:
 // read-check-write is race-free. Write transactions run one at a time; fn
 // must not call Update or View itself (it would wait for itself). fn's error
-// is returned as is.
+// is returned as is, except that a failure SQLite or the OS reported as a
+// full disk or a read-only file system also matches ErrStorageFull, and
+// one reported as a damaged file also matches ErrDamaged (errors.Is finds
+// both the sentinel and everything fn's error wrapped).
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	return s.run(ctx, s.w, true, fn)
 }
 
 // View runs fn in a read transaction over one consistent snapshot. Write
-// methods called inside it fail with ErrReadOnly.
+// methods called inside it fail with ErrReadOnly. Its errors are marked as
+// Update's are.
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	return s.run(ctx, s.r, false, fn)
 }
 
-func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) (err error) {
+func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) error {
+	return classify(s.runTx(ctx, db, writable, fn))
+}
+
+func (s *Store) runTx(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) (err error) {
 	stx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
