@@ -47,12 +47,17 @@ for t in "${targets[@]}"; do
 	if [ -z "${built[$dir]:-}" ]; then
 		# -fuzz needs a single package and turns on the coverage
 		# instrumentation the fuzzer steers by.
+		built[$dir]=ok
 		if ! go test -c -o "$bin" -fuzz="^${name}\$" "./$dir" >"$work/build.log" 2>&1; then
 			cat "$work/build.log" >&2
 			echo "fuzz: building ./$dir failed" >&2
-			exit 1
+			built[$dir]=failed
 		fi
-		built[$dir]=1
+	fi
+	if [ "${built[$dir]}" = failed ]; then
+		rows+=("$(printf '%-32s %-28s %12s %5s %5s %8s' "$dir" "$name" "-" "-" "-" "no build")")
+		failed=$((failed + 1))
+		continue
 	fi
 	cachedir="$work/cache/$dir" # the fuzzer keeps its finds in $cachedir/$name
 	cache="$cachedir/$name"
@@ -97,7 +102,7 @@ printf '%-32s %-28s %12s %5s %5s %8s\n' package target execs seeds new crashers
 printf '%s\n' "${rows[@]}"
 printf '%-32s %-28s %12s %5s %5s %8s\n' total "${#targets[@]} targets" "$total_execs" "" "$total_new" "$total_crash"
 if [ "$failed" -ne 0 ]; then
-	echo "fuzz: $failed targets failed; a crasher's input is in its testdata/fuzz directory" >&2
+	echo "fuzz: $failed targets failed (a crasher's input is in its testdata/fuzz directory)" >&2
 	exit 1
 fi
 if [ "$total_new" -gt 0 ]; then
