@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,4 +36,50 @@ func TestQuickCheck(t *testing.T) {
 	if err == nil && len(problems) == 0 {
 		t.Fatal("QuickCheck passed a damaged database")
 	}
+}
+
+// TestCheck: a sound store checks clean; one whose table pages were
+// damaged after it was written is ErrDamaged naming the database, without
+// a row's contents.
+func TestCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := Open(t.Context(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		update(t, s, func(tx *Tx) error {
+			_, err := tx.UpsertConnection(declared(fmt.Sprintf("app-%04d", i), "s"))
+			return err
+		})
+	}
+	if err := s.Check(t.Context()); err != nil {
+		t.Fatalf("Check of a sound store = %v", err)
+	}
+	s.Close()
+	// Damage the last page (a connections page: those were written last)
+	// and leave the first, which Open reads, alone.
+	db := filepath.Join(dir, DBFile)
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(b) - 4096
+	copy(b[last:], []byte{0x0d, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(context.Background(), Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("Open of a store damaged past its first pages = %v", err)
+	}
+	defer s.Close()
+	err = s.Check(t.Context())
+	if !errors.Is(err, ErrDamaged) {
+		t.Fatalf("Check of a damaged store = %v, want ErrDamaged", err)
+	}
+	if !strings.Contains(err.Error(), "the database is damaged: quick_check of "+db) || strings.Contains(err.Error(), "app-0") {
+		t.Errorf("Check's error = %q", err)
+	}
+	t.Logf("Check: %v", err)
 }
