@@ -52,6 +52,11 @@ var (
 	ErrLocked = errors.New("data directory in use")
 	// ErrNewerSchema: snugd.db was migrated by a newer snugd.
 	ErrNewerSchema = errors.New("database written by a newer snugd")
+	// ErrDatabaseGone: snugd.db is missing, empty or a new database while
+	// the master key it was sealed with is still there: the file was
+	// deleted, emptied or replaced since snugd last ran. Open never starts
+	// over on its own; Reset does, when the administrator says so.
+	ErrDatabaseGone = errors.New("the database is missing, empty or new, but its master key is still there")
 )
 
 // Options configures Open. Only Dir is required.
@@ -101,7 +106,10 @@ type Store struct {
 // loads the master key (creating it on first use). A second Open of the same
 // directory, from this process or another, fails with ErrLocked naming the
 // holder. A database migrated by a newer snugd fails with ErrNewerSchema;
-// a disk too full to open on, or a read-only one, with ErrStorageFull.
+// a disk too full to open on, or a read-only one, with ErrStorageFull; a
+// missing, empty or new snugd.db beside an existing master key with
+// ErrDatabaseGone (Open creates a database only where there is no key
+// either).
 func Open(ctx context.Context, o Options) (*Store, error) {
 	s, err := open(ctx, o)
 	return s, classify(err)
@@ -148,11 +156,24 @@ func open(ctx context.Context, o Options) (_ *Store, err error) {
 	}()
 
 	dbPath := s.DBPath()
+	// A missing or empty snugd.db beside a master key is not a first
+	// start: refuse before SQLite creates or writes the file.
+	if what, ok := missingDB(dbPath); ok {
+		if err := refuseGoneDB(ctx, keys, dbPath, what); err != nil {
+			return nil, err
+		}
+	}
 	if err := ensurePrivateFile(dbPath, true, s.log); err != nil {
 		return nil, err
 	}
 	if s.w, err = openWriter(ctx, dbPath); err != nil {
 		return nil, err
+	}
+	if current, err := s.schemaVersion(ctx); err == nil && current == 0 {
+		// A database file without a single table: a new one.
+		if err := refuseGoneDB(ctx, keys, dbPath, "a new, empty database"); err != nil {
+			return nil, err
+		}
 	}
 	version, err := s.migrate(ctx)
 	if err != nil {
