@@ -37,6 +37,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # A test binary per package, built once with the fuzzing instrumentation.
+# The table's corpus column counts the files testdata/fuzz/FuzzX held
+# before the run (the seeds f.Add gives come on top).
 declare -A built=()
 rows=()
 total_execs=0 total_new=0 total_crash=0 failed=0
@@ -98,7 +100,7 @@ for t in "${targets[@]}"; do
 done
 
 echo
-printf '%-32s %-28s %12s %5s %5s %8s\n' package target execs seeds new crashers
+printf '%-32s %-28s %12s %5s %5s %8s\n' package target execs corpus new crashers
 printf '%s\n' "${rows[@]}"
 printf '%-32s %-28s %12s %5s %5s %8s\n' total "${#targets[@]} targets" "$total_execs" "" "$total_new" "$total_crash"
 if [ "$failed" -ne 0 ]; then
