@@ -430,10 +430,12 @@ func (b *Book) PairingOrigin(ctx context.Context, id string) (origin string, ok 
 // request included), FORBIDDEN for an Origin that is not the one being
 // paired, RATE_LIMITED when MaxPendingPairings web requests are already
 // waiting, INVITATION_INVALID for an invitation snugd does not hold for
-// the name (one answer, whether it is wrong, expired or used). A desktop
-// request is never refused for a full table: it displaces the oldest
-// pending desktop request of the name that holds the most (a flood under
-// one name displaces its own).
+// the name (one answer, whether it is wrong, expired or used),
+// STORAGE_FULL when the disk holding the store cannot take the write
+// (as for every write of the book). A desktop request is never refused
+// for a full table: it displaces the oldest pending desktop request of
+// the name that holds the most (a flood under one name displaces its
+// own).
 func (b *Book) Pair(ctx context.Context, req PairRequest, requestOrigin string) (Pairing, error) {
 	if err := checkHostName(req.Name); err != nil {
 		return Pairing{}, err
