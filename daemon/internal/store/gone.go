@@ -35,6 +35,6 @@ func refuseGoneDB(ctx context.Context, keys KeySource, dbPath, what string) erro
 	}
 	// A key that is there but cannot be read (its mode, its size) is
 	// still a key: the database beside it was lost all the same.
-	return fmt.Errorf("%w: %s is %s, but the master key (%s) of a database snugd kept is still there, so it was deleted, emptied or replaced since snugd last ran; snugd will not start over by itself, which would lose every paired host, connection and credential: restore snugd.db (and snugd.db-wal, if the backup has one) from a backup, or run \"snugd ctl reset --yes\" to start over (it sets the old files aside and says what is lost)",
+	return fmt.Errorf("%w: %s is %s, but the master key (%s) of the database snugd kept is still there, so the database was deleted, emptied or replaced since snugd last ran; snugd will not start over by itself, which would lose every paired host, connection and credential: restore snugd.db (and snugd.db-wal, if the backup has one) from a backup, or run \"snugd ctl reset --yes\" to start over (it sets the old files aside and says what is lost)",
 		ErrDatabaseGone, dbPath, what, keys)
 }

@@ -56,7 +56,7 @@ var (
 	// the master key it was sealed with is still there: the file was
 	// deleted, emptied or replaced since snugd last ran. Open never starts
 	// over on its own; Reset does, when the administrator says so.
-	ErrDatabaseGone = errors.New("the database is missing, empty or new, but its master key is still there")
+	ErrDatabaseGone = errors.New("database lost")
 )
 
 // Options configures Open. Only Dir is required.
