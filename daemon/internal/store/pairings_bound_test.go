@@ -96,18 +96,23 @@ func TestPairingQueriesBounded(t *testing.T) {
 
 	// Every query of the request paths and the status read goes through
 	// an index: none scans the table.
-	for _, q := range []string{
-		"SELECT " + pairingColumns + " FROM snugd_pairings INDEXED BY snugd_pairings_pending WHERE state = 'pending' AND surface = 'web' ORDER BY created_at, id",
-		"SELECT " + pairingColumns + " FROM snugd_pairings INDEXED BY snugd_pairings_pending_expiry WHERE state = 'pending' AND expires_at > '' ORDER BY created_at DESC, id",
-		"SELECT count(*) FROM snugd_pairings INDEXED BY snugd_pairings_pending_expiry WHERE state = 'pending' AND expires_at > ''",
-		"SELECT rowid FROM snugd_pairings INDEXED BY snugd_pairings_done WHERE state <> 'pending' AND state <> 'approved' ORDER BY created_at DESC LIMIT -1 OFFSET 5",
-		"SELECT " + pairingColumns + " FROM snugd_pairings WHERE code = 'X' AND state = 'pending'",
-		"SELECT " + pairingColumns + " FROM snugd_pairings WHERE id = 'X'",
+	for _, q := range []struct {
+		query string
+		args  []any
+	}{
+		{queryPendingPairings, []any{"web"}},
+		{queryLivePairings, []any{""}},
+		{queryCountLivePairings, []any{""}},
+		{queryExpirePairings, []any{""}},
+		{queryDeletePairingsBefore, []any{""}},
+		{queryPrunePairings, []any{5}},
+		{queryPendingPairingByCode, []any{"X"}},
+		{"SELECT " + pairingColumns + " FROM snugd_pairings WHERE id = ?", []any{"X"}},
 	} {
 		view(t, s, func(tx *Tx) error {
-			plan := strings.Join(queryPlan(t, tx, q), "\n")
+			plan := strings.Join(queryPlan(t, tx, q.query, q.args...), "\n")
 			if strings.Contains(plan, "SCAN snugd_pairings") && !strings.Contains(plan, "USING") {
-				t.Errorf("%s\nscans the table: %s", q, plan)
+				t.Errorf("%s\nscans the table: %s", q.query, plan)
 			}
 			return nil
 		})
