@@ -106,6 +106,9 @@ func TestStorageFullChild(t *testing.T) {
 
 	filler := filepath.Join(mnt, "filler")
 	fill(t, filler)
+	if free, size, err := DiskSpace(dir); err != nil || size < 7<<20 || size > 9<<20 || free > 64<<10 {
+		t.Errorf("DiskSpace of the full 8 MiB tmpfs = %d free of %d, %v", free, size, err)
+	}
 	failedAt := -1
 	for i := 20; i < 4000; i++ {
 		err := write(i)
@@ -135,6 +138,9 @@ func TestStorageFullChild(t *testing.T) {
 	// Space returns: the same store takes the same write, with no reopen.
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
+	}
+	if free, _, err := DiskSpace(dir); err != nil || free < 1<<20 {
+		t.Errorf("DiskSpace once the filler is gone = %d free, %v", free, err)
 	}
 	if err := write(failedAt); err != nil {
 		t.Fatalf("the write once space returned = %v", err)
