@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestQuickCheck(t *testing.T) {
@@ -82,4 +83,40 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check's error = %q", err)
 	}
 	t.Logf("Check: %v", err)
+
+	// From then on the store refuses writes, without running them, and
+	// still reads.
+	if got := s.Damaged(); !errors.Is(got, ErrDamaged) || got.Error() != err.Error() {
+		t.Errorf("Damaged() = %v, want %v", got, err)
+	}
+	ran := false
+	if err := s.Update(t.Context(), func(*Tx) error { ran = true; return nil }); !errors.Is(err, ErrDamaged) || ran {
+		t.Errorf("Update on a damaged store = %v (fn ran: %v), want ErrDamaged without running", err, ran)
+	}
+	if _, err := Read(t.Context(), s, func(tx *Tx) (Connection, error) { return tx.Connection("app-0000", "s") }); err != nil {
+		t.Errorf("a read of a sound page on a damaged store = %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.RunChecks(ctx, time.Hour); !errors.Is(err, ErrDamaged) {
+		t.Errorf("RunChecks on a damaged store = %v, want ErrDamaged at once", err)
+	}
+}
+
+// TestRunChecks: on a sound store RunChecks checks at once and on every
+// tick, marks nothing, and returns nil when its context ends.
+func TestRunChecks(t *testing.T) {
+	s := openStore(t)
+	if err := s.RunChecks(t.Context(), 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("RunChecks(0) = %v, want ErrInvalid", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if err := s.RunChecks(ctx, 20*time.Millisecond); err != nil {
+		t.Errorf("RunChecks on a sound store = %v, want nil when ctx ends", err)
+	}
+	if err := s.Damaged(); err != nil {
+		t.Errorf("Damaged() on a sound store = %v", err)
+	}
+	update(t, s, func(tx *Tx) error { _, err := tx.UpsertConnection(declared("app", "s")); return err })
 }

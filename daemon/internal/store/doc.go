@@ -55,7 +55,10 @@
 // daemon can answer each with its own code instead of an internal error.
 // A write that fails for a full disk is rolled back whole, and the store
 // needs nothing to take writes again once space returns: the next Update
-// simply succeeds.
+// simply succeeds. Damage is another matter: once Check or any
+// transaction has found the file damaged, Damaged says so and Update
+// refuses until the store is closed, while View still reads; RunChecks
+// runs Check at once and on a schedule, beside serving.
 //
 // # Schema and migrations
 //

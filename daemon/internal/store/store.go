@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,6 +100,10 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// damaged is the first damage seen (Check, or SQLite reporting a
+	// damaged file in any transaction); from then on Update refuses.
+	damaged atomic.Pointer[error]
 }
 
 // Open opens (creating when needed) the store in o.Dir: it checks or creates
@@ -231,7 +236,9 @@ func (s *Store) Close() error {
 // is returned as is, except that a failure SQLite or the OS reported as a
 // full disk or a read-only file system also matches ErrStorageFull, and
 // one reported as a damaged file also matches ErrDamaged (errors.Is finds
-// both the sentinel and everything fn's error wrapped).
+// both the sentinel and everything fn's error wrapped). Once the store has
+// seen its file damaged (Damaged), Update refuses with that error without
+// running fn: writing on would spread the damage.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	return s.run(ctx, s.w, true, fn)
 }
@@ -244,7 +251,16 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 }
 
 func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) error {
-	return classify(s.runTx(ctx, db, writable, fn))
+	if writable {
+		if err := s.Damaged(); err != nil {
+			return err
+		}
+	}
+	err := classify(s.runTx(ctx, db, writable, fn))
+	if errors.Is(err, ErrDamaged) {
+		s.markDamaged(err)
+	}
+	return err
 }
 
 func (s *Store) runTx(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) (err error) {
