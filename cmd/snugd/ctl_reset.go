@@ -23,13 +23,14 @@ type resetJSON struct {
 
 // ctlReset is snugd ctl reset [--yes] [--json]: start a stopped snugd's
 // data directory over. Without --yes it says what would be lost and
-// changes nothing; with it, it sets snugd.db, its WAL files and
-// secrets.key aside in reset-TIMESTAMP inside the data directory. It
+// changes nothing; with it, it sets snugd.db, its WAL files, secrets.key
+// and the linked-device helpers' sessions aside in reset-TIMESTAMP inside
+// the data directory. It
 // refuses while snugd runs: it takes the data directory's lock, as the
 // daemon does, and never talks to a daemon.
 func ctlReset(ctx context.Context, c *ctl, args []string) int {
 	fs := c.flags("reset [--yes] [--json]")
-	yes := fs.Bool("yes", false, "set the database and the master key aside (without it, only say what would be lost)")
+	yes := fs.Bool("yes", false, "set the database, the master key and the helpers' sessions aside (without it, only say what would be lost)")
 	if _, code, ok := c.args(fs, args); !ok {
 		return code
 	}

@@ -14,7 +14,8 @@ var ErrRunning = store.ErrLocked
 // Report is what a reset loses, and where it put the files.
 type Report struct {
 	// Files are the files set aside (or, for Plan, to be set aside):
-	// snugd.db, snugd.db-wal, snugd.db-shm and secrets.key, those present.
+	// helpers (the linked-device helpers' sessions), snugd.db,
+	// snugd.db-wal, snugd.db-shm and secrets.key, those present.
 	Files []string
 	// Counted is false when the database could not be read (missing,
 	// emptied, damaged); the counts are zero then.
@@ -34,11 +35,12 @@ func Plan(ctx context.Context, dir string) (Report, error) {
 	return run(ctx, dir, false)
 }
 
-// Run sets the data directory's database, WAL files and master key aside
-// in a new directory reset-TIMESTAMP inside it (mode 0700), under the
-// directory's lock, and reports what was lost. The next start creates a
-// new database and key. Errors: ErrRunning while snugd runs; a missing
-// data directory; a file that cannot be moved (the error names it).
+// Run sets the data directory's helper sessions, database, WAL files and
+// master key aside in a new directory reset-TIMESTAMP inside it (mode
+// 0700), under the directory's lock, and reports what was lost. The next
+// start creates a new database and key. Errors: ErrRunning while snugd
+// runs; a missing data directory; a file that cannot be moved (the error
+// names it).
 func Run(ctx context.Context, dir string) (Report, error) {
 	return run(ctx, dir, true)
 }

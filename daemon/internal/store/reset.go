@@ -13,12 +13,17 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
+// HelpersDir is the directory in the data directory where cmd/snugd keeps
+// the linked-device helpers' sessions; Reset sets it aside with the
+// database.
+const HelpersDir = "helpers"
+
 // ResetReport is what Reset found in a data directory, and so what a
 // reset loses: the database's paired hosts, connections and sealed
 // credentials, and the master key that opens them.
 type ResetReport struct {
-	// Files are the names Reset sets aside (or would), of DBFile, its
-	// -wal and -shm files and KeyFileName, those present.
+	// Files are the names Reset sets aside (or would), of HelpersDir,
+	// DBFile, its -wal and -shm files and KeyFileName, those present.
 	Files []string
 	// Counted is false when the database could not be read (missing,
 	// empty, damaged); the counts are zero then.
@@ -29,11 +34,12 @@ type ResetReport struct {
 }
 
 // Reset starts a stopped snugd's data directory over: under the directory
-// lock, so no snugd can start meanwhile, it moves snugd.db, its -wal and
-// -shm files and secrets.key into a new directory reset-TIMESTAMP inside
-// dir (mode 0700), from which an administrator who finds a backup after
-// all can still take them back. The next Open then creates a new database
-// and a new key. With apply false it only reports what it would do.
+// lock, so no snugd can start meanwhile, it moves the helpers' sessions
+// (HelpersDir), snugd.db, its -wal and -shm files and secrets.key into a
+// new directory reset-TIMESTAMP inside dir (mode 0700), from which an
+// administrator who finds a backup after all can still take them back.
+// The next Open then creates a new database and a new key. With apply
+// false it only reports what it would do.
 //
 // It counts what is lost from the database first, read-only; a database
 // that does not open is reported uncounted, not refused: a damaged file is
@@ -58,7 +64,9 @@ func Reset(ctx context.Context, dir string, apply bool, now time.Time) (ResetRep
 	defer lock.release()
 
 	var rep ResetReport
-	for _, name := range []string{DBFile, DBFile + "-wal", DBFile + "-shm", KeyFileName} {
+	// helpers/ holds the linked-device helpers' sessions, which belong to
+	// the connections the reset loses.
+	for _, name := range []string{HelpersDir, DBFile, DBFile + "-wal", DBFile + "-shm", KeyFileName} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			rep.Files = append(rep.Files, name)
 		} else if !errors.Is(err, fs.ErrNotExist) {

@@ -31,6 +31,9 @@ func TestReset(t *testing.T) {
 		_, err := tx.InsertHost(Host{ID: "h_1", Name: "desk", Surface: SurfaceDesktop, TokenHash: []byte("0123456789abcdef0123456789abcdef")})
 		return err
 	})
+	if err := os.MkdirAll(filepath.Join(dir, HelpersDir, "h1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	if _, err := Reset(ctx, dir, true, now); !errors.Is(err, ErrLocked) {
 		t.Fatalf("Reset while a store is open = %v, want ErrLocked", err)
@@ -44,7 +47,7 @@ func TestReset(t *testing.T) {
 	if !rep.Counted || rep.Hosts != 1 || rep.Connections != 1 || rep.Secrets != 1 || rep.Aside != "" {
 		t.Errorf("dry Reset = %+v, want 1 host, 1 connection, 1 secret, nothing moved", rep)
 	}
-	if !slices.Contains(rep.Files, DBFile) || !slices.Contains(rep.Files, KeyFileName) {
+	if !slices.Contains(rep.Files, DBFile) || !slices.Contains(rep.Files, KeyFileName) || !slices.Contains(rep.Files, HelpersDir) {
 		t.Errorf("dry Reset lists %v", rep.Files)
 	}
 	for _, name := range rep.Files {
