@@ -175,7 +175,7 @@ func TestStatus(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.Contains(body, tok[len("snugh_"):]) {
 		t.Errorf("GET /v1/status = %d %s", resp.StatusCode, body)
 	}
-	for _, k := range []string{`"version"`, `"startedAt"`, `"uptimeSeconds"`, `"dataDir"`, `"transportPolicy"`, `"connections"`, `"needsReapproval"`, `"hosts"`, `"helpers"`, `"standing"`, `"pendingConfirms"`} {
+	for _, k := range []string{`"version"`, `"startedAt"`, `"uptimeSeconds"`, `"dataDir"`, `"transportPolicy"`, `"connections"`, `"needsReapproval"`, `"hosts"`, `"helpers"`, `"standing"`, `"pendingConfirms"`, `"database":"ok"`} {
 		if !strings.Contains(body, k) {
 			t.Errorf("status lacks %s: %s", k, body)
 		}

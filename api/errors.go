@@ -67,6 +67,8 @@ func statusTable() map[errcode.Code]int {
 		// 502: a local helper the call needed did not serve it (outside a
 		// net frame, where the code travels in the frame).
 		errcode.NetFetchFailed: http.StatusBadGateway,
+		// 507: the disk holding snugd's data cannot take a write.
+		errcode.StorageFull: http.StatusInsufficientStorage,
 	}
 }
 

@@ -31,6 +31,10 @@ func (s *Server) status(c echo.Context) error {
 	for _, st := range r.Standing {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
+	out.Database, out.DatabaseMessage, out.DiskFree = "ok", "", r.DiskFree
+	if r.Damaged != "" {
+		out.Database, out.DatabaseMessage = "damaged", r.Damaged
+	}
 	if c := r.HelperSandbox; c != nil {
 		out.HelperSandbox = &HelperSandboxJSON{Landlock: c.Landlock, Files: c.Files, Network: c.Network, Scoped: c.Scoped,
 			NoNewPrivs: c.NoNewPrivs, Descendants: c.Descendants, Summary: c.String()}

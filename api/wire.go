@@ -193,6 +193,13 @@ type StatusResponse struct {
 	HelperSandbox   *HelperSandboxJSON `json:"helperSandbox,omitempty"`
 	Standing        []StandingJSON     `json:"standing"`
 	PendingConfirms int                `json:"pendingConfirms"`
+	// Database is the database's state: "ok", or "damaged" with the
+	// sentence in DatabaseMessage (every write is then refused until a
+	// restart). DiskFree is the free space of the data directory's disk
+	// in bytes, absent when it cannot be read.
+	Database        string `json:"database"`
+	DatabaseMessage string `json:"databaseMessage,omitempty"`
+	DiskFree        uint64 `json:"diskFreeBytes,omitempty"`
 }
 
 // HelperSandboxJSON is StatusResponse.helperSandbox: the Landlock ABI

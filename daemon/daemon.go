@@ -218,6 +218,10 @@ func newBuild(ctx context.Context, cfg Config, build string) (*Daemon, error) {
 	})
 
 	d.services.add("journal", d.journal.Batch)
+	// The database's integrity is checked beside serving, at start and
+	// every six hours: damage puts the store in its refusing state,
+	// which status shows.
+	d.services.add("integrity", integrityCheck{st})
 	if cfg.Helpers != nil {
 		cfg.Helpers.Subscribe(d.devices.HelperEvent) // the supervisor's events reach the device links
 		d.services.add("helpers", cfg.Helpers)       // stops before the journal

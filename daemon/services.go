@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
+
+	"github.com/snug/snugd/daemon/internal/store"
 )
 
 // The daemon's long-lived parts run as services (Syncthing's Serve(ctx)
@@ -118,3 +121,13 @@ func (g *services) stop() {
 		}
 	})
 }
+
+// integrityCheck runs the store's quick integrity check at start and on
+// a schedule (store.RunChecks). Damage it finds ends it, logged; the
+// store refuses writes from then on and status says so.
+type integrityCheck struct{ st *store.Store }
+
+// integrityEvery is how often a running daemon checks its database.
+const integrityEvery = 6 * time.Hour
+
+func (c integrityCheck) Run(ctx context.Context) error { return c.st.RunChecks(ctx, integrityEvery) }

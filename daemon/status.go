@@ -31,6 +31,12 @@ type StatusReport struct {
 	// standing approvals the caller may see.
 	PendingConfirms int
 	Standing        []fetch.Standing
+	// Damaged is the sentence of the database's damage ("" when none was
+	// found): the store then refuses every write until a restart.
+	Damaged string
+	// DiskFree is the free space of the disk holding the data directory,
+	// in bytes; 0 when it cannot be read here.
+	DiskFree uint64
 }
 
 // ConnectionCounts counts connection rows by status. NeedsReapproval
@@ -58,10 +64,11 @@ type HostCounts struct {
 // one read transaction: a paired host counts its own apps only.
 func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 	var (
-		rows     []store.Connection
-		hosts    []store.Host
-		pairings []store.Pairing
+		rows    []store.Connection
+		hosts   []store.Host
+		pending int
 	)
+	now := d.now()
 	err := d.store.View(ctx, func(tx *store.Tx) error {
 		var err error
 		if rows, err = tx.AllConnections(); err != nil {
@@ -70,7 +77,9 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 		if hosts, err = tx.Hosts(); err != nil {
 			return err
 		}
-		pairings, err = tx.Pairings()
+		// Counted from the pairings' index: a flood of requests costs
+		// this read nothing.
+		pending, err = tx.CountLivePairings(now)
 		return err
 	})
 	if err != nil {
@@ -126,13 +135,14 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 	}
 	r.Apps = len(apps)
 	r.PendingConfirms = len(d.exec.Confirms(ctx))
+	if err := d.store.Damaged(); err != nil {
+		r.Damaged = err.Error()
+	}
+	if free, _, err := store.DiskSpace(d.store.Dir()); err == nil {
+		r.DiskFree = free
+	}
 	r.Standing = d.exec.Standings(ctx)
 	r.Hosts.Paired = len(hosts)
-	now := d.now()
-	for _, p := range pairings {
-		if p.State == store.PairingPending && now.Before(p.ExpiresAt) {
-			r.Hosts.PendingPairings++
-		}
-	}
+	r.Hosts.PendingPairings = pending
 	return r, nil
 }

@@ -63,6 +63,7 @@ func ctlCommands() []ctlCommand {
 		{name: "journal", synopsis: "journal [--follow] [--app APP] [--json]", summary: "unattended acts and executor decisions (metadata only)", example: "snugd ctl journal --app my-app", run: ctlJournal},
 		{name: "export", synopsis: "export FILE|-", summary: "export the user DB without secrets (- writes it to standard output)", example: "snugd ctl export snug-backup.db", run: ctlExport},
 		{name: "import", synopsis: "import FILE [--json]", summary: "import a user DB and print the reconciliation report", example: "snugd ctl import snug-backup.db", run: ctlImport},
+		{name: "reset", synopsis: "reset [--yes] [--json]", summary: "start a stopped snugd's data directory over: say what is lost (hosts, connections, credentials, the master key), and with --yes set the database and key aside; refused while snugd runs", example: "snugd ctl reset --yes", run: ctlReset},
 		{name: "template", synopsis: "template render --requirement FILE --values FILE --method M --url U [--body-file F] [--timestamp N]", summary: "render a requirement's templates offline (no daemon)", example: "snugd ctl template render --requirement req.json --values values.json --method GET --url https://api.example.com/v1/me", offline: true, run: func(ctx context.Context, c *ctl, args []string) int { return cmdTemplate(ctx, c.e, args) }},
 	}
 }

@@ -266,12 +266,7 @@ func (d *doctor) checkPort(ctx context.Context) {
 	}
 	want := cfg.listenAddr()
 	if d.status == nil {
-		if c, err := net.DialTimeout("tcp", want, 2*time.Second); err == nil {
-			c.Close()
-			d.add("port", "fail", "%s is held by another program while snugd is down: snugd will not be able to start", want)
-		} else {
-			d.add("port", "skip", "the daemon is down; %s is free", want)
-		}
+		d.checkPortWithoutStatus(ctx, want)
 		return
 	}
 	// The daemon's own address is the one to check: a daemon started with
@@ -316,6 +311,55 @@ func (d *doctor) checkPort(ctx context.Context) {
 		}
 	}
 	d.add("port", "ok", "%s answers as this daemon%s%s", want, owner, note)
+}
+
+// checkPortWithoutStatus checks the configured port when the daemon did
+// not answer status on the ctl socket: it is down, or it runs but the
+// socket is out of reach or its status failed. A snugd answering health
+// on the port is recognised as such (and, on Linux, as this data
+// directory's lock holder or not) rather than taken for another program.
+func (d *doctor) checkPortWithoutStatus(ctx context.Context, want string) {
+	c, err := net.DialTimeout("tcp", want, 2*time.Second)
+	if err != nil {
+		d.add("port", "skip", "the daemon is down; %s is free", want)
+		return
+	}
+	c.Close()
+	version, isSnugd := snugdHealth(ctx, want)
+	if !isSnugd {
+		d.add("port", "fail", "%s is held by another program, not snugd: snugd will not be able to listen there", want)
+		return
+	}
+	pid, _, recorded, err := daemon.LockHolder(d.c.dataDir)
+	if err != nil || !recorded {
+		d.add("port", "warn", "%s answers as snugd %s, but no snugd holds this data directory: another data directory's snugd has the port", want, version)
+		return
+	}
+	host, portText, _ := net.SplitHostPort(want)
+	port, _ := strconv.Atoi(portText)
+	owner, err := portOwnerPID(host, port, pid)
+	switch {
+	case err != nil:
+		d.add("port", "ok", "%s answers as snugd %s; this data directory is held by pid %d (whether that process holds the port could not be read: %v)", want, version, pid, err)
+	case owner != pid:
+		d.add("port", "fail", "%s answers as snugd %s, but not as the snugd holding this data directory (pid %d): two snugds want the port", want, version, pid)
+	default:
+		d.add("port", "ok", "%s answers as snugd %s, held by pid %d, which holds this data directory", want, version, pid)
+	}
+}
+
+// snugdHealth reports whether a snugd answers GET /v1/health on addr,
+// and its version.
+func snugdHealth(ctx context.Context, addr string) (string, bool) {
+	b, hdr, status, err := tcpGet(ctx, addr, "/v1/health", map[string]string{"Host": addr})
+	if err != nil || status != http.StatusOK {
+		return "", false
+	}
+	var h api.Health
+	if json.Unmarshal(b, &h) != nil || !h.OK || h.Version == "" || hdr.Get("Snugd-Version") != h.Version {
+		return "", false
+	}
+	return h.Version, true
 }
 
 // checkRefusals is the API's self-test: a request with a foreign Host

@@ -29,6 +29,14 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 		c.out("listen       http://%s", st.Listen)
 	}
 	c.out("policy       %s", st.TransportPolicy)
+	switch {
+	case st.Database == "damaged":
+		c.out("database     DAMAGED: %s; every change is refused (restore a backup, or snugd ctl reset --yes)", st.DatabaseMessage)
+	case st.DiskFree > 0:
+		c.out("database     ok, %s free on its disk", bytesHuman(st.DiskFree))
+	default:
+		c.out("database     ok")
+	}
 	cc := st.Connections
 	c.out("apps         %d", st.Apps)
 	c.out("connections  %d: %d approved (%d need re-approval), %d declared (%d imported), %d revoked, %d invalid",
@@ -86,4 +94,18 @@ func helperLine(h api.HelperStatusJSON) string {
 		s += ": " + h.LastError
 	}
 	return s + ")"
+}
+
+// bytesHuman writes n bytes for a person: 512 B, 3.4 MiB, 53.2 GiB.
+func bytesHuman(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

@@ -106,9 +106,18 @@ const (
 	InvitationCapReached Code = "INVITATION_CAP_REACHED"
 )
 
+// The record's own refusal: a write that the data directory's disk
+// cannot hold.
+const (
+	// StorageFull: the disk holding snugd's data directory is full or
+	// read-only, so nothing was changed. The same request succeeds once
+	// space returns.
+	StorageFull Code = "STORAGE_FULL"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 59
+const numCodes = 60
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -197,5 +206,8 @@ func table() [numCodes]Entry {
 		// Pairing invitations.
 		{Code: InvitationInvalid, Meaning: "the pairing invitation is not valid for this host name: wrong, expired or already used (which, it does not say)"},
 		{Code: InvitationCapReached, Meaning: "8 pairing invitations are already waiting to be used; wait for one to expire, or invite one of their names again"},
+
+		// A full or read-only disk.
+		{Code: StorageFull, Retryable: true, Meaning: "the disk holding snugd's data is full or read-only; nothing was changed, and the same request succeeds once space returns"},
 	}
 }

@@ -630,6 +630,11 @@ func RowError(log *slog.Logger, op string, err error) error {
 // errors name keys, never values) and returns a bare INTERNAL error.
 func Internal(log *slog.Logger, op string, err error) error {
 	log.Error(op, "err", err)
+	if errors.Is(err, store.ErrStorageFull) {
+		// A full or read-only disk refused the write: nothing changed,
+		// and the same request succeeds once space returns.
+		return errcode.Wrap(errcode.StorageFull, "the disk holding snugd's data is full; nothing was changed", err)
+	}
 	return errcode.Wrap(errcode.Internal, op+" failed", err)
 }
 

@@ -86,6 +86,12 @@ const (
 	touchEvery = 5 * time.Minute
 	// pairingHistory is how long finished pairing requests are kept.
 	pairingHistory = 24 * time.Hour
+	// maxFinishedPairings bounds the finished requests (denied, expired,
+	// displaced, redeemed) kept within pairingHistory, newest first: a
+	// flood of requests displaces request after request, and without the
+	// bound every one would stay a row for a day. An older one's redeem
+	// answers PAIRING_NOT_FOUND instead of its state.
+	maxFinishedPairings = 128
 )
 
 // TokenPrefix begins every host token, so a leaked one is recognisable to
@@ -427,10 +433,12 @@ func (b *Book) PairingOrigin(ctx context.Context, id string) (origin string, ok 
 // request included), FORBIDDEN for an Origin that is not the one being
 // paired, RATE_LIMITED when MaxPendingPairings web requests are already
 // waiting, INVITATION_INVALID for an invitation snugd does not hold for
-// the name (one answer, whether it is wrong, expired or used). A desktop
-// request is never refused for a full table: it displaces the oldest
-// pending desktop request of the name that holds the most (a flood under
-// one name displaces its own).
+// the name (one answer, whether it is wrong, expired or used),
+// STORAGE_FULL when the disk holding the store cannot take the write
+// (as for every write of the book). A desktop request is never refused
+// for a full table: it displaces the oldest pending desktop request of
+// the name that holds the most (a flood under one name displaces its
+// own).
 func (b *Book) pair(ctx context.Context, req PairRequest, requestOrigin string) (Pairing, error) {
 	if err := checkHostName(req.Name); err != nil {
 		return Pairing{}, err
@@ -468,18 +476,12 @@ func (b *Book) pair(ctx context.Context, req PairRequest, requestOrigin string) 
 		if _, err := tx.ExpirePairings(); err != nil {
 			return err
 		}
-		if _, err := tx.DeletePairingsBefore(now.Add(-pairingHistory)); err != nil {
+		if err := prune(tx, now); err != nil {
 			return err
 		}
-		all, err := tx.Pairings()
+		pending, err := tx.PendingPairings(store.Surface(req.Surface))
 		if err != nil {
 			return err
-		}
-		var pending []store.Pairing
-		for _, q := range all {
-			if q.State == store.PairingPending && Surface(q.Surface) == req.Surface {
-				pending = append(pending, q)
-			}
 		}
 		if len(pending) >= MaxPendingPairings {
 			if req.Surface != SurfaceDesktop {
@@ -517,6 +519,18 @@ func (b *Book) pair(ctx context.Context, req PairRequest, requestOrigin string) 
 	}
 	b.log.Info("pairing requested", "pairing_id", p.ID, "surface", string(p.Surface), "origin", p.Origin)
 	return pairingFromRow(p), nil
+}
+
+// prune drops the finished requests older than pairingHistory and those
+// past the newest maxFinishedPairings, on every write that records a
+// request, so the table holds at most that many besides the pending and
+// approved ones (which MaxPendingPairings and the administrator bound).
+func prune(tx *store.Tx, now time.Time) error {
+	if _, err := tx.DeletePairingsBefore(now.Add(-pairingHistory)); err != nil {
+		return err
+	}
+	_, err := tx.PrunePairings(maxFinishedPairings)
+	return err
 }
 
 // evictee is the pending request a new desktop request displaces: the
@@ -735,19 +749,29 @@ func (b *Book) decide(ctx context.Context, code string, to store.PairingState) (
 }
 
 // Pending lists the pairing requests waiting for approval, newest first.
+// It reads only those, through an index.
 func (b *Book) Pending(ctx context.Context) ([]Pairing, error) {
-	rows, err := store.Read(ctx, b.store, (*store.Tx).Pairings)
+	now := b.now()
+	rows, err := store.Read(ctx, b.store, func(tx *store.Tx) ([]store.Pairing, error) { return tx.LivePairings(now) })
 	if err != nil {
 		return nil, b.internal("list pairings", err)
 	}
-	now := b.now()
-	out := []Pairing{}
+	out := make([]Pairing, 0, len(rows))
 	for _, p := range rows {
-		if p.State == store.PairingPending && now.Before(p.ExpiresAt) {
-			out = append(out, pairingFromRow(p))
-		}
+		out = append(out, pairingFromRow(p))
 	}
 	return out, nil
+}
+
+// PendingCount counts the pairing requests waiting for approval, as
+// Pending lists them, from an index alone: what a status read shows.
+func (b *Book) PendingCount(ctx context.Context) (int, error) {
+	now := b.now()
+	n, err := store.Read(ctx, b.store, func(tx *store.Tx) (int, error) { return tx.CountLivePairings(now) })
+	if err != nil {
+		return 0, b.internal("count pairings", err)
+	}
+	return n, nil
 }
 
 // Hosts lists the paired hosts, oldest first.
@@ -817,9 +841,14 @@ func (b *Book) passCoded(op string, err error) error {
 }
 
 // internal logs err, the one place a failure of the book is logged, and
-// returns an INTERNAL error that names op only.
+// returns an INTERNAL error that names op only; or STORAGE_FULL, with a
+// fixed sentence, when the store could not write for a full or read-only
+// disk (the transaction changed nothing).
 func (b *Book) internal(op string, err error) error {
 	b.log.Error(op, "err", err)
+	if errors.Is(err, store.ErrStorageFull) {
+		return errcode.Wrap(errcode.StorageFull, "the disk holding snugd's data is full; nothing was changed", err)
+	}
 	return errcode.Wrap(errcode.Internal, op+" failed", err)
 }
 

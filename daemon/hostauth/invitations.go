@@ -208,7 +208,7 @@ func (b *Book) pairInvited(ctx context.Context, req PairRequest) (Pairing, error
 		if _, err := tx.ExpirePairings(); err != nil {
 			return err
 		}
-		if _, err := tx.DeletePairingsBefore(now.Add(-pairingHistory)); err != nil {
+		if err := prune(tx, now); err != nil {
 			return err
 		}
 		code, err := freeCode(tx)

@@ -40,6 +40,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "soak" {
+		if err := runSoak(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench soak:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "goproxy" {
 		if err := runGoProxy(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench goproxy:", err)

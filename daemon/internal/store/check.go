@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 )
@@ -41,4 +43,99 @@ func QuickCheck(ctx context.Context, dir string, shared bool) ([]string, error) 
 		return nil, fmt.Errorf("quick_check: %w", err)
 	}
 	return problems, nil
+}
+
+// Check runs SQLite's quick_check on the open store, over one of its read
+// connections (so beside writes, on a snapshot), and returns nil when the
+// file is sound. Damage is an error matching ErrDamaged that says how many
+// problems quick_check found and names the first (pages and indexes, never
+// row contents); a check that could not run returns that error, matching
+// ErrDamaged too when SQLite said the file is damaged. The daemon runs it
+// at start and on a schedule; it reads every page, so its time grows with
+// the size of the database. Safe for concurrent use.
+func (s *Store) Check(ctx context.Context) error {
+	var problems []string
+	err := s.runTx(ctx, s.r, false, func(tx *Tx) error {
+		var err error
+		problems, err = queryAll(tx, "quick_check", scanString, "PRAGMA quick_check")
+		return err
+	})
+	if err != nil {
+		err = classify(fmt.Errorf("quick_check of %s: %w", s.DBPath(), err))
+		if errors.Is(err, ErrDamaged) {
+			s.markDamaged(err)
+		}
+		return err
+	}
+	var bad []string
+	for _, p := range problems {
+		if p != "ok" {
+			bad = append(bad, p)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	noun := "problems"
+	if len(bad) == 1 {
+		noun = "problem"
+	}
+	err = &storageError{kind: ErrDamaged, err: fmt.Errorf("quick_check of %s found %d %s, first: %s", s.DBPath(), len(bad), noun, bad[0])}
+	s.markDamaged(err)
+	return err
+}
+
+// Damaged returns the first damage the store has seen, nil while it has
+// seen none: a Check that failed, or SQLite reporting the file damaged in
+// any transaction. The error matches ErrDamaged and says what was found
+// ("the database is damaged: quick_check of … found 3 problems, first:
+// …"). Once it is set, Update refuses and View still reads, until the
+// store is closed: the way out is a backup, then a restart. Safe for
+// concurrent use.
+func (s *Store) Damaged() error {
+	if p := s.damaged.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// markDamaged records err as the store's damage, unless one is recorded
+// already, and logs it once.
+func (s *Store) markDamaged(err error) {
+	if s.damaged.CompareAndSwap(nil, &err) {
+		s.log.Error("database damaged: refusing writes until a restart", "err", err)
+	}
+}
+
+// RunChecks runs Check at once and then every every, until ctx is done
+// (it then returns nil) or a check finds damage (it returns that error,
+// which Damaged returns from then on). A check that could not run for
+// another reason is logged and tried again at the next tick. The daemon
+// runs it beside serving, so a start never waits for a full check of a
+// large database. every must be positive.
+func (s *Store) RunChecks(ctx context.Context, every time.Duration) error {
+	if every <= 0 {
+		return fmt.Errorf("%w: check every %v", ErrInvalid, every)
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		err := s.Check(ctx)
+		switch {
+		case errors.Is(err, ErrDamaged):
+			return err
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			s.log.Warn("integrity check did not run", "err", err)
+		default:
+			s.log.Debug("integrity check ok", "took", time.Since(start))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

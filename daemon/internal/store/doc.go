@@ -34,6 +34,32 @@
 // transaction's reads cannot go stale before its writes; reads go through a
 // small pool of query_only connections and see one snapshot each.
 //
+// # A database that is not the one snugd left
+//
+// Open creates snugd.db only on a first start: where the key source holds
+// no master key either. A snugd.db that is missing, empty (0 bytes) or a
+// new database without a table, beside a master key, was deleted, emptied
+// or replaced since snugd last ran; Open refuses it (ErrDatabaseGone),
+// before writing anything to it, with the ways out: restore a backup, or
+// Reset, which sets the database and the key aside so that the next Open
+// is a first start. A database damaged past its first pages opens, since
+// Open reads only those; Check runs quick_check over every page and
+// reports damage as ErrDamaged.
+//
+// # A full disk, a read-only file system, a damaged file
+//
+// Update, View and Open mark a failure that SQLite or the OS reports as a
+// full disk or a read-only file system (SQLITE_FULL, SQLITE_READONLY, an
+// I/O error carrying ENOSPC, EDQUOT or EROFS) ErrStorageFull, and one that
+// reports a damaged file (SQLITE_CORRUPT, SQLITE_NOTADB) ErrDamaged, so the
+// daemon can answer each with its own code instead of an internal error.
+// A write that fails for a full disk is rolled back whole, and the store
+// needs nothing to take writes again once space returns: the next Update
+// simply succeeds. Damage is another matter: once Check or any
+// transaction has found the file damaged, Damaged says so and Update
+// refuses until the store is closed, while View still reads; RunChecks
+// runs Check at once and on a schedule, beside serving.
+//
 // # Schema and migrations
 //
 // The schema is the embedded files schema/NN-name.sql, applied in order,

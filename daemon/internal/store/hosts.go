@@ -179,12 +179,72 @@ func (tx *Tx) Pairing(id string) (Pairing, error) {
 // PendingPairingByCode returns the pending request with code, or
 // ErrNotFound. Expiry is the caller's to judge (or ExpirePairings').
 func (tx *Tx) PendingPairingByCode(code string) (Pairing, error) {
-	return tx.onePairing("SELECT "+pairingColumns+" FROM snugd_pairings WHERE code = ? AND state = 'pending'", code)
+	return tx.onePairing(queryPendingPairingByCode, code)
 }
 
-// Pairings lists every request, newest first.
+// Pairings lists every request, newest first. It reads the whole table,
+// which PrunePairings keeps small; a request path or a status read uses
+// PendingPairings, LivePairings or CountLivePairings, which go through an
+// index.
 func (tx *Tx) Pairings() ([]Pairing, error) {
 	return queryAll(tx, "list pairings", scanPairing, "SELECT "+pairingColumns+" FROM snugd_pairings ORDER BY created_at DESC, id")
+}
+
+// The pairing queries of the request paths and the status read. Each
+// names the index it goes through (INDEXED BY: a missing index is an
+// error, never a scan of the table); TestPairingQueriesBounded reads their
+// plans.
+const (
+	queryPendingPairings      = "SELECT " + pairingColumns + " FROM snugd_pairings INDEXED BY snugd_pairings_pending WHERE state = 'pending' AND surface = ? ORDER BY created_at, id"
+	queryLivePairings         = "SELECT " + pairingColumns + " FROM snugd_pairings INDEXED BY snugd_pairings_pending_expiry WHERE state = 'pending' AND expires_at > ? ORDER BY created_at DESC, id"
+	queryCountLivePairings    = "SELECT count(*) FROM snugd_pairings INDEXED BY snugd_pairings_pending_expiry WHERE state = 'pending' AND expires_at > ?"
+	queryExpirePairings       = "UPDATE snugd_pairings INDEXED BY snugd_pairings_pending_expiry SET state = 'expired' WHERE state = 'pending' AND expires_at <= ?"
+	queryDeletePairingsBefore = "DELETE FROM snugd_pairings INDEXED BY snugd_pairings_done WHERE state <> 'pending' AND created_at < ?"
+	queryPrunePairings        = `DELETE FROM snugd_pairings WHERE rowid IN (
+		SELECT rowid FROM snugd_pairings INDEXED BY snugd_pairings_done
+		WHERE state <> 'pending' AND state <> 'approved'
+		ORDER BY created_at DESC LIMIT -1 OFFSET ?)`
+	queryPendingPairingByCode = "SELECT " + pairingColumns + " FROM snugd_pairings WHERE code = ? AND state = 'pending'"
+)
+
+// PendingPairings lists the pending requests of surface, oldest first,
+// expired or not, through an index: only pending rows are read.
+func (tx *Tx) PendingPairings(surface Surface) ([]Pairing, error) {
+	return queryAll(tx, "list pending pairings", scanPairing, queryPendingPairings, string(surface))
+}
+
+// LivePairings lists the pending requests whose expiry is after t, newest
+// first, through an index: only live rows are read.
+func (tx *Tx) LivePairings(t time.Time) ([]Pairing, error) {
+	return queryAll(tx, "list live pairings", scanPairing, queryLivePairings, FormatTime(t))
+}
+
+// CountLivePairings counts the pending requests whose expiry is after t,
+// from an index alone.
+func (tx *Tx) CountLivePairings(t time.Time) (int, error) {
+	var n int
+	err := tx.queryRow(queryCountLivePairings, FormatTime(t)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count live pairings: %w", err)
+	}
+	return n, nil
+}
+
+// PrunePairings deletes the finished requests (denied, expired,
+// redeemed) past the newest keep, and returns how many it deleted. Pending
+// and approved requests are never pruned. Run on every write that adds a
+// request, it holds the finished ones to keep, so the table stays small
+// however many requests arrive; it walks, through an index, only the
+// requests that are not pending, which it keeps few.
+func (tx *Tx) PrunePairings(keep int) (int64, error) {
+	if keep < 0 {
+		return 0, fmt.Errorf("%w: keep %d pairings", ErrInvalid, keep)
+	}
+	res, err := tx.exec(queryPrunePairings, keep)
+	if err != nil {
+		return 0, fmt.Errorf("prune pairings: %w", err)
+	}
+	return res.RowsAffected()
 }
 
 // SetPairingState moves request id from state from to state to, recording
@@ -209,7 +269,7 @@ func (tx *Tx) SetPairingState(id string, from, to PairingState, hostID string) e
 // ExpirePairings marks every pending request whose expiry has passed (at the
 // transaction's time) expired, and returns how many it marked.
 func (tx *Tx) ExpirePairings() (int64, error) {
-	res, err := tx.exec("UPDATE snugd_pairings SET state = 'expired' WHERE state = 'pending' AND expires_at <= ?", FormatTime(tx.now))
+	res, err := tx.exec(queryExpirePairings, FormatTime(tx.now))
 	if err != nil {
 		return 0, fmt.Errorf("expire pairings: %w", err)
 	}
@@ -224,7 +284,7 @@ func (tx *Tx) DeletePairing(id string) error {
 // DeletePairingsBefore removes every request that is no longer pending and
 // was created before t, and returns how many it removed.
 func (tx *Tx) DeletePairingsBefore(t time.Time) (int64, error) {
-	res, err := tx.exec("DELETE FROM snugd_pairings WHERE state <> 'pending' AND created_at < ?", FormatTime(t))
+	res, err := tx.exec(queryDeletePairingsBefore, FormatTime(t))
 	if err != nil {
 		return 0, fmt.Errorf("delete pairings: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,6 +53,11 @@ var (
 	ErrLocked = errors.New("data directory in use")
 	// ErrNewerSchema: snugd.db was migrated by a newer snugd.
 	ErrNewerSchema = errors.New("database written by a newer snugd")
+	// ErrDatabaseGone: snugd.db is missing, empty or a new database while
+	// the master key it was sealed with is still there: the file was
+	// deleted, emptied or replaced since snugd last ran. Open never starts
+	// over on its own; Reset does, when the administrator says so.
+	ErrDatabaseGone = errors.New("database lost")
 )
 
 // Options configures Open. Only Dir is required.
@@ -94,14 +100,27 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// damaged is the first damage seen (Check, or SQLite reporting a
+	// damaged file in any transaction); from then on Update refuses.
+	damaged atomic.Pointer[error]
 }
 
 // Open opens (creating when needed) the store in o.Dir: it checks or creates
 // the directory, takes the directory lock, applies pending migrations, and
 // loads the master key (creating it on first use). A second Open of the same
 // directory, from this process or another, fails with ErrLocked naming the
-// holder. A database migrated by a newer snugd fails with ErrNewerSchema.
-func Open(ctx context.Context, o Options) (_ *Store, err error) {
+// holder. A database migrated by a newer snugd fails with ErrNewerSchema;
+// a disk too full to open on, or a read-only one, with ErrStorageFull; a
+// missing, empty or new snugd.db beside an existing master key with
+// ErrDatabaseGone (Open creates a database only where there is no key
+// either).
+func Open(ctx context.Context, o Options) (*Store, error) {
+	s, err := open(ctx, o)
+	return s, classify(err)
+}
+
+func open(ctx context.Context, o Options) (_ *Store, err error) {
 	if o.Dir == "" {
 		return nil, errors.New("store: no data directory given")
 	}
@@ -142,11 +161,24 @@ func Open(ctx context.Context, o Options) (_ *Store, err error) {
 	}()
 
 	dbPath := s.DBPath()
+	// A missing or empty snugd.db beside a master key is not a first
+	// start: refuse before SQLite creates or writes the file.
+	if what, ok := missingDB(dbPath); ok {
+		if err := refuseGoneDB(ctx, keys, dbPath, what); err != nil {
+			return nil, err
+		}
+	}
 	if err := ensurePrivateFile(dbPath, true, s.log); err != nil {
 		return nil, err
 	}
 	if s.w, err = openWriter(ctx, dbPath); err != nil {
 		return nil, err
+	}
+	if current, err := s.schemaVersion(ctx); err == nil && current == 0 {
+		// A database file without a single table: a new one.
+		if err := refuseGoneDB(ctx, keys, dbPath, "a new, empty database"); err != nil {
+			return nil, err
+		}
 	}
 	version, err := s.migrate(ctx)
 	if err != nil {
@@ -201,18 +233,37 @@ func (s *Store) Close() error {
 // with BEGIN IMMEDIATE, so what fn reads cannot change before it writes:
 // read-check-write is race-free. Write transactions run one at a time; fn
 // must not call Update or View itself (it would wait for itself). fn's error
-// is returned as is.
+// is returned as is, except that a failure SQLite or the OS reported as a
+// full disk or a read-only file system also matches ErrStorageFull, and
+// one reported as a damaged file also matches ErrDamaged (errors.Is finds
+// both the sentinel and everything fn's error wrapped). Once the store has
+// seen its file damaged (Damaged), Update refuses with that error without
+// running fn: writing on would spread the damage.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	return s.run(ctx, s.w, true, fn)
 }
 
 // View runs fn in a read transaction over one consistent snapshot. Write
-// methods called inside it fail with ErrReadOnly.
+// methods called inside it fail with ErrReadOnly. Its errors are marked as
+// Update's are.
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	return s.run(ctx, s.r, false, fn)
 }
 
-func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) (err error) {
+func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) error {
+	if writable {
+		if err := s.Damaged(); err != nil {
+			return err
+		}
+	}
+	err := classify(s.runTx(ctx, db, writable, fn))
+	if errors.Is(err, ErrDamaged) {
+		s.markDamaged(err)
+	}
+	return err
+}
+
+func (s *Store) runTx(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) (err error) {
 	stx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)

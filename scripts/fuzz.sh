@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# fuzz.sh: run every fuzz target in the module for a given time each (default 30s), one at a time, and keep new coverage in testdata/fuzz.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+	echo "usage: scripts/fuzz.sh [DURATION] [PATTERN]" >&2
+	echo "  DURATION  go test -fuzztime for each target (30s, 10m, 1h, or 5000x); default 30s" >&2
+	echo "  PATTERN   only targets whose package/Name matches this extended regexp" >&2
+	exit 2
+}
+case "${1:-}" in -h | --help) usage ;; esac
+fuzztime=${1:-30s}
+pattern=${2:-}
+[ "$#" -le 2 ] || usage
+if ! [[ "$fuzztime" =~ ^[0-9]+(ns|us|ms|s|m|h|x)$ ]]; then
+	echo "fuzz: $fuzztime is not a duration (30s, 10m, 1h) or a count (5000x)" >&2
+	exit 2
+fi
+
+# The fuzz targets, as "dir Name": every func FuzzX(f *testing.F) in a
+# _test.go file of the module.
+mapfile -t targets < <(
+	grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . |
+		sed -E 's#^\./(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*#\1 \2#' |
+		sort -u
+)
+if [ -n "$pattern" ]; then
+	mapfile -t targets < <(printf '%s\n' "${targets[@]}" | awk -v re="$pattern" '{ if (($1 "/" $2) ~ re) print }')
+fi
+if [ "${#targets[@]}" -eq 0 ]; then
+	echo "fuzz: no fuzz target matches" >&2
+	exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# A test binary per package, built once with the fuzzing instrumentation.
+# The table's corpus column counts the files testdata/fuzz/FuzzX held
+# before the run (the seeds f.Add gives come on top).
+declare -A built=()
+rows=()
+total_execs=0 total_new=0 total_crash=0 failed=0
+echo "fuzz: ${#targets[@]} targets, $fuzztime each, one at a time"
+for t in "${targets[@]}"; do
+	dir=${t% *} name=${t#* }
+	bin="$work/$(echo "$dir" | tr / _).test"
+	if [ -z "${built[$dir]:-}" ]; then
+		# -fuzz needs a single package and turns on the coverage
+		# instrumentation the fuzzer steers by.
+		built[$dir]=ok
+		if ! go test -c -o "$bin" -fuzz="^${name}\$" "./$dir" >"$work/build.log" 2>&1; then
+			cat "$work/build.log" >&2
+			echo "fuzz: building ./$dir failed" >&2
+			built[$dir]=failed
+		fi
+	fi
+	if [ "${built[$dir]}" = failed ]; then
+		rows+=("$(printf '%-32s %-28s %12s %5s %5s %8s' "$dir" "$name" "-" "-" "-" "no build")")
+		failed=$((failed + 1))
+		continue
+	fi
+	cachedir="$work/cache/$dir" # the fuzzer keeps its finds in $cachedir/$name
+	cache="$cachedir/$name"
+	mkdir -p "$cachedir"
+	corpus="$dir/testdata/fuzz/$name"
+	before=0
+	if [ -d "$corpus" ]; then before=$(find "$corpus" -type f | wc -l); fi
+	log="$work/$name.log"
+	rc=0
+	# The binary runs in its package directory, as go test runs it, so
+	# it finds testdata/fuzz. The cache directory starts empty: every
+	# input the fuzzer keeps there widened coverage beyond the seeds.
+	(cd "$dir" && "$bin" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$fuzztime" \
+		-test.fuzzcachedir="$cachedir" -test.parallel="$(nproc)" >"$log" 2>&1) || rc=$?
+	execs=$(grep -Eo 'execs: [0-9]+' "$log" | tail -n 1 | grep -Eo '[0-9]+' || echo 0)
+	new=0
+	for f in "$cache"/*; do
+		[ -f "$f" ] || continue
+		mkdir -p "$corpus"
+		if [ ! -e "$corpus/$(basename "$f")" ]; then
+			cp "$f" "$corpus/"
+			new=$((new + 1))
+		fi
+	done
+	crash=0
+	if [ "$rc" -ne 0 ]; then
+		crash=$(grep -c 'Failing input written to' "$log" || true)
+		if [ "$crash" -eq 0 ]; then crash="?"; fi
+		failed=$((failed + 1))
+		echo "fuzz: $dir $name failed (exit $rc):" >&2
+		tail -n 30 "$log" >&2
+	fi
+	rows+=("$(printf '%-32s %-28s %12s %5s %5s %8s' "$dir" "$name" "$execs" "$before" "$new" "$crash")")
+	total_execs=$((total_execs + execs))
+	total_new=$((total_new + new))
+	if [ "$crash" != "?" ]; then total_crash=$((total_crash + crash)); fi
+	echo "fuzz: $dir $name: $execs execs, $new new corpus entries, crashers $crash"
+done
+
+echo
+printf '%-32s %-28s %12s %5s %5s %8s\n' package target execs corpus new crashers
+printf '%s\n' "${rows[@]}"
+printf '%-32s %-28s %12s %5s %5s %8s\n' total "${#targets[@]} targets" "$total_execs" "" "$total_new" "$total_crash"
+if [ "$failed" -ne 0 ]; then
+	echo "fuzz: $failed targets failed (a crasher's input is in its testdata/fuzz directory)" >&2
+	exit 1
+fi
+if [ "$total_new" -gt 0 ]; then
+	echo "fuzz: $total_new new corpus entries under */testdata/fuzz: review and commit them"
+fi
