@@ -53,7 +53,7 @@ type AttentionJSON struct {
 
 // apps answers GET /v1/apps.
 func (s *Server) apps(c echo.Context) error {
-	apps, err := s.book.Apps(c.Request().Context())
+	apps, err := s.records.Apps(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func frame(c echo.Context, res fetch.NetResult) error {
 // facts answers the LLM-safe facts of an app's connections.
 func (s *Server) facts(c echo.Context) error {
 	out := FactsResponse{Facts: []FactJSON{}}
-	for _, f := range s.book.Facts(param(c, "appId")) {
+	for _, f := range s.records.Facts(param(c, "appId")) {
 		out.Facts = append(out.Facts, FactJSON{
 			Slot: f.Slot, Provider: f.Provider, Kind: string(f.Kind), Status: string(f.Status), Scopes: f.Scopes,
 			Hosts: nonNil(f.Hosts), Address: f.Address, LAN: f.LAN, Label: f.Label, Armed: f.Armed,

@@ -51,7 +51,7 @@ func TestApps(t *testing.T) {
 	parked := r.parkedNet(ctx, t, "app1", post(`{"n":1}`))
 	waitConfirms(t, r.d, 1)
 
-	apps, err := r.d.grants.Apps(ctx)
+	apps, err := r.d.records.Apps(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestApps(t *testing.T) {
 	}
 	// The connection rows carry state, expiry and a pin once recorded.
 	r.setPin(t, "app2", "bridge", r.lanPin())
-	apps, _ = r.d.grants.Apps(ctx)
+	apps, _ = r.d.records.Apps(ctx)
 	for _, cs := range apps[1].Connections {
 		switch cs.Slot {
 		case "bridge":

@@ -15,6 +15,7 @@
 //	proposer channels, re-consent             daemon/grants (channels.go: Proposers)
 //	review and its token                      daemon/grants (review.go: Proposers)
 //	import, export, the journal read          daemon/grants (importdb.go, acts.go: Records)
+//	app summaries, the chat lane's facts      daemon/grants (apps.go, facts.go: Records)
 //	a ceremony's guarded commit               daemon/grants (commit.go)
 //	the gate pipeline, Net, TestConnection    daemon/fetch (fetch.go, fetch_gates.go)
 //	credential sources per kind (gate 8)      daemon/fetch (fetch_inject.go)

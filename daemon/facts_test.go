@@ -23,7 +23,7 @@ func TestFacts(t *testing.T) {
 	r.connect(t, "app1", v, map[string]string{"username": secretKey})
 	r.declare(t, "app1", apiKeyReq("later", "later.example.com"))
 	arm(t, r, "T1", nil)
-	facts := r.d.grants.Facts("app1")
+	facts := r.d.records.Facts("app1")
 	if len(facts) != 3 {
 		t.Fatalf("Facts = %+v, want 3", facts)
 	}
@@ -47,7 +47,7 @@ func TestFacts(t *testing.T) {
 	if later := byslot["later"]; later.Status != grants.StatusDeclared || later.Armed {
 		t.Errorf("declared fact = %+v", later)
 	}
-	if r.d.grants.Facts("nobody") != nil {
+	if r.d.records.Facts("nobody") != nil {
 		t.Error("facts for an unknown app")
 	}
 
@@ -56,7 +56,7 @@ func TestFacts(t *testing.T) {
 	w := apiKeyReq("long", "long.example.com")
 	w["scopes"] = []any{strings.Repeat("s", 199), strings.Repeat("t", 86) + ",192.168.100.200"}
 	r.connect(t, "app1", w, nil)
-	for _, f := range r.d.grants.Facts("app1") {
+	for _, f := range r.d.records.Facts("app1") {
 		if f.Slot == "long" && (strings.Contains(f.Scopes, "192.168") || len([]rune(f.Scopes)) > grants.MaxScopeSummary) {
 			t.Errorf("long scopes = %q (%d runes), want the address scrubbed before the cut", f.Scopes, len([]rune(f.Scopes)))
 		}

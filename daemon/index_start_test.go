@@ -100,7 +100,7 @@ func TestStartIndexInvalidRowGrantsNothing(t *testing.T) {
 	if !a.Row("mail").Approved() {
 		t.Fatal("a valid neighbour of an invalid row does not grant")
 	}
-	if facts := d.grants.Facts("app"); len(facts) != 2 {
+	if facts := d.records.Facts("app"); len(facts) != 2 {
 		t.Fatalf("facts = %+v; want the two valid rows only", facts)
 	}
 }

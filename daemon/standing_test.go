@@ -102,7 +102,7 @@ func TestArmStanding(t *testing.T) {
 	if got, ok := r.d.exec.StandingFor("app1", "chat"); !ok || got.ID != s.ID {
 		t.Errorf("StandingFor = %v", ok)
 	}
-	if facts := r.d.grants.Facts("app1"); !facts[0].Armed && !facts[1].Armed {
+	if facts := r.d.records.Facts("app1"); !facts[0].Armed && !facts[1].Armed {
 		t.Errorf("facts do not disclose the armed state: %+v", facts)
 	}
 	for _, tc := range []struct {

@@ -73,7 +73,7 @@ const expiringWithin = 24 * time.Hour
 
 // Apps lists every app with at least one connection row, by app id, with
 // its connections in slot order and what needs attention.
-func (d *Book) Apps(ctx context.Context) ([]AppSummary, error) {
+func (d *Records) Apps(ctx context.Context) ([]AppSummary, error) {
 	type rowState struct {
 		row   store.Connection
 		state ConnState
@@ -146,7 +146,7 @@ func (d *Book) Apps(ctx context.Context) ([]AppSummary, error) {
 // attentionOf lists what one connection needs, each with the command that
 // deals with it: credentials set only for the fields a person types, the
 // pairing ceremony for the field it fills, connect for an OAuth sign-in.
-func (d *Book) attentionOf(c Connection, cs ConnSummary, state ConnState, hasState bool, now time.Time) []Attention {
+func (d *Records) attentionOf(c Connection, cs ConnSummary, state ConnState, hasState bool, now time.Time) []Attention {
 	var out []Attention
 	add := func(k AttentionKind, format string, a ...any) {
 		out = append(out, Attention{Slot: c.Slot, Kind: k, Message: fmt.Sprintf(format, a...)})

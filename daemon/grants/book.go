@@ -107,6 +107,8 @@ func (d *Book) Scrubs() *scrub.Cache { return &d.secretCache.Scrubs }
 // approval follows (review.go). They stage through the book's writers.
 type Proposers struct{ *Book }
 
-// Records are the book's import and export (importdb.go) and the journal
-// as the caller may read it (acts.go).
+// Records are what the book reports and carries over: import and export
+// (importdb.go), the journal as the caller may read it (acts.go), the
+// apps' summaries with what needs attention (apps.go) and the chat lane's
+// facts (facts.go).
 type Records struct{ *Book }

@@ -21,8 +21,8 @@
 //     (review.go) and the token that binds an approval to it.
 //   - Records: import and export (importdb.go), the journal as the caller
 //     may read it and the writers' acts (acts.go).
-//   - Summaries: Apps (apps.go), the chat lane's facts (facts.go), and what
-//     pairing a row still owes (pairing.go).
+//   - Summaries (Records too): Apps (apps.go) and the chat lane's facts
+//     (facts.go); what pairing a row still owes is the Book's (pairing.go).
 //
 // Imports: daemon/journal, daemon/hints, daemon/hostauth, the store and
 // the schema leaves (requirement, registry, starter, template, scrub).
