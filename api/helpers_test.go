@@ -266,15 +266,4 @@ func jsonHeader(extra ...string) map[string]string {
 
 // runDaemon runs d until the test ends, as main runs it beside the API
 // server.
-func runDaemon(t testing.TB, d *daemon.Daemon) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		d.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
+func runDaemon(t testing.TB, d *daemon.Daemon) { testutil.RunUntilCleanup(t, d.Run) }

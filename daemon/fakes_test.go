@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/internal/testutil"
 	"github.com/snug/snugd/linkdevice"
 )
 
@@ -74,18 +75,7 @@ func coreFiles() ([]string, error) {
 
 // run runs d until the test ends (Close stops it too), as main runs it
 // beside the API server.
-func run(t testing.TB, d *Daemon) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		d.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
+func run(t testing.TB, d *Daemon) { testutil.RunUntilCleanup(t, d.Run) }
 
 // localHelpers is a Helpers whose helpers are fakeHelpers by id: gate
 // 6a's request reaches the fake as the supervisor adapter sends it to a

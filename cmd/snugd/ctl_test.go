@@ -669,15 +669,4 @@ func TestCtlFollow(t *testing.T) {
 
 // runCore runs d until the test ends, as run does beside the API
 // server.
-func runCore(t testing.TB, d *daemon.Daemon) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		d.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
+func runCore(t testing.TB, d *daemon.Daemon) { testutil.RunUntilCleanup(t, d.Run) }

@@ -265,3 +265,19 @@ func ChallengeOf(verifier string) string {
 	sum := sha256.Sum256([]byte(verifier))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
+
+// RunUntilCleanup runs run(ctx) in a goroutine until the test ends, then
+// cancels ctx and waits for run to return: a service the test owns, as
+// main runs the daemon beside the API server.
+func RunUntilCleanup(t testing.TB, run func(ctx context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
