@@ -25,6 +25,7 @@ func statusTable() map[errcode.Code]int {
 		errcode.NetInvalidRequest: http.StatusBadRequest, // a net frame the executor would not answer
 		// 401: no or an unknown token.
 		errcode.Unauthorized: http.StatusUnauthorized,
+		errcode.NotPaired:    http.StatusUnauthorized, // a web page: pair again
 		// 403: Host or Origin refused, or not allowed for this token.
 		errcode.Forbidden:         http.StatusForbidden,
 		errcode.VerifierMismatch:  http.StatusForbidden,

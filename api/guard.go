@@ -43,13 +43,17 @@ import (
 //     socket any Origin at all, are refused;
 //  5. the route is matched from the route table (404, 405; on TCP the ctl
 //     routes do not exist); an OPTIONS preflight is answered here, and
-//     only for an origin the route admits;
+//     only for an origin the route admits (an authed route's, for any
+//     web origin: what it lets through is refused at step 6 or 7);
 //  6. an Origin is admitted per route: authed routes only a paired web
 //     host's origin, open routes as their originRule says; CORS headers
 //     (exact origin, Vary: Origin, never *, never credentials) go only to
-//     an admitted origin;
+//     an admitted origin, but for one refusal: a page on an authed route
+//     reads 401 NOT_PAIRED, and nothing else, when its origin is not
+//     paired (notPaired);
 //  7. TCP, authed routes: the bearer token, bound to its origin (401,
-//     403), with failures rate-limited per origin and per token (429; a
+//     403; from a page, 401 NOT_PAIRED), with failures rate-limited per
+//     origin and per token (429; a
 //     valid token is never held back); the request's context is bound to
 //     the host's pairing, so unpairing cancels it; a redeem is never held
 //     back here: a wrong verifier counts against its pairing (denied at
@@ -153,9 +157,13 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 		return apiRefusal(errcode.NotFound, "no such route"), false
 	}
 	ctx := r.Context()
-	// 6. Origin admission, and CORS headers for an admitted origin.
+	// 6. Origin admission, and CORS headers for an admitted origin. A
+	// page that is not paired reads only that it is not (notPaired).
 	if origin != "" {
 		if !ch.admits(ctx, rt, params, origin) {
+			if !ch.ctl && rt.access == authed {
+				return notPaired(w, origin), false
+			}
 			return apiRefusal(errcode.Forbidden, "this origin is not paired"), false
 		}
 		corsHeaders(w.Header(), origin)
@@ -177,12 +185,23 @@ func (ch *listenerChain) check(w http.ResponseWriter, r *http.Request) (apiError
 					return rateLimited(w, wait), false
 				}
 				ch.s.fails.fail(keys)
+				if origin != "" {
+					// A page of a paired origin whose own token is
+					// unknown here (its host was unpaired while another
+					// host of the origin stays paired) or is another
+					// host's: the same refusal, which says nothing of
+					// whose the token is.
+					return notPaired(w, origin), false
+				}
 				return errorOf(ch.s.log, err), false
 			}
 			// Unpairing the host cancels this request wherever it is:
 			// a parked confirm is denied, an event stream ends.
 			bound, release, err := ch.s.hostBook.Bind(ctx, h.ID)
 			if err != nil {
+				if origin != "" && errors.Is(err, errcode.Unauthorized) {
+					return notPaired(w, origin), false // unpaired just now
+				}
 				return errorOf(ch.s.log, err), false
 			}
 			defer release()
@@ -254,7 +273,11 @@ func (ch *listenerChain) admits(ctx context.Context, rt *route, params map[strin
 func (ch *listenerChain) preflight(w http.ResponseWriter, r *http.Request, origin, escaped string, methods []string) (apiError, bool) {
 	want := r.Header.Get("Access-Control-Request-Method")
 	rt, params, _ := ch.tab.match(want, escaped)
-	if rt == nil || !ch.admits(r.Context(), rt, params, origin) {
+	// An authenticated route's preflight is answered for any web origin:
+	// the request it lets the page send is refused with NOT_PAIRED before
+	// its token is even read unless the origin is paired (step 6), and
+	// the page must be able to read that refusal.
+	if rt == nil || !(rt.access == authed && !ch.ctl) && !ch.admits(r.Context(), rt, params, origin) {
 		return apiRefusal(errcode.Forbidden, "this origin is not paired"), false
 	}
 	for _, h := range strings.Split(r.Header.Get("Access-Control-Request-Headers"), ",") {
@@ -275,6 +298,21 @@ func (ch *listenerChain) preflight(w http.ResponseWriter, r *http.Request, origi
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return apiError{}, true
+}
+
+// notPaired is the refusal to a web page (a valid Origin) on an
+// authenticated route without a token valid for its origin: its origin was
+// never paired, or was unpaired, or the token is not its own. The page may
+// read it, and only it: Access-Control-Allow-Origin is the page's exact
+// origin (Vary: Origin is on every answer), no header is exposed, and the
+// body is one fixed sentence. What it tells the page, that snugd listens
+// here and does not know it, any page learns from POST /v1/hosts/pair,
+// which admits every web origin; without it a page whose pairing ended
+// cannot tell that from snugd being down.
+func notPaired(w http.ResponseWriter, origin string) apiError {
+	w.Header().Set("Access-Control-Allow-Origin", origin)
+	w.Header().Del("Access-Control-Expose-Headers")
+	return apiRefusal(errcode.NotPaired, "this origin is not paired with snugd: pair again")
 }
 
 // corsHeaders admits origin to read the response.

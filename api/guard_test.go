@@ -57,10 +57,10 @@ func TestOriginRefusals(t *testing.T) {
 		{"paired origin, own token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": webOrigin, "Authorization": auth(web)}}, 200},
 		{"desktop token, no origin", req{method: "GET", path: "/v1/status", header: map[string]string{"Authorization": auth(desk)}}, 200},
 		{"origin null", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": "null", "Authorization": auth(desk)}}, 403},
-		{"unpaired origin", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": "https://evil.example", "Authorization": auth(web)}}, 403},
-		{"unpaired origin, no token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": "https://evil.example"}}, 403},
-		{"paired origin, another host's token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": webOrigin, "Authorization": auth(other)}}, 403},
-		{"paired origin, a desktop token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": webOrigin, "Authorization": auth(desk)}}, 403},
+		{"unpaired origin", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": "https://evil.example", "Authorization": auth(web)}}, 401},
+		{"unpaired origin, no token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": "https://evil.example"}}, 401},
+		{"paired origin, another host's token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": webOrigin, "Authorization": auth(other)}}, 401},
+		{"paired origin, a desktop token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": webOrigin, "Authorization": auth(desk)}}, 401},
 		{"web token without its origin", req{method: "GET", path: "/v1/status", header: map[string]string{"Authorization": auth(web)}}, 403},
 		{"paired origin, no token", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": webOrigin}}, 401},
 		{"malformed origin", req{method: "GET", path: "/v1/status", header: map[string]string{"Origin": webOrigin + "/", "Authorization": auth(web)}}, 403},
@@ -85,6 +85,13 @@ func TestOriginRefusals(t *testing.T) {
 			acao := resp.Header.Get("Access-Control-Allow-Origin")
 			if tc.status == 403 && acao != "" && acao != tc.r.header["Origin"] {
 				t.Errorf("Access-Control-Allow-Origin = %q on a refusal", acao)
+			}
+			// A page on an authenticated route is told only that it is
+			// not paired, whatever token it sent.
+			if origin := tc.r.header["Origin"]; tc.status == 401 && origin != "" {
+				if errCode(body) != "NOT_PAIRED" || acao != origin {
+					t.Errorf("refusal of a page = %s with Access-Control-Allow-Origin %q, want NOT_PAIRED readable by %s", body, acao, origin)
+				}
 			}
 			if resp.Header.Get("Access-Control-Allow-Credentials") != "" || acao == "*" {
 				t.Errorf("CORS headers %v, want never credentials, never *", resp.Header)
@@ -181,13 +188,25 @@ func unpairedPage(t *testing.T, e *env, rt route, path, evil, desk string) {
 		}
 		resp, got := e.do(req{method: rt.method, path: path, header: h, body: body})
 		want := http.StatusForbidden
+		// An authenticated route tells a real origin that it is not
+		// paired, in a refusal it may read; null is refused before.
+		readable := rt.access == authed && evil != "null"
+		if readable {
+			want = http.StatusUnauthorized
+		}
 		if rt.access == ctlOnly && evil != "null" {
 			want = http.StatusNotFound // the TCP listener has no such route
 		}
 		if resp.StatusCode != want {
 			t.Errorf("%s %s from %s (token %t) = %d %s, want %d", rt.method, path, evil, token != "", resp.StatusCode, got, want)
 		}
-		if acao := resp.Header.Get("Access-Control-Allow-Origin"); acao != "" && rt.origin != originPairing {
+		acao := resp.Header.Get("Access-Control-Allow-Origin")
+		switch {
+		case readable:
+			if acao != evil || got != notPairedBody || resp.Header.Get("Access-Control-Expose-Headers") != "" {
+				t.Errorf("%s %s from %s = %s with %v, want only the NOT_PAIRED refusal, readable by the page", rt.method, path, evil, got, resp.Header)
+			}
+		case acao != "" && rt.origin != originPairing:
 			t.Errorf("Access-Control-Allow-Origin = %q for an unpaired page", acao)
 		}
 	}
@@ -195,8 +214,10 @@ func unpairedPage(t *testing.T, e *env, rt route, path, evil, desk string) {
 		"Origin": evil, "Access-Control-Request-Method": rt.method,
 		"Access-Control-Request-Headers": "authorization, content-type", "Access-Control-Request-Private-Network": "true",
 	}})
-	if rt.origin == originPairing && rt.access == open && evil != "null" {
-		return // any real origin may ask to pair itself
+	if (rt.origin == originPairing && rt.access == open || rt.access == authed) && evil != "null" {
+		// Any real origin may ask to pair itself, and may send an
+		// authenticated route the request refused above.
+		return
 	}
 	if resp.StatusCode/100 == 2 || resp.Header.Get("Access-Control-Allow-Origin") != "" || resp.Header.Get("Access-Control-Allow-Private-Network") != "" {
 		t.Errorf("preflight of %s %s from %s = %d %v, want a refusal without CORS headers", rt.method, path, evil, resp.StatusCode, resp.Header)
@@ -227,7 +248,8 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("preflight without the private-network ask = %d %v, want 204 without Allow-Private-Network", resp.StatusCode, resp.Header)
 	}
 	for _, tc := range []struct{ name, origin, path, method, headers string }{
-		{"unpaired origin", "https://evil.example", "/v1/status", "GET", "authorization"},
+		{"unpaired origin, health", "https://evil.example", "/v1/health", "GET", "authorization"},
+		{"unpaired origin, extra header", "https://evil.example", "/v1/status", "GET", "authorization, x-evil"},
 		{"paired origin, unknown method", webOrigin, "/v1/status", "DELETE", "authorization"},
 		{"paired origin, extra header", webOrigin, "/v1/status", "GET", "authorization, x-evil"},
 		{"paired origin, ctl route", webOrigin, "/v1/hosts/approve", "POST", "content-type"},

@@ -68,7 +68,7 @@ func TestPairingOverTheAPI(t *testing.T) {
 		t.Fatalf("Status with the new token: %v", err)
 	}
 	_, err = e.host(r.Token, "https://evil.example").Status(ctx)
-	wantAPIError(t, err, 403, errcode.Forbidden)
+	wantAPIError(t, err, 401, errcode.NotPaired) // a page elsewhere learns only that it is not paired
 	_, err = e.host(r.Token, "").Status(ctx)
 	wantAPIError(t, err, 403, errcode.Forbidden)
 
@@ -80,9 +80,9 @@ func TestPairingOverTheAPI(t *testing.T) {
 		t.Fatalf("DeleteHost: %v", err)
 	}
 	_, err = web.Status(ctx)
-	wantAPIError(t, err, 403, errcode.Forbidden) // the origin is no longer paired at all
+	wantAPIError(t, err, 401, errcode.NotPaired) // the origin is no longer paired at all
 	err = web.Events(ctx, func(Event) error { return nil })
-	wantAPIError(t, err, 403, errcode.Forbidden)
+	wantAPIError(t, err, 401, errcode.NotPaired)
 	err = e.ctl.DeleteHost(ctx, hs.Hosts[0].HostID)
 	wantAPIError(t, err, 404, errcode.HostNotFound)
 }

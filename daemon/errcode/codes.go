@@ -115,9 +115,18 @@ const (
 	StorageFull Code = "STORAGE_FULL"
 )
 
+// A web page whose origin is not, or is no longer, paired: the one
+// refusal such a page can read.
+const (
+	// NotPaired: a request from a web page to an authenticated route
+	// carried no token that is valid for its origin (never paired,
+	// unpaired, or a token of another host). The page pairs again.
+	NotPaired Code = "NOT_PAIRED"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 60
+const numCodes = 61
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -209,5 +218,8 @@ func table() [numCodes]Entry {
 
 		// A full or read-only disk.
 		{Code: StorageFull, Retryable: true, Meaning: "the disk holding snugd's data is full or read-only; nothing was changed, and the same request succeeds once space returns"},
+
+		// A web page that is not paired.
+		{Code: NotPaired, Meaning: "this origin is not paired with snugd, or no longer is: pair again"},
 	}
 }

@@ -481,11 +481,11 @@ func TestE2E(t *testing.T) {
 			{"bad Host", "GET", "/v1/health", nil, []string{"Host", "evil.example"}, 403},
 			{"bad Host with the port", "GET", "/v1/health", nil, []string{"Host", "evil.example:" + fmt.Sprint(s.port)}, 403},
 			{"Origin null", "GET", "/v1/status", nil, []string{"Origin", "null"}, 403},
-			{"unpaired origin", "GET", "/v1/status", nil, []string{"Origin", "https://evil.example"}, 403},
+			{"unpaired origin", "GET", "/v1/status", nil, []string{"Origin", "https://evil.example"}, 401}, // NOT_PAIRED, and nothing else
 			{"no-cors", "GET", "/v1/status", nil, []string{"Sec-Fetch-Mode", "no-cors"}, 403},
 			{"WebSocket upgrade", "GET", "/v1/events", nil, []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, 403},
 			{"text/plain body", "POST", "/v1/hosts/pair", "name=x", []string{"Content-Type", "text/plain"}, 415},
-			{"preflight from an unpaired origin", "OPTIONS", "/v1/net", nil, []string{"Origin", "https://evil.example", "Access-Control-Request-Method", "POST", "Access-Control-Request-Private-Network", "true"}, 403},
+			{"preflight from an unpaired origin asking for a header", "OPTIONS", "/v1/net", nil, []string{"Origin", "https://evil.example", "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "x-api-key", "Access-Control-Request-Private-Network", "true"}, 403},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
