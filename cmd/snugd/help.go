@@ -29,7 +29,7 @@ func topDocs() []topDoc {
 		{"restart", "restart [--user]", "restart the installed service", "sudo snugd restart"},
 		{"status", "status [--user]", "print running, stopped or not installed (exit 0 only when running)", "snugd status --user"},
 		{"version", "version [--json]", "version and build information (also snugd --version, snugd -v)", "snugd --version"},
-		{"webhost", "webhost [--port N]", "serve the reference browser host and the host SDK on 127.0.0.1 (default port 4780)", "snugd webhost"},
+		{"webhost", "webhost [--port N] [--app DIR]", "serve the reference browser host and the host SDK on 127.0.0.1 (default port 4780); --app DIR runs your micro-app in it", "snugd webhost --app ./my-app"},
 		{"completion", "completion bash|zsh|fish", "print a shell completion script", "snugd completion bash | sudo tee /etc/bash_completion.d/snugd"},
 		{"help", "help [COMMAND] | help ctl COMMAND | help --man", "this help, one command's, or the man page (roff) on standard output", "snugd help ctl credentials"},
 	}
