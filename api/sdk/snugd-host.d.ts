@@ -5,9 +5,23 @@ export const DEFAULT_BASE: string;
 export const CDN_ALLOWLIST: readonly string[];
 export const RUNNER_CSP: string;
 
-/** Every failure the SDK reports. `code` is the API's error code or a local one. */
+/**
+ * The code of snugd's refusal to a page whose origin is not paired, or no
+ * longer is, or whose token is not its own (status 401, not retryable):
+ * forget the token and pair again. Never confused with `NETWORK_ERROR`,
+ * which means snugd did not answer at all.
+ */
+export const NOT_PAIRED: "NOT_PAIRED";
+
+/** The codes the SDK itself reports, beside the API's own. */
+export type LocalErrorCode = "NETWORK_ERROR" | "ABORTED" | "PAIRING_DENIED" | "PAIRING_EXPIRED" | "HOST_ERROR" | "BAD_REQUEST";
+
+/**
+ * Every failure the SDK reports. `code` is the API's error code (api/API.md:
+ * `NOT_PAIRED`, `UNAUTHORIZED`, `RATE_LIMITED`, …) or a local one.
+ */
 export class SnugdError extends Error {
-  readonly code: string;
+  readonly code: typeof NOT_PAIRED | LocalErrorCode | (string & {});
   readonly status: number;
   readonly retryable: boolean;
   readonly details?: { path: string; rule: string }[];
@@ -187,6 +201,11 @@ export class Snugd {
   confirm(id: string): Promise<Confirm>;
   decide(id: string, decision: "allow" | "deny", o?: { remember?: "once" | "session" }): Promise<void>;
   journal(o?: { appId?: string; before?: number; limit?: number }): Promise<{ entries: Record<string, unknown>[]; next: number }>;
+  /**
+   * The hint stream, reconnecting on NETWORK_ERROR until `signal` aborts
+   * (then it resolves). It rejects, without retrying, with the refusal of
+   * the token: `NOT_PAIRED` for a web page whose pairing ended.
+   */
   events(o: { onHint?: (h: Hint) => void; onState?: (s: "open" | "closed") => void; signal?: AbortSignal }): Promise<void>;
 }
 
@@ -199,11 +218,21 @@ export interface MountedApp {
 }
 
 export interface RunnerHooks {
-  /** Show the confirm in the host's own dialog; answer the person's choice. */
+  /**
+   * Show the confirm in the host's own dialog; answer the person's choice.
+   * Without it, the runner denies the confirms of its own mounted apps and
+   * decides no other.
+   */
   confirm?: (c: Confirm) => Promise<"allow" | "deny" | "session">;
   /** Show the full URL; resolve true only after the person's click. */
   openUrl?: (url: string, app: MountedApp) => Promise<boolean>;
   onError?: (err: SnugdError, app: MountedApp | null) => void;
+  /**
+   * snugd refused the host's token with `NOT_PAIRED`: called once. The hint
+   * stream has stopped and the apps' net requests are answered with a
+   * `NOT_PAIRED` error frame (not retryable). Forget the token; pair again.
+   */
+  onNotPaired?: (err: SnugdError) => void;
   onAnnounce?: (app: MountedApp, meta: MountedApp["announced"]) => void;
 }
 

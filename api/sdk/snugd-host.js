@@ -55,11 +55,20 @@ const MAX_ID = 128;
 const MAX_OPEN_URL = 2048;
 const NET_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]);
 
+/** NOT_PAIRED is the code of the refusal that says: pair again. */
+export const NOT_PAIRED = "NOT_PAIRED";
+
 /**
  * SnugdError is every failure the SDK reports: an API refusal (`code` from
  * the API's registry, `status` its HTTP status), or a local one
  * (`NETWORK_ERROR` when snugd could not be reached, `ABORTED`,
  * `PAIRING_DENIED`, `PAIRING_EXPIRED`).
+ *
+ * `NOT_PAIRED` (status 401) is snugd's answer to a page whose origin is not
+ * paired, or no longer is (`snugd ctl hosts revoke`), or whose token is not
+ * its own: the token is dead, and retrying cannot help. Forget it and pair
+ * again. It is distinct from `NETWORK_ERROR`, which means snugd did not
+ * answer at all (down, another port, or the browser blocked the request).
  */
 export class SnugdError extends Error {
   constructor(code, message, { status = 0, retryable = false, details, retryAfter } = {}) {
@@ -429,7 +438,12 @@ export class Snugd {
    * `onHint({event, data})` for each hint, reconnecting with backoff until
    * `signal` aborts. Hints are references only: answer them by refetching.
    * `onState("open"|"closed")` reports the stream's state. Returns a promise
-   * that settles when the signal aborts.
+   * that resolves when the signal aborts, and rejects, without retrying,
+   * with the refusal when snugd refuses the token: `NOT_PAIRED` for a web
+   * page that must pair again (its host was unpaired: the open stream ends
+   * and the reconnect a second later is refused), `UNAUTHORIZED` or
+   * `FORBIDDEN` for a desktop host. A `NETWORK_ERROR` (snugd down) is
+   * retried.
    */
   async events({ onHint, onState, signal } = {}) {
     let wait = 1000;
@@ -444,9 +458,7 @@ export class Snugd {
           } catch {
             /* not JSON */
           }
-          const err = errorFrom(res, data);
-          if (res.status === 401 || res.status === 403) throw err; // unpaired: stop
-          throw err;
+          throw errorFrom(res, data); // 401/403 (NOT_PAIRED from a page) stop the loop below
         }
         wait = 1000;
         if (onState) onState("open");
@@ -462,7 +474,7 @@ export class Snugd {
         });
       } catch (err) {
         if (signal && signal.aborted) break;
-        if (err instanceof SnugdError && (err.status === 401 || err.status === 403)) {
+        if (err instanceof SnugdError && (err.code === NOT_PAIRED || err.status === 401 || err.status === 403)) {
           if (onState) onState("closed");
           throw err;
         }
@@ -536,12 +548,19 @@ async function readSSE(body, onEvent) {
  * iframe's contentWindow (event.source, R4), never by a frame field.
  *
  * Hooks (all optional but `confirm`, which a host must provide for
- * mutating requests to ever go through):
+ * mutating requests of its apps to ever go through):
  *   confirm(c) → Promise<"allow"|"deny"|"session"> — show c.host, c.method,
  *     c.url (in full), c.slot and c.bodyPreview in the host's own dialog.
+ *     A runner without it denies the confirms of the apps it has mounted
+ *     and leaves every other confirm to whoever decides it (another runner
+ *     of the host, or the administrator), even when it listens.
  *   openUrl(url, app) → Promise<boolean> — show the full URL; resolve true
  *     only on the person's click (a user gesture), then the runner opens it.
  *   onError(err, app) — a net call that failed at the API level.
+ *   onNotPaired(err) — snugd refused the host's token with NOT_PAIRED (its
+ *     pairing ended): called once; the hint stream has stopped, and every
+ *     net request of the apps is answered NOT_PAIRED. Forget the token and
+ *     show "pair again".
  *   onAnnounce(app, frame) — the app described itself (display metadata).
  */
 export class Runner {
@@ -557,6 +576,17 @@ export class Runner {
     globalThis.addEventListener("message", this._onMessage);
     this._confirming = new Set();
     this._events = null;
+    this._notPaired = false;
+  }
+
+  // _refused reports whether err is NOT_PAIRED, and tells the host once.
+  _refused(err) {
+    if (!(err instanceof SnugdError) || err.code !== NOT_PAIRED) return false;
+    if (!this._notPaired) {
+      this._notPaired = true;
+      if (this.hooks.onNotPaired) this.hooks.onNotPaired(err);
+    }
+    return true;
   }
 
   /**
@@ -644,26 +674,34 @@ export class Runner {
         if (err.code === "NOT_FOUND") return; // decided already, or another host's
         throw err;
       }
+      if (!this.hooks.confirm && !this._mounts(c.appId)) return; // another runner's to decide
       const answer = this.hooks.confirm ? await this.hooks.confirm(c) : "deny";
       if (answer === "session") await this.snugd.decide(id, "allow", { remember: "session" });
       else if (answer === "allow") await this.snugd.decide(id, "allow");
       else await this.snugd.decide(id, "deny");
     } catch (err) {
-      if (this.hooks.onError) this.hooks.onError(err, null);
+      if (!this._refused(err) && this.hooks.onError) this.hooks.onError(err, null);
     } finally {
       this._confirming.delete(id);
     }
   }
 
+  // _mounts reports whether an app of this appId is mounted here.
+  _mounts(appId) {
+    for (const app of this.apps.values()) if (app.appId === appId) return true;
+    return false;
+  }
+
   /**
    * listen starts the hint stream for this runner (Snugd.events) and
-   * returns a function that stops it.
+   * returns a function that stops it. The stream ends for good on
+   * NOT_PAIRED (hooks.onNotPaired); other failures go to hooks.onError.
    */
   listen({ onState } = {}) {
     const ctl = new AbortController();
     this.snugd
       .events({ onHint: (h) => this.hint(h), onState, signal: ctl.signal })
-      .catch((err) => this.hooks.onError && this.hooks.onError(err, null));
+      .catch((err) => !this._refused(err) && this.hooks.onError && this.hooks.onError(err, null));
     return () => ctl.abort();
   }
 
@@ -770,6 +808,9 @@ export class Runner {
         answer = netError(rid, "CANCELLED", "the request was cancelled");
       } else if (err.code === "NET_INVALID_REQUEST" || err.code === "BAD_REQUEST") {
         answer = netError(rid, "NET_INVALID_REQUEST", "the request frame is not valid");
+      } else if (this._refused(err)) {
+        // Not retryable: nothing goes through until the host pairs again.
+        answer = netError(rid, NOT_PAIRED, "this host is no longer paired with snugd; it must pair again");
       } else {
         answer = netError(rid, "NETWORK_ERROR", "the host could not reach snugd", true);
         if (this.hooks.onError) this.hooks.onError(err, app);

@@ -6,7 +6,7 @@
 // makes for them. Credential values typed into the form go to snugd and are
 // cleared from the page at once; nothing reads them back.
 
-import { Snugd, Runner, pair, SnugdError } from "./snugd-host.js";
+import { Snugd, Runner, pair, SnugdError, NOT_PAIRED } from "./snugd-host.js";
 
 const TOKEN_KEY = "snugd-reference-host/token";
 const BASE_KEY = "snugd-reference-host/base";
@@ -18,8 +18,13 @@ let client = null;
 let runner = null;
 let stopEvents = null;
 let starters = [];
-let current = null; // {appId, starterId}
+let devApp = null; // snugd webhost --app DIR: {id, title, connections}
+let current = null; // {appId, starterId} or {appId, dev: true}
 let mounted = null;
+
+// UNPAIRED is what the page says when snugd refuses its token: its
+// pairing was revoked (or snugd no longer knows it).
+const UNPAIRED = "This page's pairing is no longer valid: pair again.";
 
 function el(tag, props = {}, ...children) {
   const e = document.createElement(tag);
@@ -54,6 +59,8 @@ function say(node, err) {
 
 async function start() {
   starters = await (await fetch("starters.json", { cache: "no-store" })).json();
+  const dev = await fetch("dev/app.json", { cache: "no-store" });
+  if (dev.ok) devApp = await dev.json();
   const token = localStorage.getItem(TOKEN_KEY);
   const base = localStorage.getItem(BASE_KEY) || "http://127.0.0.1:4747";
   $("pair-base").value = base;
@@ -62,14 +69,27 @@ async function start() {
   try {
     await client.status();
   } catch (err) {
-    if (err.status === 401 || err.status === 403) {
-      localStorage.removeItem(TOKEN_KEY);
-      return showPairing("This page's pairing is no longer valid: pair again.");
-    }
-    $("daemon").textContent = "snugd: " + err.message;
+    if (err.code === NOT_PAIRED || err.status === 401 || err.status === 403) return unpaired();
+    // NETWORK_ERROR: snugd is down or elsewhere; the token may still be good.
+    $("daemon").textContent = "snugd could not be reached at " + base + ": is snugd run running?";
     return showPairing();
   }
   paired();
+}
+
+// unpaired forgets the token snugd refused, stops everything that used
+// it and asks for a new pairing.
+function unpaired() {
+  localStorage.removeItem(TOKEN_KEY);
+  if (stopEvents) stopEvents();
+  stopEvents = null;
+  if (runner) runner.close();
+  runner = null;
+  mounted = null;
+  $("runner").replaceChildren();
+  $("daemon").textContent = "snugd: not paired";
+  document.body.setAttribute("data-paired", "false");
+  showPairing(UNPAIRED);
 }
 
 function showPairing(note) {
@@ -124,7 +144,14 @@ async function paired() {
   } catch (err) {
     $("daemon").textContent = "snugd: " + err.message;
   }
-  runner = new Runner(client, { confirm: askConfirm, openUrl: askOpen, onError: (err) => console.warn("snugd:", err.code) });
+  document.body.setAttribute("data-paired", "true");
+  runner = new Runner(client, {
+    confirm: askConfirm,
+    openUrl: askOpen,
+    onError: (err) => console.warn("snugd:", err.code),
+    // The hint stream ends on NOT_PAIRED a second after a revoke.
+    onNotPaired: unpaired,
+  });
   stopEvents = runner.listen({
     onState: (s) => document.body.setAttribute("data-events", s),
   });
@@ -140,6 +167,18 @@ async function paired() {
 function renderApps() {
   const list = $("app-list");
   list.replaceChildren();
+  if (devApp) {
+    const appId = devApp.id;
+    list.append(
+      el(
+        "li",
+        { "data-testid": "app-dev" },
+        el("strong", { text: devApp.title + " (your app)" }),
+        el("span", { class: "muted", text: appId }),
+        el("button", { text: "Open", "data-testid": "open-dev", on: { click: () => openDevApp() } }),
+      ),
+    );
+  }
   const mine = new Map(installed().map((a) => [a.starterId, a]));
   for (const s of starters) {
     const appId = "starter-" + s.id;
@@ -156,6 +195,35 @@ function renderApps() {
       ),
     );
   }
+}
+
+// openDevApp proposes the connections of the app served by snugd webhost
+// --app (user channel: each is declared, or staged for re-approval when it
+// changed) and shows them for review. Its directory is read again each time.
+async function openDevApp() {
+  try {
+    const res = await fetch("dev/app.json", { cache: "no-store" });
+    if (!res.ok) throw new Error(await res.text());
+    devApp = await res.json();
+    const have = new Map((await client.connections(devApp.id)).map((c) => [c.slot, c]));
+    for (const requirement of devApp.connections) {
+      const c = have.get(requirement.slot);
+      if (c && canonical(c.requirement) === canonical(requirement)) continue; // unchanged
+      if (c && c.status === "revoked") continue; // the person reconnects it
+      await client.proposeUser(devApp.id, requirement);
+    }
+    showDetail({ appId: devApp.id, dev: true });
+  } catch (err) {
+    alert("Your app: " + (err.message || err));
+  }
+}
+
+// canonical is JSON with every object's keys sorted: the same requirement
+// compares equal however its file orders them.
+function canonical(v) {
+  if (Array.isArray(v)) return "[" + v.map(canonical).join(",") + "]";
+  if (v && typeof v === "object") return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + canonical(v[k])).join(",") + "}";
+  return JSON.stringify(v);
 }
 
 async function installStarter(s) {
@@ -184,7 +252,7 @@ async function showDetail(app) {
     return;
   }
   box.replaceChildren();
-  let ready = conns.length > 0;
+  let ready = conns.length > 0 || !!app.dev;
   for (const c of conns) {
     box.append(await connectionCard(app, c));
     const st = c.state && c.state.status;
@@ -293,7 +361,8 @@ function runApp(app) {
   box.replaceChildren();
   // The runner document is served by snugd webhost with RUNNER_CSP and a
   // sandbox of its own; the iframe adds sandbox="allow-scripts" and nothing else.
-  mounted = runner.mount(box, { appId: app.appId, src: "run/" + encodeURIComponent(app.starterId), title: app.appId });
+  const src = app.dev ? "dev/run" : "run/" + encodeURIComponent(app.starterId);
+  mounted = runner.mount(box, { appId: app.appId, src, title: app.appId });
   showDetail(app);
 }
 
