@@ -8,9 +8,9 @@ package e2e
 // namespaces of its own, joined only to each other by a veth pair created
 // inside them: nothing is added to the machine's own namespace.
 //
-//	sbr-cli  lo: snugd (127.0.0.1:4747), snugd webhost (127.0.0.1:4780),
-//	         chromium; sbr-c0 203.0.113.1/24
-//	sbr-up   sbr-u0 203.0.113.20/24: the upstream, https on 443
+//	sbr-cli-PID  lo: snugd (127.0.0.1:4747), snugd webhost (127.0.0.1:4780),
+//	             chromium; sbr-c0 203.0.113.1/24
+//	sbr-up-PID   sbr-u0 203.0.113.20/24: the upstream, https on 443
 //
 // TestBrowser sets the namespaces and the upstream up and runs
 // TestBrowserInside, this same test binary, inside sbr-cli; snugd there
@@ -118,14 +118,17 @@ func TestBrowser(t *testing.T) {
 	cfg := browserConfig{Snugd: bin, CA: p.caFile, Hosts: hosts, Dir: dir, Cert: cert, Key: key,
 		UpstreamLog: filepath.Join(dir, "upstream.jsonl"), Shots: shots}
 
-	setUpBrowserNet(t)
+	// Names of this run's own: another developer's run on the machine
+	// keeps its namespaces.
+	cliNS, upNS := fmt.Sprintf("%s-%d", browserCliNS, os.Getpid()), fmt.Sprintf("%s-%d", browserUpNS, os.Getpid())
+	setUpBrowserNet(t, cliNS, upNS)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(cfg)
 
-	up := exec.Command("ip", "netns", "exec", browserUpNS, self, "-test.run=^TestBrowserUpstream$", "-test.v")
+	up := exec.Command("ip", "netns", "exec", upNS, self, "-test.run=^TestBrowserUpstream$", "-test.v")
 	up.Env = append(cleanEnv(), browserUpstreamEnv+"="+string(raw))
 	up.Stdout = &testWriter{t: t, prefix: "upstream: "}
 	up.Stderr = up.Stdout
@@ -135,15 +138,15 @@ func TestBrowser(t *testing.T) {
 	}
 	t.Cleanup(func() { up.Process.Kill(); up.Wait() })
 
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
-	in := exec.CommandContext(ctx, "ip", "netns", "exec", browserCliNS, self, "-test.run=^TestBrowserInside$", "-test.v", "-test.timeout=4m")
+	in := exec.CommandContext(ctx, "ip", "netns", "exec", cliNS, self, "-test.run=^TestBrowserInside$", "-test.v", "-test.timeout=6m")
 	in.Env = append(cleanEnv(), browserInsideEnv+"="+string(raw))
 	in.Stdout = &testWriter{t: t, prefix: "browser: "}
 	in.Stderr = in.Stdout
 	in.SysProcAttr = dieWithParent()
 	if err := in.Run(); err != nil {
-		t.Fatalf("the browser test inside %s failed: %v (its log is above)", browserCliNS, err)
+		t.Fatalf("the browser test inside %s failed: %v (its log is above)", cliNS, err)
 	}
 	t.Logf("screenshots are in %s", shots)
 }
@@ -151,14 +154,14 @@ func TestBrowser(t *testing.T) {
 // setUpBrowserNet makes the two namespaces and the veth between them,
 // created inside sbr-cli and moved straight into sbr-up: no link, address
 // or route ever exists in the machine's own namespace.
-func setUpBrowserNet(t *testing.T) {
+func setUpBrowserNet(t *testing.T, cliNS, upNS string) {
 	t.Helper()
 	ctx := t.Context()
 	tearDown := func() {
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = ipCmd(c, "netns", "del", browserCliNS)
-		_ = ipCmd(c, "netns", "del", browserUpNS)
+		_ = ipCmd(c, "netns", "del", cliNS)
+		_ = ipCmd(c, "netns", "del", upNS)
 	}
 	out, err := exec.Command("ip", "netns", "list").Output()
 	if err != nil {
@@ -166,22 +169,21 @@ func setUpBrowserNet(t *testing.T) {
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		name, _, _ := strings.Cut(line, " ")
-		if name == browserCliNS || name == browserUpNS {
-			// Ours, left by a run that was killed before its cleanup.
-			tearDown()
+		if name == cliNS || name == upNS {
+			t.Fatalf("the network namespace %s exists already: another run's, left alone", name)
 		}
 	}
 	t.Cleanup(tearDown)
 	for _, args := range [][]string{
-		{"netns", "add", browserCliNS},
-		{"netns", "add", browserUpNS},
-		{"-n", browserCliNS, "link", "add", browserCliLink, "type", "veth", "peer", "name", browserUpLink, "netns", browserUpNS},
-		{"-n", browserCliNS, "addr", "add", browserCliAddr + "/24", "dev", browserCliLink},
-		{"-n", browserUpNS, "addr", "add", browserUpAddr + "/24", "dev", browserUpLink},
-		{"-n", browserCliNS, "link", "set", "lo", "up"},
-		{"-n", browserUpNS, "link", "set", "lo", "up"},
-		{"-n", browserCliNS, "link", "set", browserCliLink, "up"},
-		{"-n", browserUpNS, "link", "set", browserUpLink, "up"},
+		{"netns", "add", cliNS},
+		{"netns", "add", upNS},
+		{"-n", cliNS, "link", "add", browserCliLink, "type", "veth", "peer", "name", browserUpLink, "netns", upNS},
+		{"-n", cliNS, "addr", "add", browserCliAddr + "/24", "dev", browserCliLink},
+		{"-n", upNS, "addr", "add", browserUpAddr + "/24", "dev", browserUpLink},
+		{"-n", cliNS, "link", "set", "lo", "up"},
+		{"-n", upNS, "link", "set", "lo", "up"},
+		{"-n", cliNS, "link", "set", browserCliLink, "up"},
+		{"-n", upNS, "link", "set", browserUpLink, "up"},
 	} {
 		if err := ipCmd(ctx, args...); err != nil {
 			t.Fatalf("set up the browser test's namespaces: %v", err)
@@ -344,12 +346,15 @@ func TestBrowserInside(t *testing.T) {
 		t.Errorf("the upstream saw %d requests, want 2 (the app's own fetches must not reach it): %+v", len(got), got)
 	}
 
-	// 7. An unpaired page on another origin reads nothing from any route.
+	// 7. An unpaired page on another origin reads nothing from any route
+	// but the refusal that says it is not paired, with a token too.
 	b.do(t, "an unpaired origin", chromedp.Navigate("http://localhost:4780/starters.json"))
 	for _, path := range []string{"/v1/health", "/v1/status", "/v1/apps/starter-weather/connections", "/v1/confirms", "/v1/journal", "/v1/registry", "/v1/events", "/v1/standing", "/v1/apps/starter-weather/facts"} {
-		res := b.await(t, fmt.Sprintf(`fetch("http://127.0.0.1:4747%s").then(r => r.text().then(t => "read " + r.status + " " + t.length), e => "blocked")`, path))
-		if res != "blocked" {
-			t.Errorf("an unpaired origin read %s: %s", path, res)
+		for _, auth := range []string{"", "Bearer snugh_" + strings.Repeat("A", 43)} {
+			res := b.await(t, fmt.Sprintf(`fetch("http://127.0.0.1:4747%s", {headers: %q ? {Authorization: %q} : {}}).then(r => r.text().then(t => "read " + r.status + " " + t), e => "blocked")`, path, auth, auth))
+			if want := unpairedRead(path); res != want {
+				t.Errorf("an unpaired origin (token %t) read %s: %q, want %q", auth != "", path, res, want)
+			}
 		}
 	}
 
@@ -368,6 +373,14 @@ func TestBrowserInside(t *testing.T) {
 	}
 	if strings.Contains(b.snugdLog.String(), browserCanary) {
 		t.Error("the credential is in snugd's log")
+	}
+
+	// 9. The first hour of a host's author (browser_host_test.go).
+	b.checkGuideApp(t)
+	b.checkRevoked(t)
+	b.checkSmallestHost(t)
+	if strings.Contains(b.seenFrames(), browserCanary) || strings.Contains(b.consoleText(), browserCanary) || strings.Contains(b.snugdLog.String(), browserCanary) {
+		t.Error("the credential reached an app frame, the console or snugd's log")
 	}
 }
 
@@ -432,7 +445,7 @@ func startBrowserStack(t *testing.T, cfg browserConfig) *browserStack {
 			t.Logf("snugd's log:\n%s", b.snugdLog.String())
 		}
 	})
-	web := exec.Command(cfg.Snugd, "webhost", "--port", "4780")
+	web := exec.Command(cfg.Snugd, "webhost", "--port", "4780", "--app", writeGuideApp(t, cfg.Dir))
 	web.Stdout = &testWriter{t: t, prefix: "webhost: "}
 	web.Stderr = web.Stdout
 	web.SysProcAttr = dieWithParent()
