@@ -201,3 +201,40 @@ func writeDevApp(t *testing.T, name, conns string) *devApp {
 	}
 	return d
 }
+
+// FuzzDevAppDescribe: whatever connections.json holds, describe returns
+// an error or JSON whose every requirement names a slot, and never panics.
+func FuzzDevAppDescribe(f *testing.F) {
+	f.Add([]byte(`[{"slot": "weather", "kind": "api_key"}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"slot": "x"}`))
+	f.Add([]byte(`[{"slot": ""}, null]`))
+	f.Add([]byte(`[{"slot": 1}]`))
+	dir := f.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte("<title>t</title>"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	d := &devApp{dir: dir, id: "dev-fuzz"}
+	f.Fuzz(func(t *testing.T, conns []byte) {
+		if err := os.WriteFile(filepath.Join(dir, "connections.json"), conns, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := d.describe()
+		if err != nil {
+			return
+		}
+		var got struct {
+			Connections []struct {
+				Slot string `json:"slot"`
+			} `json:"connections"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("describe answered %q, not JSON: %v", b, err)
+		}
+		for i, c := range got.Connections {
+			if c.Slot == "" {
+				t.Fatalf("requirement %d of %q has no slot in %s", i, conns, b)
+			}
+		}
+	})
+}
