@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +73,34 @@ func TestSessionDirOf(t *testing.T) {
 	if other := SessionDirOf(state, SessionKey{HelperID: "sim", AppID: "snug-demo", Slot: "chat2"}); other == s.SessionDir(k) {
 		t.Error("two slots share a session directory")
 	}
+}
+
+// FuzzSimScanPayload: the check ScanSim makes of pasted text agrees with
+// the payload grammar, whatever the text; and what ScanSim refuses it
+// never writes.
+func FuzzSimScanPayload(f *testing.F) {
+	for _, s := range []string{
+		"SNUGSIM1:" + strings.Repeat("A", 32), "SNUGSIM1:" + strings.Repeat("0", 31) + "G",
+		"SNUGSIM1:" + strings.Repeat("a", 32), "snugsim1:" + strings.Repeat("A", 32),
+		"SNUGSIM1:" + strings.Repeat("A", 33), "SNUGSIM1:", "", " SNUGSIM1:" + strings.Repeat("F", 32) + "\n",
+		"SNUGSIM1:" + strings.Repeat("Ａ", 32), "SNUGSIM1:" + strings.Repeat("A", 16) + "\x00" + strings.Repeat("A", 15),
+	} {
+		f.Add(s)
+	}
+	grammar := regexp.MustCompile(`^SNUGSIM1:[0-9A-F]{32}$`)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isSimPayload(s), grammar.MatchString(s); got != want {
+			t.Fatalf("isSimPayload(%q) = %v, the grammar says %v", s, got, want)
+		}
+		if grammar.MatchString(strings.TrimSpace(s)) {
+			return // ScanSim would write it: not here, with no simulator to read it
+		}
+		if _, err := ScanSim(t.Context(), dir, s); !errors.Is(err, ErrNotSimPayload) {
+			t.Fatalf("ScanSim(%q) = %v, want ErrNotSimPayload", s, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("ScanSim(%q) left %v in the session directory", s, entries)
+		}
+	})
 }
