@@ -400,6 +400,28 @@ func (c *Client) Import(ctx context.Context, r io.Reader) (ImportReportJSON, err
 	return out, nil
 }
 
+// PutConnection calls PUT /v1/apps/{appId}/connections/{slot}, the user
+// channel, with requirement as its JSON: snugd ctl demo proposes its
+// connection with it, and a host's calls are the same.
+func (c *Client) PutConnection(ctx context.Context, appID, slot string, requirement json.RawMessage) (ProposalJSON, error) {
+	var out ProposalResponse
+	err := c.do(ctx, http.MethodPut, connPath(appID, slot), PutConnectionRequest{Requirement: requirement}, &out)
+	return out.Proposal, err
+}
+
+// Net calls POST /v1/net (snugd ctl demo's requests; a host's the same) and returns the snug:net-response frame's bytes
+// exactly as snugd wrote them. A frame snugd does not answer is an *Error
+// (400 NET_INVALID_REQUEST). Cancelling ctx cancels the request in the
+// executor and denies a confirm it parked.
+func (c *Client) Net(ctx context.Context, req NetRequest) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodPost, "/v1/net", req, "application/json")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
 // Confirms calls GET /v1/confirms.
 func (c *Client) Confirms(ctx context.Context) ([]ConfirmJSON, error) {
 	var out ConfirmsResponse

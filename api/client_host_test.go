@@ -96,14 +96,6 @@ func (c *Client) Registry(ctx context.Context) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 }
 
-// PutConnection calls PUT /v1/apps/{appId}/connections/{slot}, the user
-// channel, with requirement as its JSON.
-func (c *Client) PutConnection(ctx context.Context, appID, slot string, requirement json.RawMessage) (ProposalJSON, error) {
-	var out ProposalResponse
-	err := c.do(ctx, http.MethodPut, connPath(appID, slot), PutConnectionRequest{Requirement: requirement}, &out)
-	return out.Proposal, err
-}
-
 // Directive calls POST /v1/apps/{appId}/directives, the assistant channel,
 // with the directive's JSON; userDocs says the user supplied the docs.
 func (c *Client) Directive(ctx context.Context, appID string, directive json.RawMessage, userDocs bool) (ProposalJSON, error) {
@@ -121,19 +113,6 @@ func (c *Client) Install(ctx context.Context, appID string, req InstallRequest) 
 	var out InstallResponse
 	err := c.do(ctx, http.MethodPost, "/v1/apps/"+esc(appID)+"/install", req, &out)
 	return out.Proposals, err
-}
-
-// Net calls POST /v1/net and returns the snug:net-response frame's bytes
-// exactly as snugd wrote them. A frame snugd does not answer is an *Error
-// (400 NET_INVALID_REQUEST). Cancelling ctx cancels the request in the
-// executor and denies a confirm it parked.
-func (c *Client) Net(ctx context.Context, req NetRequest) ([]byte, error) {
-	resp, err := c.send(ctx, http.MethodPost, "/v1/net", req, "application/json")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
 }
 
 // TestConnection calls POST …/{slot}/test and returns the frame's bytes.

@@ -301,9 +301,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 // SessionDir returns the session directory of k:
 // <StateDir>/<helperId>/<first 32 hex digits of SHA-256(appId NUL slot)>.
 // The hash keeps app ids of any spelling out of file names.
-func (s *Supervisor) SessionDir(k SessionKey) string {
+func (s *Supervisor) SessionDir(k SessionKey) string { return SessionDirOf(s.cfg.StateDir, k) }
+
+// SessionDirOf is SessionDir for a supervisor whose StateDir is stateDir:
+// for a caller that has none, such as snugd ctl demo scan, which writes
+// the simulator's scan file beside the daemon it talks to.
+func SessionDirOf(stateDir string, k SessionKey) string {
 	sum := sha256.Sum256([]byte(k.AppID + "\x00" + k.Slot))
-	return filepath.Join(s.cfg.StateDir, k.HelperID, hex.EncodeToString(sum[:16]))
+	return filepath.Join(stateDir, k.HelperID, hex.EncodeToString(sum[:16]))
 }
 
 // Status returns every session's snapshot, sorted by key.

@@ -35,6 +35,9 @@ func cmdCompletion(_ context.Context, e env, args []string) int {
 		}
 		b.WriteString("complete -c snugd -n '__fish_seen_subcommand_from providers; and not __fish_seen_subcommand_from show' -a show -d 'one entry'\n")
 		fmt.Fprintf(&b, "complete -c snugd -n '__fish_seen_subcommand_from providers; and __fish_seen_subcommand_from show' -a %s\n", fishQuote(ids))
+		b.WriteString("complete -c snugd -n '__fish_seen_subcommand_from demo; and not __fish_seen_subcommand_from scan' -a scan -d 'scan the code the demo shows'\n")
+		b.WriteString("complete -c snugd -n '__fish_seen_subcommand_from demo' -l yes -d 'approve the demo as reviewed'\n")
+		b.WriteString("complete -c snugd -n '__fish_seen_subcommand_from demo' -l remove -d 'revoke the demo'\n")
 		b.WriteString("complete -c snugd -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'\n")
 		b.WriteString("complete -c snugd -l data-dir -r -F -d 'the data directory'\n")
 		b.WriteString("complete -c snugd -l port -r -d 'the loopback port'\n")
@@ -89,6 +92,8 @@ _snugd() {
 			COMPREPLY=($(compgen -W "$providers" -- "$cur"))
 		elif [ "${COMP_WORDS[2]}" = providers ] && [ "$COMP_CWORD" -eq 3 ]; then
 			COMPREPLY=($(compgen -W "show --json --help" -- "$cur"))
+		elif [ "${COMP_WORDS[2]}" = demo ] && [ "$COMP_CWORD" -eq 3 ]; then
+			COMPREPLY=($(compgen -W "scan --yes --remove --data-dir --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W "--data-dir --json --help" -- "$cur"))
 		fi ;;
@@ -120,6 +125,8 @@ _snugd() {
 			compadd -- $providers
 		elif [[ $words[3] == providers && CURRENT -eq 4 ]]; then
 			compadd -- show --json --help
+		elif [[ $words[3] == demo && CURRENT -eq 4 ]]; then
+			compadd -- scan --yes --remove --data-dir --help
 		else
 			_arguments '--data-dir[the data directory]:directory:_files -/' '--json[machine-readable output]' '--file[a values file]:file:_files'
 		fi ;;
