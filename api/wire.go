@@ -415,6 +415,9 @@ type ProposalJSON struct {
 	// Staged: the row was approved, so the proposal waits for re-approval
 	// (needsReapproval) instead of replacing it.
 	Staged bool `json:"staged"`
+	// Unchanged: the row was approved and the proposal is its requirement
+	// already, so nothing was staged (a change staged before is withdrawn).
+	Unchanged bool `json:"unchanged"`
 	// Borrowed: the registry's pinned values replaced the declared ones;
 	// Disclosure is the sentence to show beside them.
 	Borrowed   bool   `json:"borrowed"`
