@@ -687,7 +687,7 @@ type KillResponse struct {
 type JournalEntryJSON struct {
 	ID         int64  `json:"id"`
 	At         Time   `json:"at"`
-	AppID      string `json:"appId"`
+	AppID      string `json:"appId,omitempty"` // absent on a host act and an import's summary
 	Slot       string `json:"slot,omitempty"`
 	Host       string `json:"host,omitempty"`
 	Method     string `json:"method,omitempty"`
@@ -706,7 +706,8 @@ type JournalEntryJSON struct {
 	// Act names a person's act when outcome is "act" (approve, reapprove,
 	// revoke, reconnect, credentials-set, confirm-allow, confirm-deny,
 	// host-pair, host-unpair, import); note says who, and what (field
-	// names, never a value). A host act has no appId.
+	// names, never a value). A host act has no appId (the field is
+	// absent).
 	Act string `json:"act,omitempty"`
 	// Count is how many repeated refusals (same app, slot, host, gate and
 	// code within a minute) the entry stands for; LastAt the latest of
