@@ -163,8 +163,12 @@ func TestAPIDocExamples(t *testing.T) {
 			}
 			continue
 		case s.check.e2e != "":
-			if !e2eTests[s.check.e2e] {
+			src, ok := e2eTests[s.check.e2e]
+			switch seg := routeWord(s.cmd); {
+			case !ok:
 				t.Errorf("api/API.md:%d: the check names %s, which is not a test of scripts/e2e", s.line, s.check.e2e)
+			case seg == "" || !strings.Contains(src, seg):
+				t.Errorf("api/API.md:%d: %s does not mention the route's %q", s.line, s.check.e2e, seg)
 			}
 			continue
 		}
@@ -465,11 +469,22 @@ func matchJSON(want, got any, caps map[string]string, path string) string {
 	return ""
 }
 
-// e2eTestNames lists the Test functions of this package.
-func e2eTestNames(t *testing.T) map[string]bool {
+// routeWord is the last segment of the path an example request names
+// ("pair" for $HUE/lan/pair): the word its e2e test must mention.
+func routeWord(cmd string) string {
+	m := regexp.MustCompile(`\$[A-Z]+(/[^\s"'?]*)`).FindStringSubmatch(cmd)
+	if m == nil {
+		return ""
+	}
+	return m[1][strings.LastIndex(m[1], "/")+1:]
+}
+
+// e2eTestNames maps each Test function of this package to the source of
+// its file.
+func e2eTestNames(t *testing.T) map[string]string {
 	t.Helper()
 	files, _ := filepath.Glob("*_test.go")
-	names := map[string]bool{}
+	names := map[string]string{}
 	re := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -477,7 +492,7 @@ func e2eTestNames(t *testing.T) map[string]bool {
 			t.Fatal(err)
 		}
 		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-			names[m[1]] = true
+			names[m[1]] = string(b)
 		}
 	}
 	return names
