@@ -42,7 +42,8 @@ import (
 //   - "# → e2e TestName": the example needs an upstream this test does
 //     not have (a Hue bridge, an OAuth provider, a SimpleFIN bridge);
 //     TestName in this package runs that route against the harness's
-//     fakes, and must exist.
+//     fakes: it must exist, and its file must name the route's last
+//     segment.
 //
 // Every ```json block must be valid JSON too.
 //
