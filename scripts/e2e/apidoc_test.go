@@ -30,8 +30,8 @@ import (
 //     cannot go unchecked;
 //   - every other line of a block runs as written, in one shell for the
 //     whole document, so variables carry from block to block; the test
-//     only sets $CTL (the ctl socket of its own daemon) and $DATA_DIR,
-//     and it skips the document's own assignment of $CTL;
+//     sets $CTL (the ctl socket of its own daemon) and $DATA_DIR itself,
+//     and skips the document's own assignments of them;
 //   - "# → 200 {…}": the answer's status, and every field shown must be
 //     in the answer with the value shown ("…" any value, "x…" a string
 //     beginning with x, an array's elements each matching some element
@@ -156,8 +156,8 @@ func TestAPIDocExamples(t *testing.T) {
 			sh.run(t, s.cmd)
 			continue
 		case s.check == nil:
-			if strings.HasPrefix(s.cmd, "CTL=") {
-				continue // the test's own socket
+			if strings.HasPrefix(s.cmd, "CTL=") || strings.HasPrefix(s.cmd, "DATA_DIR=") {
+				continue // the test's own socket and data directory
 			}
 			if out, rc := sh.run(t, s.cmd); rc != 0 {
 				t.Fatalf("api/API.md:%d: %s\nexit %d: %s", s.line, s.cmd, rc, out)
