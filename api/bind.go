@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snug/snugd/daemon/errcode"
@@ -50,14 +53,26 @@ func bodyError(err error) error {
 		return errcode.New(errcode.PayloadTooLarge, fmt.Sprintf("the request body is larger than the route's %d bytes", mbe.Limit))
 	case errors.Is(err, io.EOF):
 		return errcode.New(errcode.BadRequest, "a JSON body is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errcode.New(errcode.BadRequest, "the body is not valid JSON (it ends early)")
 	case errors.As(err, &se):
 		return errcode.New(errcode.BadRequest, fmt.Sprintf("the body is not valid JSON (at byte %d)", se.Offset))
 	case errors.As(err, &te):
 		return errcode.New(errcode.BadRequest, fmt.Sprintf("field %q has the wrong type", te.Field))
 	}
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		// A stalled sender: the server's read deadline passed mid-body.
+		// The error names the socket's addresses, so it is never shown.
+		return errcode.New(errcode.RequestTimeout, "the request body did not arrive in time")
+	}
 	// json's "unknown field" error names the key, which is the caller's
-	// own and not a value.
-	return errcode.New(errcode.BadRequest, "the body does not fit this route: "+err.Error())
+	// own and not a value. Any other error is the connection's (a body
+	// broken off), whose text names sockets: a fixed sentence instead.
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		return errcode.New(errcode.BadRequest, "the body does not fit this route: "+msg)
+	}
+	return errcode.New(errcode.BadRequest, "the request body could not be read")
 }
 
 // param returns a path parameter, unescaped by the security chain.

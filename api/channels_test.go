@@ -190,3 +190,36 @@ func TestExportImportOverCtl(t *testing.T) {
 		}
 	}
 }
+
+// TestReproposingTheApprovedRequirementStagesNothing: a proposal that is
+// the approved row's requirement already answers staged false and
+// unchanged true (it used to say staged true with nothing staged), and
+// it withdraws a change staged before; a new requirement stages.
+func TestReproposingTheApprovedRequirementStagesNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	c := e.host(e.pair("desktop", ""), "")
+	same := requirementJSON("mail", "api.mail.example")
+	if _, err := c.PutConnection(ctx, "app1", "mail", same); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.PutConnection(ctx, "app1", "mail", same)
+	if err != nil || p.Staged || p.Unchanged {
+		t.Fatalf("the same requirement on a declared row = %+v, %v; want neither staged nor unchanged", p, err)
+	}
+	if _, err := c.Approve(ctx, "app1", "mail"); err != nil {
+		t.Fatal(err)
+	}
+	p, err = c.PutConnection(ctx, "app1", "mail", same)
+	if err != nil || p.Staged || !p.Unchanged || p.Connection.NeedsReapproval {
+		t.Fatalf("the approved requirement again = %+v, %v; want unchanged, nothing staged", p, err)
+	}
+	p, err = c.PutConnection(ctx, "app1", "mail", requirementJSON("mail", "api.mail.example", "upload.mail.example"))
+	if err != nil || !p.Staged || p.Unchanged || !p.Connection.NeedsReapproval {
+		t.Fatalf("a changed requirement = %+v, %v; want staged", p, err)
+	}
+	p, err = c.PutConnection(ctx, "app1", "mail", same)
+	if err != nil || p.Staged || !p.Unchanged || p.Connection.NeedsReapproval {
+		t.Fatalf("the approved requirement over a staged change = %+v, %v; want unchanged, the change withdrawn", p, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"github.com/snug/snugd/daemon/claim"
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/pairing"
 )
@@ -43,6 +44,10 @@ func (s *Server) claim(c echo.Context) error {
 	if ce, ok := errors.AsType[*pairing.ClaimRefusedError](err); ok {
 		a := apiRefusal(errcode.ClaimRefused, ce.Error())
 		a.body.Error.Details = []Detail{{Path: "setupToken", Rule: string(ce.Reason)}}
+		// CLAIM_REFUSED is not retryable, save for an unreachable
+		// bridge: the token was not used, and the same request may
+		// succeed once the bridge answers (its sentence says try again).
+		a.body.Error.Retryable = ce.Reason == claim.ReasonUnreachable
 		return a
 	}
 	if err != nil {

@@ -127,3 +127,34 @@ func TestClaimRefusalsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimUnreachableIsRetryable: the one refusal whose sentence says
+// "try again" (the bridge could not be reached, the token is unused) is
+// retryable; the others are not (TestClaimRouteRefusals).
+func TestClaimUnreachableIsRetryable(t *testing.T) {
+	e := newEnvWith(t, func(c *daemon.Config) {
+		c.Public = &transports.Public{Resolver: bridgeResolver{}, Dial: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errors.New("connection refused")
+		}}
+	})
+	req, _ := json.Marshal(map[string]any{
+		"slot": "bank", "provider": map[string]any{"name": "SimpleFIN"}, "kind": "basic_auth",
+		"fields":           []any{map[string]any{"key": "access_credentials", "label": "Access credentials", "type": "secret"}},
+		"request":          map[string]any{"headerTemplate": map[string]any{"Authorization": "Basic {{base64(access_credentials)}}"}},
+		"declaredApiHosts": []any{claimtest.DefaultHost},
+	})
+	if _, err := e.ctl.PutConnection(t.Context(), "budget", "bank", req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ctl.Approve(t.Context(), "budget", "bank"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.ctl.Claim(t.Context(), "budget", "bank", (&claimtest.Bridge{}).NewSetupToken())
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Code != errcode.ClaimRefused || len(ae.Details) != 1 || ae.Details[0].Rule != string(claim.ReasonUnreachable) {
+		t.Fatalf("Claim(unreachable bridge) = %v; want CLAIM_REFUSED unreachable", err)
+	}
+	if !ae.Retryable || !strings.Contains(ae.Message, "try again") {
+		t.Errorf("refusal = %+v; want retryable beside its \"try again\"", ae)
+	}
+}

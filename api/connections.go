@@ -141,7 +141,7 @@ func (s *Server) proposalJSON(ctx context.Context, r grants.ProposeResult) (Prop
 		return ProposalJSON{}, err
 	}
 	return ProposalJSON{
-		Connection: c, Staged: r.Staged, Borrowed: r.Borrowed, Disclosure: r.Disclosure, EntryID: r.EntryID,
+		Connection: c, Staged: r.Staged, Unchanged: r.Unchanged, Borrowed: r.Borrowed, Disclosure: r.Disclosure, EntryID: r.EntryID,
 		ClaimedProvenance: r.ClaimedProvenance, ClaimedConfidence: r.ClaimedConfidence,
 	}, nil
 }

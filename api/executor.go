@@ -264,8 +264,10 @@ func (s *Server) journal(c echo.Context) error {
 	}
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil {
-			return errcode.New(errcode.BadRequest, "limit must be an integer")
+		if err != nil || n < 1 || n > 1000 {
+			// 0 is refused too: the journal's zero means "the
+			// default", which a caller asks for by leaving limit out.
+			return errcode.New(errcode.BadRequest, "limit must be an integer from 1 to 1000")
 		}
 		q.Limit = n
 	}

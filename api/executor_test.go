@@ -395,3 +395,25 @@ func TestQuietHoursZone(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalLimitBounds: limit is 1 to 1000 when given; 0 is refused
+// like any other value out of range (the default, 100, is asked for by
+// leaving limit out), and a host act's entry has no appId field at all.
+func TestJournalLimitBounds(t *testing.T) {
+	e := newEnv(t)
+	token := e.pair("desktop", "")
+	h := jsonHeader("Authorization", "Bearer "+token)
+	for q, want := range map[string]int{
+		"": http.StatusOK, "?limit=1": http.StatusOK, "?limit=1000": http.StatusOK,
+		"?limit=0": http.StatusBadRequest, "?limit=-1": http.StatusBadRequest, "?limit=1001": http.StatusBadRequest, "?limit=x": http.StatusBadRequest,
+	} {
+		resp, body := e.do(req{method: http.MethodGet, path: "/v1/journal" + q, header: map[string]string{"Authorization": h["Authorization"]}})
+		if resp.StatusCode != want {
+			t.Errorf("GET /v1/journal%s = %d %s, want %d", q, resp.StatusCode, body, want)
+		}
+	}
+	raw, err := json.Marshal(JournalEntryJSON{Outcome: "act", Act: "host-pair"})
+	if err != nil || strings.Contains(string(raw), "appId") {
+		t.Errorf("a host act = %s, %v; want no appId field", raw, err)
+	}
+}

@@ -415,6 +415,9 @@ type ProposalJSON struct {
 	// Staged: the row was approved, so the proposal waits for re-approval
 	// (needsReapproval) instead of replacing it.
 	Staged bool `json:"staged"`
+	// Unchanged: the row was approved and the proposal is its requirement
+	// already, so nothing was staged (a change staged before is withdrawn).
+	Unchanged bool `json:"unchanged"`
 	// Borrowed: the registry's pinned values replaced the declared ones;
 	// Disclosure is the sentence to show beside them.
 	Borrowed   bool   `json:"borrowed"`
@@ -684,7 +687,7 @@ type KillResponse struct {
 type JournalEntryJSON struct {
 	ID         int64  `json:"id"`
 	At         Time   `json:"at"`
-	AppID      string `json:"appId"`
+	AppID      string `json:"appId,omitempty"` // absent on a host act and an import's summary
 	Slot       string `json:"slot,omitempty"`
 	Host       string `json:"host,omitempty"`
 	Method     string `json:"method,omitempty"`
@@ -703,7 +706,8 @@ type JournalEntryJSON struct {
 	// Act names a person's act when outcome is "act" (approve, reapprove,
 	// revoke, reconnect, credentials-set, confirm-allow, confirm-deny,
 	// host-pair, host-unpair, import); note says who, and what (field
-	// names, never a value). A host act has no appId.
+	// names, never a value). A host act has no appId (the field is
+	// absent).
 	Act string `json:"act,omitempty"`
 	// Count is how many repeated refusals (same app, slot, host, gate and
 	// code within a minute) the entry stands for; LastAt the latest of

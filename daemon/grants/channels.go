@@ -48,6 +48,10 @@ type ProposeResult struct {
 	// Staged is true when the row was approved and the proposal was staged
 	// for re-approval instead of replacing it.
 	Staged bool
+	// Unchanged is true when the row was approved and the proposal is its
+	// requirement already: nothing was staged, and a change staged before
+	// was withdrawn.
+	Unchanged bool
 	// Borrowed is true when registry values replaced the declared ones;
 	// Disclosure is the sentence a review screen shows beside them.
 	Borrowed   bool
@@ -207,7 +211,8 @@ func (d *Proposers) proposeAdmitted(ctx context.Context, appID string, a Admitte
 	if err != nil {
 		return ProposeResult{}, err
 	}
-	return ProposeResult{Connection: c, Staged: staged, Borrowed: res.Borrowed, Disclosure: res.Disclosure, EntryID: res.EntryID}, nil
+	unchanged := c.Status == StatusApproved && !staged
+	return ProposeResult{Connection: c, Staged: staged, Unchanged: unchanged, Borrowed: res.Borrowed, Disclosure: res.Disclosure, EntryID: res.EntryID}, nil
 }
 
 // registryError turns a refusal of the borrow ban into a validation error

@@ -342,13 +342,17 @@ func stagedRow(tx *store.Tx, cur *store.Connection, a Admitted) (*store.Connecti
 // propose is the proposers' entry point (§12.1, R11): a write aimed at an
 // absent or declared row puts it, one aimed at an approved row stages
 // instead, and one aimed at a revoked row is refused outright. The status
-// is read and acted on in one transaction. It reports whether it staged.
+// is read and acted on in one transaction. It reports whether it staged a
+// change: not when the proposal is the approved row's requirement itself.
 func (d *Book) Propose(ctx context.Context, appID string, a Admitted) (Connection, bool, error) {
 	staged := false
 	c, err := d.Write(ctx, appID, a.Req.Slot, func(tx *store.Tx, cur *store.Connection) (*store.Connection, error) {
 		if cur != nil && Status(cur.Status) == StatusApproved {
-			staged = true
-			return stagedRow(tx, cur, a)
+			row, err := stagedRow(tx, cur, a)
+			// Proposing an approved row's own requirement stages nothing
+			// (and withdraws a change staged before).
+			staged = err == nil && row.PendingRequirementJSON != nil
+			return row, err
 		}
 		return DeclaredRow(tx, appID, cur, a)
 	})
