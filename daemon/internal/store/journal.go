@@ -214,6 +214,37 @@ func (tx *Tx) dropOldest(appID string, act bool, n int) (int, error) {
 	return int(gone), err
 }
 
+// OutcomeSentUnknown is the outcome of a row written before its request
+// is sent (a mutating request): CompleteJournal replaces it with what
+// happened. A row that still reads it once snugd restarted was being sent
+// when snugd stopped: the request may have reached the upstream, and what
+// the upstream answered is unknown.
+const OutcomeSentUnknown = "sent-unknown"
+
+// CompleteJournal writes the outcome of entry id, a row written before
+// its send: e's outcome, gate, code, status, duration, note and resolved
+// host replace the row's (its time, app, slot, host and method stay). It
+// reports whether the entry still exists (retention may have dropped it;
+// the caller then inserts e).
+func (tx *Tx) CompleteJournal(id int64, e JournalEntry) (bool, error) {
+	if e.Outcome == "" || e.Outcome == OutcomeAct {
+		return false, fmt.Errorf("%w: a completed journal entry needs a request's outcome", ErrInvalid)
+	}
+	for _, f := range []string{e.ResolvedHost, e.Outcome, e.Gate, e.Code, e.Note} {
+		if len(f) > maxJournalText {
+			return false, fmt.Errorf("%w: journal field longer than %d bytes", ErrInvalid, maxJournalText)
+		}
+	}
+	res, err := tx.exec(`UPDATE snugd_journal SET outcome = ?, gate = ?, code = ?, status = ?, duration_ms = ?, note = ?, resolved_host = ?
+		WHERE id = ? AND user_act = 0`,
+		e.Outcome, e.Gate, e.Code, e.Status, e.Duration.Truncate(time.Millisecond).Milliseconds(), e.Note, e.ResolvedHost, id)
+	if err != nil {
+		return false, fmt.Errorf("complete journal entry: %w", err)
+	}
+	rows, err := res.RowsAffected()
+	return rows == 1, err
+}
+
 // BumpJournal counts n more repeats of entry id, the latest at at (an
 // aggregated refusal), and reports whether the entry still exists
 // (retention may have dropped it; the caller then inserts a new one).
