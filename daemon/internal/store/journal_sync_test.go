@@ -82,3 +82,23 @@ func BenchmarkJournalCommit(b *testing.B) {
 		})
 	}
 }
+
+// TestOnCommitMayWrite: an OnCommit function runs once the writer
+// connection is released, so it may write itself (the writer is held
+// for the whole transaction, to keep its synchronous mode).
+func TestOnCommitMayWrite(t *testing.T) {
+	s := openStore(t)
+	ran := false
+	err := s.Update(t.Context(), func(tx *Tx) error {
+		tx.OnCommit(func() {
+			if err := s.UpdateJournal(t.Context(), func(*Tx) error { return nil }); err != nil {
+				t.Errorf("a write from OnCommit = %v", err)
+			}
+			ran = true
+		})
+		return nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("Update = %v, OnCommit ran %v", err, ran)
+	}
+}

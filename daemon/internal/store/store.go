@@ -298,15 +298,35 @@ func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx)
 // runWrite runs fn in a write transaction on the one writer connection,
 // synchronous=NORMAL when relax (the journal) and FULL otherwise.
 func (s *Store) runWrite(ctx context.Context, relax bool, fn func(*Tx) error) error {
+	onCommit, err := s.runWriteTx(ctx, relax, fn)
+	if err != nil {
+		return err
+	}
+	// Once the connection is back in the pool: f may write itself.
+	for _, f := range onCommit {
+		f()
+	}
+	return nil
+}
+
+// runWriteTx runs fn's transaction on the writer connection, held for the
+// whole transaction, and returns what it registered with OnCommit.
+func (s *Store) runWriteTx(ctx context.Context, relax bool, fn func(*Tx) error) ([]func(), error) {
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("store: writer connection: %w", err)
+		return nil, fmt.Errorf("store: writer connection: %w", err)
 	}
 	defer conn.Close()
 	if err := s.syncMode(conn, relax); err != nil {
-		return err
+		return nil, err
 	}
-	return s.runTxOn(ctx, conn.BeginTx, true, fn)
+	var onCommit []func()
+	err = s.runTxOn(ctx, conn.BeginTx, true, func(tx *Tx) error {
+		err := fn(tx)
+		onCommit, tx.onCommit = tx.onCommit, nil // run by runWrite, after the connection is released
+		return err
+	})
+	return onCommit, err
 }
 
 // syncMode sets conn's synchronous mode for the transaction to come, when
