@@ -103,7 +103,7 @@ type downState struct {
 
 func NewJournal(st *store.Store, now func() time.Time, log *slog.Logger) *Journal {
 	j := &Journal{st: st, Now: now, log: log}
-	j.gc = committer{st: st, log: log, recent: map[repeatKey]repeatEntry{}, done: j.noteCommit}
+	j.gc = committer{st: st, log: log, recent: map[repeatKey]repeatEntry{}, uncounted: -1, done: j.noteCommit}
 	return j
 }
 
@@ -251,7 +251,16 @@ type committer struct {
 	// recent maps a refusal's repeatKey to the entry that counts its
 	// repeats: the leader's alone (one leader at a time).
 	recent map[repeatKey]repeatEntry
+	// uncounted is how many entries this process appended since the last
+	// retention pass (store.CountJournal), -1 before the first: the
+	// leader's alone.
+	uncounted int
 }
+
+// journalCountEvery is how many entries the journal appends between two
+// retention passes: the bounds are exceeded by at most this many (plus a
+// batch), and a lone request's commit skips the counters' pages.
+const journalCountEvery = 64
 
 // journalOp is one entry to insert, or the completion of entry complete.
 type journalOp struct {
@@ -388,6 +397,7 @@ func (c *committer) commit(ops []*journalOp) error {
 		slots = append(slots, slot{op: o, idx: len(fresh)})
 		fresh = append(fresh, e)
 	}
+	uncounted := c.uncounted
 	err := c.st.UpdateJournal(context.Background(), func(tx *store.Tx) error {
 		for _, o := range completes {
 			ok, err := tx.CompleteJournal(o.complete, o.e)
@@ -418,9 +428,24 @@ func (c *committer) commit(ops []*journalOp) error {
 				fresh = append(fresh, e)
 			}
 		}
-		ids, err := tx.InsertJournals(fresh)
+		// The retention counts: a pass on the first commit of the
+		// process (which sets the store's mark, and counts whatever a
+		// crash left uncounted), then every journalCountEvery entries.
+		if c.uncounted < 0 {
+			if err := tx.CountJournal(); err != nil {
+				return err
+			}
+			uncounted = 0
+		}
+		ids, err := tx.InsertJournalsUncounted(fresh)
 		if err != nil {
 			return err
+		}
+		if uncounted += len(fresh); uncounted >= journalCountEvery {
+			if err := tx.CountJournal(); err != nil {
+				return err
+			}
+			uncounted = 0
 		}
 		for k := range touched {
 			r := c.recent[k]
@@ -446,6 +471,8 @@ func (c *committer) commit(ops []*journalOp) error {
 	})
 	if err != nil {
 		clear(c.recent) // nothing of the batch was written: count afresh
+	} else {
+		c.uncounted = uncounted
 	}
 	c.done(err)
 	return err
