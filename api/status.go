@@ -32,8 +32,12 @@ func (s *Server) status(c echo.Context) error {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
 	out.Database, out.DatabaseMessage, out.DiskFree = "ok", "", r.DiskFree
-	if r.Damaged != "" {
+	switch {
+	case r.Damaged != "":
 		out.Database, out.DatabaseMessage = "damaged", r.Damaged
+	case r.Unwritable != "":
+		out.Database, out.DatabaseMessage = "unwritable", r.Unwritable
+		out.UnwritableSince = &Time{r.UnwritableSince}
 	}
 	if c := r.HelperSandbox; c != nil {
 		out.HelperSandbox = &HelperSandboxJSON{Landlock: c.Landlock, Files: c.Files, Network: c.Network, Scoped: c.Scoped,

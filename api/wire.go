@@ -193,12 +193,17 @@ type StatusResponse struct {
 	HelperSandbox   *HelperSandboxJSON `json:"helperSandbox,omitempty"`
 	Standing        []StandingJSON     `json:"standing"`
 	PendingConfirms int                `json:"pendingConfirms"`
-	// Database is the database's state: "ok", or "damaged" with the
+	// Database is the database's state: "ok"; "damaged" with the
 	// sentence in DatabaseMessage (every write is then refused until a
-	// restart). DiskFree is the free space of the data directory's disk
-	// in bytes, absent when it cannot be read.
+	// restart); or "unwritable" with the journal's sentence in
+	// DatabaseMessage and since when in UnwritableSince (its disk is full
+	// or read-only: every credentialed request is refused before its
+	// send, until a write succeeds again, which clears it by itself).
+	// DiskFree is the free space of the data directory's disk in bytes,
+	// absent when it cannot be read.
 	Database        string `json:"database"`
 	DatabaseMessage string `json:"databaseMessage,omitempty"`
+	UnwritableSince *Time  `json:"unwritableSince,omitempty"`
 	DiskFree        uint64 `json:"diskFreeBytes,omitempty"`
 }
 
@@ -681,6 +686,12 @@ type StandingResponse struct {
 type KillResponse struct {
 	Disarmed int `json:"disarmed"`
 }
+
+// OutcomeSentUnknown is the journal outcome of a request written before
+// its send and never completed: it was sent (or about to be) when snugd
+// stopped, and what the upstream answered is unknown. While the request
+// is in flight its entry reads the same.
+const OutcomeSentUnknown = "sent-unknown"
 
 // JournalEntryJSON is one journal entry: metadata only, never a body, a
 // header value or a credential.

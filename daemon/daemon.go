@@ -217,14 +217,13 @@ func newBuild(ctx context.Context, cfg Config, build string) (*Daemon, error) {
 		},
 	})
 
-	d.services.add("journal", d.journal.Batch)
 	// The database's integrity is checked beside serving, at start and
 	// every six hours: damage puts the store in its refusing state,
 	// which status shows.
 	d.services.add("integrity", integrityCheck{st})
 	if cfg.Helpers != nil {
 		cfg.Helpers.Subscribe(d.devices.HelperEvent) // the supervisor's events reach the device links
-		d.services.add("helpers", cfg.Helpers)       // stops before the journal
+		d.services.add("helpers", cfg.Helpers)
 	}
 	if err := d.pairing.SweepFlows(ctx); err != nil { // a restart ended every OAuth flow
 		d.Close()
@@ -290,13 +289,13 @@ func (d *Daemon) DBPath() string { return d.store.DBPath() }
 // calls it when its shutdown begins; it is idempotent.
 func (d *Daemon) BeginShutdown() { d.confirms.Shutdown() }
 
-// Run runs the daemon's long-lived parts — the journal's batcher and the
+// Run runs the daemon's long-lived parts — the integrity check and the
 // helper supervisor — until ctx is done or Close is called. Then it denies
 // every parked confirm (BeginShutdown: nobody can decide one any more) and
-// stops them, the last started first; the journal writes what is queued,
-// and anything journaled later is written at once. It returns nil after a
-// shutdown; a part that fails before is logged, not restarted. Call it
-// once, beside the API server; Close after it returns.
+// stops them, the last started first. (The journal needs no stopping:
+// every entry is committed before its request is answered.) It returns
+// nil after a shutdown; a part that fails before is logged, not
+// restarted. Call it once, beside the API server; Close after it returns.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.services.startAll(ctx)
 	select {
@@ -308,8 +307,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return nil
 }
 
-// Close denies every parked confirm, stops the services (the journal
-// writes what is queued), closes idle upstream connections and the store.
+// Close denies every parked confirm, stops the services, closes idle
+// upstream connections and the store.
 // The Daemon must not be used afterwards.
 func (d *Daemon) Close() error {
 	d.closeOnce.Do(func() { close(d.closing) })

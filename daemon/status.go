@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"time"
 
 	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/grants"
@@ -37,6 +38,13 @@ type StatusReport struct {
 	// DiskFree is the free space of the disk holding the data directory,
 	// in bytes; 0 when it cannot be read here.
 	DiskFree uint64
+	// Unwritable is the fixed sentence of a journal that cannot be
+	// written ("snugd cannot record requests because its disk is full",
+	// "" while it can), and UnwritableSince when its last commit failed:
+	// every credentialed request is then refused before its send, until
+	// a journal write succeeds again.
+	Unwritable      string
+	UnwritableSince time.Time
 }
 
 // ConnectionCounts counts connection rows by status. NeedsReapproval
@@ -137,6 +145,9 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 	r.PendingConfirms = len(d.exec.Confirms(ctx))
 	if err := d.store.Damaged(); err != nil {
 		r.Damaged = err.Error()
+	}
+	if msg, since, ok := d.journal.Unwritable(); ok {
+		r.Unwritable, r.UnwritableSince = msg, since
 	}
 	if free, _, err := store.DiskSpace(d.store.Dir()); err == nil {
 		r.DiskFree = free

@@ -70,6 +70,7 @@ func ctlDoctor(ctx context.Context, c *ctl, args []string) int {
 		d.checkDaemon(ctx)
 		d.checkLock()
 		d.checkDatabase(ctx)
+		d.checkDisk()
 		d.checkPort(ctx)
 		d.checkRefusals(ctx)
 	}
@@ -251,6 +252,22 @@ func (d *doctor) checkDatabase(ctx context.Context) {
 		d.add("database", "fail", "quick_check found %d %s, first: %s", len(problems), plural(len(problems), "problem", "problems"), problems[0])
 	default:
 		d.add("database", "ok", "quick_check ok (read-only)")
+	}
+}
+
+// checkDisk reports what the running daemon saw of its disk: whether its
+// journal can be written, and the free space. Without a daemon there is
+// nothing to ask.
+func (d *doctor) checkDisk() {
+	switch st := d.status; {
+	case st == nil:
+		d.add("disk", "skip", "the daemon is down")
+	case st.Database == "unwritable":
+		d.add("disk", "fail", "%s (%s free on its disk): credentialed requests are refused until a write succeeds: free space on the disk of %s (or make it writable)", st.DatabaseMessage, bytesHuman(st.DiskFree), d.c.dataDir)
+	case st.DiskFree > 0:
+		d.add("disk", "ok", "the journal can be written, %s free on its disk", bytesHuman(st.DiskFree))
+	default:
+		d.add("disk", "ok", "the journal can be written")
 	}
 }
 

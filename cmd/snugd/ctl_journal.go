@@ -141,6 +141,11 @@ func journalRow(e api.JournalEntryJSON) []string {
 	if e.Unattended {
 		detail = append(detail, "unattended")
 	}
+	if e.Outcome == api.OutcomeSentUnknown {
+		// Written before the send and never completed: snugd stopped
+		// (or the request is still in flight).
+		detail = append([]string{"sent, outcome unknown"}, detail...)
+	}
 	return []string{e.At.UTC().Format(time.RFC3339), who, method, shown(host), e.Outcome, strings.Join(detail, "; ")}
 }
 

@@ -32,6 +32,8 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 	switch {
 	case st.Database == "damaged":
 		c.out("database     DAMAGED: %s; every change is refused (restore a backup, or snugd ctl reset --yes)", st.DatabaseMessage)
+	case st.Database == "unwritable":
+		c.out("database     UNWRITABLE: %s (%s free on its disk); credentialed requests are refused until a write succeeds", st.DatabaseMessage, bytesHuman(st.DiskFree))
 	case st.DiskFree > 0:
 		c.out("database     ok, %s free on its disk", bytesHuman(st.DiskFree))
 	default:

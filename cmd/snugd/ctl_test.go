@@ -320,7 +320,7 @@ func TestCtlDoctor(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("doctor = %d\n%s\nstderr %q", code, out, errOut)
 	}
-	for _, want := range []string{"OK    data directory", "OK    snugd.db ", "OK    daemon", "OK    lock", "OK    database", "OK    port", "OK    host/origin", "OK    clock"} {
+	for _, want := range []string{"OK    data directory", "OK    snugd.db ", "OK    daemon", "OK    lock", "OK    database", "OK    disk", "OK    port", "OK    host/origin", "OK    clock"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}

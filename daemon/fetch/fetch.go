@@ -29,8 +29,8 @@ import (
 //
 // Every request, the app's and the chat lane's alike, and the wizard's
 // probe, runs the ordered gate list in gates(): shape → resolution (§15) →
-// binding → grant → ceiling → SSRF → confirm → local (6a) → strip →
-// inject → fetch → read. Each gate either ends the request with its
+// binding → grant → ceiling → SSRF → confirm → local (6a) → journal (6b)
+// → strip → inject → fetch → read. Each gate either ends the request with its
 // registry code or passes it on; gates() is the only place the order is
 // written and there is no other path. The transport is chosen once, where
 // the spec places it: gate 5 for the network (public, or LAN), gate 6a
@@ -367,6 +367,7 @@ func Gates() []gate {
 		{"ssrf", (*Executor).checkSSRF},               // 5: NET_SSRF_BLOCKED, NET_FETCH_FAILED; chooses the network transport
 		{"confirm", (*Executor).Confirm},              // 6: NET_CONFIRM_DENIED; decided before any credential is read; the grant re-decided
 		{"local", (*Executor).chooseLocal},            // 6a: chooses the local helper transport, after gate 6
+		{"journal", (*Executor).journalSend},          // 6b: NET_FETCH_FAILED when the request cannot be journaled; a mutating request's row is written before the send
 		{"strip", (*Executor).strip},                  // 7: never refuses
 		{"inject", (*Executor).inject},                // 8: NET_AUTH_FAILED, NET_FETCH_FAILED, NET_HOST_BLOCKED, NET_SCHEME_BLOCKED
 		{"fetch", (*Executor).send},                   // 9: NET_REDIRECT_BLOCKED, NET_SSRF_BLOCKED, NET_SIZE_EXCEEDED, NET_FETCH_FAILED
@@ -433,7 +434,10 @@ func (e *Executor) testConnection(ctx context.Context, appID, slot string) (NetR
 	return e.Run(ctx, f, Gates()), nil
 }
 
-// run passes f through gates in order, then answers and journals it.
+// run passes f through gates in order, then journals it and answers: the
+// answer is returned only once its journal entry is committed, and a
+// request whose entry cannot be committed answers the journal's refusal
+// instead (NET_FETCH_FAILED, the disk is full or read-only).
 func (e *Executor) Run(ctx context.Context, f *Fetch, gates []gate) NetResult {
 	for _, g := range gates {
 		if err := g.run(e, ctx, f); err != nil {
@@ -442,7 +446,10 @@ func (e *Executor) Run(ctx context.Context, f *Fetch, gates []gate) NetResult {
 		}
 	}
 	res := e.answer(f)
-	e.record(f, res)
+	if err := e.record(f, res); err != nil {
+		res.Release()
+		res = e.unrecorded(f, err)
+	}
 	if e.answered != nil {
 		e.answered(ctx, f, res)
 	}

@@ -52,6 +52,8 @@ type Fetch struct {
 	out           wire.NetResponse // gate 10
 	providerError string           // gate 10
 
+	journalID int64 // gate 6b: the row written before the send, completed by record
+
 	failedGate string
 	err        *errcode.Error
 }

@@ -2,8 +2,10 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -19,9 +21,9 @@ import (
 // the symbolic snug-connection://<slot> and ResolvedHost, beside it, the
 // host it went to (for the administrator: the app never reads the journal).
 //
-// Ordinary entries are written off the hot path by a bounded batcher,
-// flushed on Close; unattended acts (§17) are written synchronously,
-// before the send they record.
+// Every entry is committed before the request or act it records is
+// answered (Journal); a mutating request's row is written before its send
+// and completed after (store.OutcomeSentUnknown until then).
 
 // JournalEntry is one journal entry.
 type JournalEntry struct {
@@ -68,18 +70,41 @@ type JournalQuery struct {
 	VisibleTo string
 }
 
-// journal is the executor's journal: the store it writes to, its clock
-// and logger, and the batcher of ordinary entries (a service the daemon
-// runs, daemon/services.go).
+// Journal is the executor's journal: the store it writes to, its clock and
+// logger, the group commit every entry goes through, and whether the
+// journal can be written at present.
+//
+// Every entry is committed before the call that adds it returns, so an
+// answer that waits for it (a net-response, a confirm decision) never
+// leaves before its entry is on disk: a crash after the answer cannot
+// lose the entry. Entries that arrive while a commit is in flight share
+// the next transaction (group commit, no linger: nothing waits in memory
+// for company), which runs with synchronous=NORMAL (store.UpdateJournal):
+// in WAL mode a committed transaction survives a crash of snugd. Safe for
+// concurrent use.
 type Journal struct {
-	st    *store.Store
-	Now   func() time.Time
-	log   *slog.Logger
-	Batch *journalBatcher
+	st  *store.Store
+	Now func() time.Time
+	log *slog.Logger
+	gc  committer
+
+	// down is the failure of the latest journal commit, nil once one
+	// succeeded again: while it is set the executor refuses every
+	// credentialed request before its send unless that request's own
+	// row, written first, commits (the probe that clears it).
+	down atomic.Pointer[downState]
+}
+
+// downState is a failed journal commit: why, and since when.
+type downState struct {
+	err   error
+	since time.Time
 }
 
 func NewJournal(st *store.Store, now func() time.Time, log *slog.Logger) *Journal {
-	return &Journal{st: st, Now: now, log: log, Batch: NewJournalBatcher(st, log)}
+	j := &Journal{st: st, Now: now, log: log}
+	j.gc = committer{st: st, log: log, recent: map[repeatKey]repeatEntry{}, uncounted: -1, done: j.noteCommit}
+	return j
 }
 
 func (j *Journal) Query(ctx context.Context, q JournalQuery) ([]JournalEntry, error) {
@@ -89,7 +114,6 @@ func (j *Journal) Query(ctx context.Context, q JournalQuery) ([]JournalEntry, er
 	if q.Kind != "" && q.Kind != "acts" && q.Kind != "requests" {
 		return nil, errcode.New(errcode.BadRequest, `kind must be "acts" or "requests"`)
 	}
-	j.Batch.Flush()
 	var rows []store.JournalEntry
 	err := j.st.View(ctx, func(tx *store.Tx) error {
 		var err error
@@ -107,173 +131,181 @@ func (j *Journal) Query(ctx context.Context, q JournalQuery) ([]JournalEntry, er
 	return out, nil
 }
 
-// add queues an ordinary entry.
-func (j *Journal) Add(e store.JournalEntry) { j.Batch.Add(e) }
+// Commit writes e and returns its id once it is committed. Attended
+// executor refusals that repeat one of the last minute are counted on
+// its entry instead (the id is then that entry's). An error is the
+// store's (store.ErrStorageFull for a full or read-only disk); it also
+// marks the journal unwritable until a commit succeeds.
+func (j *Journal) Commit(e store.JournalEntry) (int64, error) {
+	o := &journalOp{e: e}
+	j.gc.do(o)
+	return o.id, o.err
+}
 
-// writeNow writes e synchronously (an unattended act) and reports whether
-// it was written.
-func (j *Journal) WriteNow(ctx context.Context, e store.JournalEntry) bool {
+// Complete writes the outcome e of entry id, a row Commit wrote before
+// its request was sent (outcome store.OutcomeSentUnknown), and returns
+// once it is committed. Its errors are Commit's.
+func (j *Journal) Complete(id int64, e store.JournalEntry) error {
+	o := &journalOp{e: e, complete: id}
+	j.gc.do(o)
+	return o.err
+}
+
+// Add writes e, as Commit does, for a caller that has nothing to refuse
+// when the journal cannot be written: the failure is logged.
+func (j *Journal) Add(e store.JournalEntry) {
+	if _, err := j.Commit(e); err != nil {
+		j.log.Error("write journal entry", "outcome", e.Outcome, "err", err)
+	}
+}
+
+// WriteNow writes e with the journal's clock as its time (an unattended
+// act, before the send it records) and reports whether it was committed.
+func (j *Journal) WriteNow(_ context.Context, e store.JournalEntry) bool {
 	e.At = j.Now()
-	err := j.st.Update(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		_, err := tx.InsertJournal(e)
-		return err
-	})
-	if err != nil {
+	if _, err := j.Commit(e); err != nil {
 		j.log.Error("write journal entry", "outcome", e.Outcome, "err", err)
 		return false
 	}
 	return true
 }
 
-// journalQueue bounds the batcher's queue; a full queue makes add wait
-// (back-pressure) rather than drop an entry.
-//
-// journalLinger is how long the batcher waits, after an entry arrives,
-// for more to share its transaction: one request at a time would
-// otherwise cost a transaction and an fsync each (synchronous=FULL), about
-// a sixth of a small request's CPU. An entry is on disk at most this long
-// after its request answered, or at once when the journal is read
-// (flush) or the daemon closes; a crash loses at most what is queued, as
-// it did before the linger. An unattended act never waits: it is written
-// synchronously, before its send.
+// noteCommit keeps the journal's state after a commit: err nil clears a
+// failure, a store failure (not an entry the store refused as invalid)
+// sets it.
+func (j *Journal) noteCommit(err error) {
+	switch {
+	case err == nil:
+		if j.down.Load() != nil && j.down.Swap(nil) != nil {
+			j.log.Info("the journal can be written again")
+		}
+	case errors.Is(err, store.ErrInvalid):
+	default:
+		if j.down.Load() == nil && j.down.CompareAndSwap(nil, &downState{err: err, since: j.Now()}) {
+			j.log.Error("the journal cannot be written: credentialed requests are refused until it can", "err", err)
+		}
+	}
+}
+
+// Writable reports whether the latest journal commit succeeded (or none
+// failed yet). One atomic load: the executor asks on every request.
+func (j *Journal) Writable() bool { return j.down.Load() == nil }
+
+// Unwritable reports, while the journal cannot be written, the fixed
+// sentence that says why (UnwritableMessage) and since when; ok is false
+// while it can.
+func (j *Journal) Unwritable() (msg string, since time.Time, ok bool) {
+	d := j.down.Load()
+	if d == nil {
+		return "", time.Time{}, false
+	}
+	return UnwritableMessage(d.err), d.since, true
+}
+
+// The fixed sentences of a request refused because the journal cannot be
+// written: they name no path and no value.
 const (
-	journalQueue  = 1024
-	journalBatch  = 256
-	JournalLinger = 20 * time.Millisecond
+	MsgDiskFull     = "snugd cannot record requests because its disk is full"
+	MsgDiskReadOnly = "snugd cannot record requests because its disk is read-only"
+	MsgDamaged      = "snugd cannot record requests because its database is damaged"
+	MsgUnwritable   = "snugd cannot record requests because its database cannot be written"
 )
 
-// journalBatcher writes queued entries in batches, one transaction each.
-// It is a service (daemon/services.go): Run writes until its context is done,
-// then writes what is queued and returns; add after that drops the entry
-// (only a closing daemon adds then).
-type journalBatcher struct {
-	st  *store.Store
-	log *slog.Logger
-	in  chan journalOp
+// UnwritableMessage is the fixed sentence for err, a failed journal
+// commit.
+func UnwritableMessage(err error) string {
+	switch {
+	case errors.Is(err, store.ErrReadOnlyDisk):
+		return MsgDiskReadOnly
+	case errors.Is(err, store.ErrStorageFull):
+		return MsgDiskFull
+	case errors.Is(err, store.ErrDamaged):
+		return MsgDamaged
+	}
+	return MsgUnwritable
+}
+
+// Refusal is the NET_FETCH_FAILED refusal of a request whose row could
+// not be committed (err): sent before the send, or instead of the answer.
+func Refusal(err error) *errcode.Error {
+	return errcode.Wrap(errcode.NetFetchFailed, UnwritableMessage(err), err)
+}
+
+// journalBatch bounds one commit; what is left waits for the next.
+const journalBatch = 256
+
+// committer is the journal's group commit. The first caller that finds
+// no commit in flight leads: it commits every op queued by then (its own
+// first) in one transaction, hands the lead to the oldest op queued
+// meanwhile, and wakes the ops it committed. No goroutine of its own, no
+// timer: an op alone is committed at once by its own caller.
+type committer struct {
+	st   *store.Store
+	log  *slog.Logger
+	done func(err error) // the state after each commit
+
+	mu    sync.Mutex
+	queue []*journalOp
+	busy  bool // a leader is committing; it hands over to queue[0]
 
 	// recent maps a refusal's repeatKey to the entry that counts its
-	// repeats: the loop's alone.
+	// repeats: the leader's alone (one leader at a time).
 	recent map[repeatKey]repeatEntry
-
-	mu     sync.RWMutex // held shared by add and flush, exclusively to close in
-	closed bool
+	// uncounted is how many entries this process appended since the last
+	// retention pass (store.CountJournal), -1 before the first: the
+	// leader's alone.
+	uncounted int
 }
 
-// journalOp is an entry, or a flush request (done set).
+// journalCountEvery is how many entries the journal appends between two
+// retention passes: the bounds are exceeded by at most this many (plus a
+// batch), and a lone request's commit skips the counters' pages.
+const journalCountEvery = 64
+
+// journalOp is one entry to insert, or the completion of entry complete.
 type journalOp struct {
-	e    store.JournalEntry
-	done chan struct{}
+	e        store.JournalEntry
+	complete int64 // >0: the row to complete with e
+	id       int64 // the row written (or counting the repeat)
+	err      error
+	wake     chan bool // true: lead the next commit; false: committed
 }
 
-func NewJournalBatcher(st *store.Store, log *slog.Logger) *journalBatcher {
-	return &journalBatcher{st: st, log: log, in: make(chan journalOp, journalQueue), recent: map[repeatKey]repeatEntry{}}
-}
-
-// Add queues e for the next batch; once the batcher has stopped (the
-// daemon is shutting down while the API drains), e is written at once.
-func (b *journalBatcher) Add(e store.JournalEntry) {
-	b.mu.RLock()
-	if b.closed {
-		b.mu.RUnlock()
-		b.writeOne(e)
-		return
-	}
-	b.in <- journalOp{e: e}
-	b.mu.RUnlock()
-}
-
-// writeOne writes e in its own transaction, outside the loop (which owns
-// the repeat counts).
-func (b *journalBatcher) writeOne(e store.JournalEntry) {
-	err := b.st.Update(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.InsertJournals([]store.JournalEntry{e})
-		return err
-	})
-	if err != nil {
-		b.log.Error("write journal entry", "outcome", e.Outcome, "err", err)
-	}
-}
-
-// flush waits until every entry queued before it is written.
-func (b *journalBatcher) Flush() {
-	b.mu.RLock()
-	if b.closed {
-		b.mu.RUnlock()
-		return
-	}
-	done := make(chan struct{})
-	b.in <- journalOp{done: done}
-	b.mu.RUnlock()
-	<-done
-}
-
-// Run writes queued entries until ctx is done, then writes what is left
-// and returns nil. The loop keeps draining while the queue is closed, so
-// an add blocked on a full queue always gets through first.
-func (b *journalBatcher) Run(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		b.closed = true
-		close(b.in)
-	})
-	defer stop()
-	b.loop()
-	return nil
-}
-
-func (b *journalBatcher) loop() {
-	batch := make([]store.JournalEntry, 0, journalBatch)
-	var waiting []chan struct{}
-	linger := time.NewTimer(JournalLinger)
-	linger.Stop()
-	for op := range b.in {
-		batch, waiting = b.take(op, batch, waiting)
-		// Wait a little for more entries to share the transaction,
-		// unless a reader waits for the flush.
-		if len(waiting) == 0 {
-			linger.Reset(JournalLinger)
-		wait:
-			for len(batch) < journalBatch && len(waiting) == 0 {
-				select {
-				case op, ok := <-b.in:
-					if !ok {
-						break wait
-					}
-					batch, waiting = b.take(op, batch, waiting)
-				case <-linger.C:
-					break wait
-				}
-			}
-			linger.Stop()
+// do commits o, leading a commit or waiting for one, and returns with
+// o.id and o.err set.
+func (c *committer) do(o *journalOp) {
+	o.wake = make(chan bool, 1)
+	c.mu.Lock()
+	c.queue = append(c.queue, o)
+	if c.busy {
+		c.mu.Unlock()
+		if lead := <-o.wake; !lead {
+			return
 		}
-		// Take whatever else is queued, up to one batch.
-	drain:
-		for len(batch) < journalBatch {
-			select {
-			case op, ok := <-b.in:
-				if !ok {
-					break drain
-				}
-				batch, waiting = b.take(op, batch, waiting)
-			default:
-				break drain
-			}
-		}
-		b.write(batch)
-		batch = batch[:0]
-		for _, w := range waiting {
-			close(w)
-		}
-		waiting = waiting[:0]
+		c.mu.Lock()
 	}
-}
+	c.busy = true
+	// o is queue[0]: busy was false (so the queue was empty), or the
+	// last leader handed over to the oldest op.
+	n := min(len(c.queue), journalBatch)
+	batch := c.queue[:n:n]
+	if c.queue = c.queue[n:]; len(c.queue) == 0 {
+		c.queue = nil
+	}
+	c.mu.Unlock()
 
-func (b *journalBatcher) take(op journalOp, batch []store.JournalEntry, waiting []chan struct{}) ([]store.JournalEntry, []chan struct{}) {
-	if op.done != nil {
-		return batch, append(waiting, op.done)
+	c.write(batch)
+
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		c.queue[0].wake <- true // still busy: it leads next
+	} else {
+		c.busy = false
 	}
-	return append(batch, op.e), waiting
+	c.mu.Unlock()
+	for _, b := range batch[1:] {
+		b.wake <- false
+	}
 }
 
 // Repeated executor refusals (same app, slot, host, gate, code and note within
@@ -308,37 +340,80 @@ func repeatable(e store.JournalEntry) (repeatKey, bool) {
 	return repeatKey{e.AppID, e.Slot, e.Host, e.ResolvedHost, e.Gate, e.Code, e.Note}, true
 }
 
-// write writes batch in one transaction: new entries with one retention
-// pass, repeats of a recent refusal as counts on its entry.
-func (b *journalBatcher) write(batch []store.JournalEntry) {
-	if len(batch) == 0 {
+// write commits batch in one transaction and sets each op's result. When
+// a batch of several fails for something else than the disk (an entry
+// the store refuses), each op is committed alone, so one bad entry fails
+// only its own request.
+func (c *committer) write(batch []*journalOp) {
+	err := c.commit(batch)
+	if err != nil && len(batch) > 1 && !errors.Is(err, store.ErrStorageFull) && !errors.Is(err, store.ErrDamaged) {
+		c.log.Warn("journal batch failed; committing its entries one by one", "entries", len(batch), "err", err)
+		for _, o := range batch {
+			o.err = c.commit([]*journalOp{o})
+		}
 		return
 	}
-	if len(b.recent) > journalRepeatKeys {
-		clear(b.recent)
+	for _, o := range batch {
+		o.err = err
 	}
-	fresh := make([]store.JournalEntry, 0, len(batch))
+}
+
+// commit writes ops in one transaction: completions, new entries with one
+// retention pass, repeats of a recent refusal as counts on its entry. It
+// sets each op's id on success.
+func (c *committer) commit(ops []*journalOp) error {
+	if len(c.recent) > journalRepeatKeys {
+		clear(c.recent)
+	}
+	type slot struct {
+		op  *journalOp
+		key *repeatKey // a repeat: its id is the counting entry's
+		idx int        // else its index in fresh
+	}
+	fresh := make([]store.JournalEntry, 0, len(ops))
+	slots := make([]slot, 0, len(ops))
 	touched := map[repeatKey]bool{}
-	for _, e := range batch {
+	var completes []*journalOp
+	for _, o := range ops {
+		if o.complete > 0 {
+			completes = append(completes, o)
+			continue
+		}
+		e := o.e
 		k, ok := repeatable(e)
 		if !ok {
+			slots = append(slots, slot{op: o, idx: len(fresh)})
 			fresh = append(fresh, e)
 			continue
 		}
-		if r, seen := b.recent[k]; seen && e.At.Sub(r.first) < journalRepeatWindow && !e.At.Before(r.first) {
+		if r, seen := c.recent[k]; seen && e.At.Sub(r.first) < journalRepeatWindow && !e.At.Before(r.first) {
 			r.extra++
 			r.lastAt = e.At
-			b.recent[k], touched[k] = r, true
+			c.recent[k], touched[k] = r, true
+			slots = append(slots, slot{op: o, key: &k})
 			continue
 		}
-		b.recent[k], touched[k] = repeatEntry{idx: len(fresh), first: e.At, e: e}, true
+		c.recent[k], touched[k] = repeatEntry{idx: len(fresh), first: e.At, e: e}, true
+		slots = append(slots, slot{op: o, idx: len(fresh)})
 		fresh = append(fresh, e)
 	}
-	err := b.st.Update(context.Background(), func(tx *store.Tx) error {
+	uncounted := c.uncounted
+	err := c.st.UpdateJournal(context.Background(), func(tx *store.Tx) error {
+		for _, o := range completes {
+			ok, err := tx.CompleteJournal(o.complete, o.e)
+			if err != nil {
+				return err
+			}
+			o.id = o.complete
+			if !ok { // retention dropped the row meanwhile: write the outcome anew
+				slots = append(slots, slot{op: o, idx: len(fresh)})
+				fresh = append(fresh, o.e)
+			}
+		}
 		// Repeats of an entry already written count on it; one retention
 		// dropped is written anew.
 		for k := range touched {
-			r := b.recent[k]
+			r := c.recent[k]
 			if r.id == 0 || r.extra == 0 {
 				continue
 			}
@@ -349,16 +424,31 @@ func (b *journalBatcher) write(batch []store.JournalEntry) {
 			if !ok {
 				e := r.e
 				e.At = r.lastAt
-				b.recent[k] = repeatEntry{idx: len(fresh), first: e.At, e: e, extra: r.extra - 1, lastAt: r.lastAt}
+				c.recent[k] = repeatEntry{idx: len(fresh), first: e.At, e: e, extra: r.extra - 1, lastAt: r.lastAt}
 				fresh = append(fresh, e)
 			}
 		}
-		ids, err := tx.InsertJournals(fresh)
+		// The retention counts: a pass on the first commit of the
+		// process (which sets the store's mark, and counts whatever a
+		// crash left uncounted), then every journalCountEvery entries.
+		if c.uncounted < 0 {
+			if err := tx.CountJournal(); err != nil {
+				return err
+			}
+			uncounted = 0
+		}
+		ids, err := tx.InsertJournalsUncounted(fresh)
 		if err != nil {
 			return err
 		}
+		if uncounted += len(fresh); uncounted >= journalCountEvery {
+			if err := tx.CountJournal(); err != nil {
+				return err
+			}
+			uncounted = 0
+		}
 		for k := range touched {
-			r := b.recent[k]
+			r := c.recent[k]
 			if r.id == 0 {
 				r.id = ids[r.idx]
 				if r.extra > 0 {
@@ -368,14 +458,24 @@ func (b *journalBatcher) write(batch []store.JournalEntry) {
 				}
 			}
 			r.extra = 0
-			b.recent[k] = r
+			c.recent[k] = r
+		}
+		for _, s := range slots {
+			if s.key != nil {
+				s.op.id = c.recent[*s.key].id
+			} else {
+				s.op.id = ids[s.idx]
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		clear(b.recent) // nothing of the batch was written: count afresh
-		b.log.Error("write journal batch", "entries", len(batch), "err", err)
+		clear(c.recent) // nothing of the batch was written: count afresh
+	} else {
+		c.uncounted = uncounted
 	}
+	c.done(err)
+	return err
 }
 
 // A person's acts are journaled with outcome "act" (store.OutcomeAct),

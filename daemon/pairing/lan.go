@@ -364,6 +364,8 @@ func (d *Devices) commitLANPair(ctx context.Context, before grants.Connection, f
 		return nil
 	case errors.Is(err, grants.ErrRowChanged):
 		return errLANRowChanged
+	case errors.Is(err, store.ErrStorageFull):
+		return grants.Internal(d.log, "store the bridge's application key", err) // 507 STORAGE_FULL
 	default:
 		d.log.Error("store the bridge's application key", "app", before.AppID, "slot", before.Slot, "err", err)
 		return errcode.New(errcode.Internal, "the bridge's application key could not be stored: pair again")

@@ -29,7 +29,15 @@
 // NORMAL already survives a crash of snugd, but an acknowledged commit could
 // still vanish in a power cut or a kernel crash, and some writes cannot be
 // repeated (a helper token is handed over once; a setup token is spent by
-// its claim). FULL syncs the WAL at every commit. Writes go through one
+// its claim). FULL syncs the WAL at every commit, for the writers, custody
+// and pairing alike. The journal's own commits (UpdateJournal) are the one
+// exception: they run with synchronous=NORMAL, a WAL append without an
+// fsync, because the journal commits before every answer and a crash of
+// snugd (the failure that matters for an audit trail: the host saw an
+// answer) loses none of them; only a power cut or a kernel crash can drop
+// the last moments' entries. The pragma is set on the writer connection
+// for that transaction alone and set back to FULL before any other write
+// can use it. Writes go through one
 // connection with BEGIN IMMEDIATE, so they run one at a time and a
 // transaction's reads cannot go stale before its writes; reads go through a
 // small pool of query_only connections and see one snapshot each.

@@ -61,15 +61,14 @@ func (tx *Tx) InsertJournal(e JournalEntry) (JournalEntry, error) {
 	if err != nil {
 		return JournalEntry{}, err
 	}
-	if err := tx.retainJournal(map[journalClass]int{{e.AppID, e.Outcome == OutcomeAct}: 1}); err != nil {
+	if err := tx.retainInserted(map[journalClass]int{{e.AppID, e.Outcome == OutcomeAct}: 1}); err != nil {
 		return JournalEntry{}, fmt.Errorf("prune journal: %w", err)
 	}
 	return e, nil
 }
 
 // InsertJournals appends es as InsertJournal does, in order, with one
-// retention pass for the batch (the batcher's write), and returns their
-// ids.
+// retention pass for the batch, and returns their ids.
 func (tx *Tx) InsertJournals(es []JournalEntry) ([]int64, error) {
 	ids := make([]int64, len(es))
 	added := map[journalClass]int{}
@@ -81,8 +80,131 @@ func (tx *Tx) InsertJournals(es []JournalEntry) ([]int64, error) {
 		ids[i] = e.ID
 		added[journalClass{e.AppID, e.Outcome == OutcomeAct}]++
 	}
-	if err := tx.retainJournal(added); err != nil {
+	if err := tx.retainInserted(added); err != nil {
 		return nil, fmt.Errorf("prune journal: %w", err)
+	}
+	return ids, nil
+}
+
+// retainInserted counts the entries just inserted (added, per class) and
+// applies the bounds; where entries appended uncounted are pending (a
+// mark is set), it counts every entry past the mark instead, these with
+// them.
+func (tx *Tx) retainInserted(added map[journalClass]int) error {
+	counted, ok, err := tx.journalCounted()
+	if err != nil {
+		return err
+	}
+	if ok {
+		return tx.countJournalSince(counted)
+	}
+	return tx.retainJournal(added)
+}
+
+// The journal's own commits append their entries uncounted
+// (InsertJournalsUncounted) and count them in a retention pass every few
+// dozen entries (CountJournal): the counters' pages are then not written
+// with every request's row, which is most of a lone row's commit. The
+// counts stay exact: snugd_meta's journal_counted_to is the newest id they
+// include, so a pass (or the next exact insert) counts every entry past it,
+// whatever a crash cut short; absent, every entry is counted. Between
+// passes the bounds may be exceeded by the entries not yet counted.
+const metaJournalCounted = "journal_counted_to"
+
+// journalCountedSince counts, per class, the entries past id, and their
+// newest id.
+const journalCountedSince = `SELECT app_id, user_act, COUNT(*), MAX(id) FROM snugd_journal WHERE id > ? GROUP BY app_id, user_act`
+
+// journalCounted reads the newest id the retention counts include; ok is
+// false when every entry is counted (no uncounted append ever happened).
+func (tx *Tx) journalCounted() (id int64, ok bool, err error) {
+	rows, err := tx.query(`SELECT value FROM snugd_meta WHERE key = ?`, metaJournalCounted)
+	if err != nil {
+		return 0, false, fmt.Errorf("read the journal's count mark: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return 0, false, rows.Err()
+	}
+	if err := rows.Scan(&id); err != nil {
+		return 0, false, fmt.Errorf("read the journal's count mark: %w", err)
+	}
+	return id, true, rows.Err()
+}
+
+// CountJournal is the retention pass of entries appended uncounted: it
+// counts every entry past the mark, drops what falls out of the bounds
+// and moves the mark to the newest id. Where no mark is set yet, every
+// entry is counted: it sets the mark to the newest id. It must run before
+// the first InsertJournalsUncounted of a store's life, and may run at any
+// time.
+func (tx *Tx) CountJournal() error {
+	counted, ok, err := tx.journalCounted()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		_, err := tx.exec(`INSERT INTO snugd_meta (key, value) VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM snugd_journal))`, metaJournalCounted)
+		if err != nil {
+			return fmt.Errorf("set the journal's count mark: %w", err)
+		}
+		return nil
+	}
+	if err := tx.countJournalSince(counted); err != nil {
+		return fmt.Errorf("prune journal: %w", err)
+	}
+	return nil
+}
+
+// countJournalSince counts the entries past id, applies the bounds and
+// moves the mark.
+func (tx *Tx) countJournalSince(id int64) error {
+	rows, err := tx.query(journalCountedSince, id)
+	if err != nil {
+		return err
+	}
+	added := map[journalClass]int{}
+	newest := id
+	for rows.Next() {
+		var (
+			c     journalClass
+			n     int
+			maxID int64
+		)
+		if err := rows.Scan(&c.appID, &c.act, &n, &maxID); err != nil {
+			rows.Close()
+			return err
+		}
+		added[c] += n
+		newest = max(newest, maxID)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if err := tx.retainJournal(added); err != nil {
+		return err
+	}
+	_, err = tx.exec(`UPDATE snugd_meta SET value = ? WHERE key = ?`, newest, metaJournalCounted)
+	return err
+}
+
+// InsertJournalsUncounted appends es without the retention pass and
+// returns their ids: CountJournal (or the next InsertJournal) counts them.
+// Only after a CountJournal in the store's life (the mark must exist).
+func (tx *Tx) InsertJournalsUncounted(es []JournalEntry) ([]int64, error) {
+	ids := make([]int64, len(es))
+	for i, e := range es {
+		e, err := tx.insertJournal(e)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = e.ID
 	}
 	return ids, nil
 }
@@ -141,6 +263,7 @@ const (
 var retentionStatements = map[string][]any{
 	journalCountUp: {"a", 0, 1}, journalCountSet: {1, "a", 0}, journalSizeUp: {1}, journalSizeDown: {1},
 	journalDropOld: {"a", 0, 1}, journalFattest: nil, journalBumpEntry: {1, "t", 1},
+	journalCountedSince: {1},
 }
 
 // retainJournal counts the entries just inserted per class and drops
@@ -212,6 +335,37 @@ func (tx *Tx) dropOldest(appID string, act bool, n int) (int, error) {
 	}
 	_, err = tx.exec(journalCountSet, gone, appID, act)
 	return int(gone), err
+}
+
+// OutcomeSentUnknown is the outcome of a row written before its request
+// is sent (a mutating request): CompleteJournal replaces it with what
+// happened. A row that still reads it once snugd restarted was being sent
+// when snugd stopped: the request may have reached the upstream, and what
+// the upstream answered is unknown.
+const OutcomeSentUnknown = "sent-unknown"
+
+// CompleteJournal writes the outcome of entry id, a row written before
+// its send: e's outcome, gate, code, status, duration, note and resolved
+// host replace the row's (its time, app, slot, host and method stay). It
+// reports whether the entry still exists (retention may have dropped it;
+// the caller then inserts e).
+func (tx *Tx) CompleteJournal(id int64, e JournalEntry) (bool, error) {
+	if e.Outcome == "" || e.Outcome == OutcomeAct {
+		return false, fmt.Errorf("%w: a completed journal entry needs a request's outcome", ErrInvalid)
+	}
+	for _, f := range []string{e.ResolvedHost, e.Outcome, e.Gate, e.Code, e.Note} {
+		if len(f) > maxJournalText {
+			return false, fmt.Errorf("%w: journal field longer than %d bytes", ErrInvalid, maxJournalText)
+		}
+	}
+	res, err := tx.exec(`UPDATE snugd_journal SET outcome = ?, gate = ?, code = ?, status = ?, duration_ms = ?, note = ?, resolved_host = ?
+		WHERE id = ? AND user_act = 0`,
+		e.Outcome, e.Gate, e.Code, e.Status, e.Duration.Truncate(time.Millisecond).Milliseconds(), e.Note, e.ResolvedHost, id)
+	if err != nil {
+		return false, fmt.Errorf("complete journal entry: %w", err)
+	}
+	rows, err := res.RowsAffected()
+	return rows == 1, err
 }
 
 // BumpJournal counts n more repeats of entry id, the latest at at (an

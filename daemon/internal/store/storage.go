@@ -14,6 +14,12 @@ import (
 // succeeds once space returns or the file system is writable again.
 var ErrStorageFull = errors.New("the disk holding snugd's data is full or read-only")
 
+// ErrReadOnlyDisk is the part of ErrStorageFull that is a read-only file
+// system (SQLITE_READONLY, EROFS) rather than a full one: an error that
+// matches it matches ErrStorageFull too, so a caller that tells the two
+// apart asks for this one first.
+var ErrReadOnlyDisk = errors.New("the disk holding snugd's data is read-only")
+
 // ErrDamaged: SQLite found the database file damaged (SQLITE_CORRUPT,
 // SQLITE_NOTADB), or Check's quick_check reported problems. Writing on
 // would spread the damage: the way out is a backup.
@@ -25,12 +31,18 @@ var ErrDamaged = errors.New("the database is damaged")
 // own error wrapped; its text is the cause's, which already names the
 // operation.
 type storageError struct {
-	kind error
-	err  error
+	kind     error
+	err      error
+	readOnly bool // a read-only file system: unwraps to ErrReadOnlyDisk too
 }
 
-func (e *storageError) Error() string   { return e.kind.Error() + ": " + e.err.Error() }
-func (e *storageError) Unwrap() []error { return []error{e.kind, e.err} }
+func (e *storageError) Error() string { return e.kind.Error() + ": " + e.err.Error() }
+func (e *storageError) Unwrap() []error {
+	if e.readOnly {
+		return []error{e.kind, ErrReadOnlyDisk, e.err}
+	}
+	return []error{e.kind, e.err}
+}
 
 // classify returns err marked ErrStorageFull or ErrDamaged when SQLite or
 // the OS reported a full disk, a read-only file system or a damaged file,
@@ -41,9 +53,20 @@ func classify(err error) error {
 		return err
 	}
 	if kind := kindOf(err); kind != nil {
-		return &storageError{kind: kind, err: err}
+		return &storageError{kind: kind, err: err, readOnly: kind == ErrStorageFull && readOnly(err)}
 	}
 	return err
+}
+
+// readOnly reports whether err, already known as ErrStorageFull, is a
+// read-only file system rather than a full one.
+func readOnly(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.Code == sqlite3.ErrReadonly || se.SystemErrno == syscall.EROFS
+	}
+	var errno syscall.Errno
+	return errors.As(err, &errno) && errno == syscall.EROFS
 }
 
 // kindOf reads the SQLite result code and the OS errno in err's chain.

@@ -35,10 +35,15 @@ func TestClassify(t *testing.T) {
 		{"EACCES", fmt.Errorf("open: %w", syscall.EACCES), nil},
 		{"another error", other, nil},
 	}
+	// The read-only ones also match ErrReadOnlyDisk; no other does.
+	readOnly := map[string]bool{"SQLITE_READONLY": true, "SQLITE_IOERR_FSYNC with EROFS": true, "SQLITE_CANTOPEN with EROFS": true, "EROFS from a file open": true}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cause := fmt.Errorf("insert host %q: %w", "h_1", tc.err)
 			got := classify(cause)
+			if is := errors.Is(got, ErrReadOnlyDisk); is != readOnly[tc.name] {
+				t.Errorf("errors.Is(classify(%v), ErrReadOnlyDisk) = %v, want %v", cause, is, !is)
+			}
 			for _, kind := range []error{ErrStorageFull, ErrDamaged} {
 				if is := errors.Is(got, kind); is != (kind == tc.want) {
 					t.Errorf("errors.Is(classify(%v), %v) = %v, want %v", cause, kind, is, !is)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // Names of the files the store keeps in its data directory.
@@ -97,6 +100,13 @@ type Store struct {
 	sealer            *sealer
 	journalKeep       int
 	journalKeepPerApp int
+
+	// relaxed is the writer's driver connection while UpdateJournal left
+	// it at synchronous=NORMAL, nil or another (closed) connection while
+	// it is at FULL: Update sets it back before its transaction, so the
+	// journal's commits in a row pay no pragma. Only the holder of the one
+	// writer connection reads or writes it (the pool hands it over).
+	relaxed any
 
 	closeOnce sync.Once
 	closeErr  error
@@ -250,21 +260,109 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	return s.run(ctx, s.r, false, fn)
 }
 
-func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) error {
-	if writable {
-		if err := s.Damaged(); err != nil {
-			return err
-		}
+// UpdateJournal is Update for the journal's own commits: the transaction
+// runs with synchronous=NORMAL instead of FULL, so its commit appends to
+// the WAL without waiting for an fsync. In WAL mode such a commit survives
+// a crash of snugd (the kernel has the pages); only a power cut or a
+// kernel crash can drop the last ones. Every other write transaction
+// (Update) sets the writer connection back to FULL before it begins. Its
+// errors are Update's.
+func (s *Store) UpdateJournal(ctx context.Context, fn func(*Tx) error) error {
+	if err := s.Damaged(); err != nil {
+		return err
 	}
-	err := classify(s.runTx(ctx, db, writable, fn))
+	err := classify(s.runWrite(ctx, true, fn))
 	if errors.Is(err, ErrDamaged) {
 		s.markDamaged(err)
 	}
 	return err
 }
 
-func (s *Store) runTx(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) (err error) {
-	stx, err := db.BeginTx(ctx, nil)
+func (s *Store) run(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) error {
+	var err error
+	if writable {
+		if err := s.Damaged(); err != nil {
+			return err
+		}
+		err = s.runWrite(ctx, false, fn)
+	} else {
+		err = s.runTx(ctx, db, false, fn)
+	}
+	err = classify(err)
+	if errors.Is(err, ErrDamaged) {
+		s.markDamaged(err)
+	}
+	return err
+}
+
+// runWrite runs fn in a write transaction on the one writer connection,
+// synchronous=NORMAL when relax (the journal) and FULL otherwise.
+func (s *Store) runWrite(ctx context.Context, relax bool, fn func(*Tx) error) error {
+	onCommit, err := s.runWriteTx(ctx, relax, fn)
+	if err != nil {
+		return err
+	}
+	// Once the connection is back in the pool: f may write itself.
+	for _, f := range onCommit {
+		f()
+	}
+	return nil
+}
+
+// runWriteTx runs fn's transaction on the writer connection, held for the
+// whole transaction, and returns what it registered with OnCommit.
+func (s *Store) runWriteTx(ctx context.Context, relax bool, fn func(*Tx) error) ([]func(), error) {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: writer connection: %w", err)
+	}
+	defer conn.Close()
+	if err := s.syncMode(conn, relax); err != nil {
+		return nil, err
+	}
+	var onCommit []func()
+	err = s.runTxOn(ctx, conn.BeginTx, true, func(tx *Tx) error {
+		err := fn(tx)
+		onCommit, tx.onCommit = tx.onCommit, nil // run by runWrite, after the connection is released
+		return err
+	})
+	return onCommit, err
+}
+
+// syncMode sets conn's synchronous mode for the transaction to come, when
+// it is not that already. A connection whose mode could not be set is
+// discarded (the pool opens a new one, FULL by its DSN): a writer never
+// runs on a connection whose mode is unknown.
+func (s *Store) syncMode(conn *sql.Conn, relax bool) error {
+	return conn.Raw(func(dc any) error {
+		if (s.relaxed == dc) == relax {
+			return nil
+		}
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("store: writer connection is a %T", dc)
+		}
+		mode := "FULL"
+		if relax {
+			mode = "NORMAL"
+			s.relaxed = dc // from here on it may be NORMAL
+		}
+		if _, err := c.Exec("PRAGMA synchronous = "+mode, nil); err != nil {
+			return fmt.Errorf("store: set synchronous=%s: %w (%w)", mode, err, driver.ErrBadConn)
+		}
+		if !relax {
+			s.relaxed = nil
+		}
+		return nil
+	})
+}
+
+func (s *Store) runTx(ctx context.Context, db *sql.DB, writable bool, fn func(*Tx) error) error {
+	return s.runTxOn(ctx, db.BeginTx, writable, fn)
+}
+
+func (s *Store) runTxOn(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), writable bool, fn func(*Tx) error) (err error) {
+	stx, err := begin(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
