@@ -15,19 +15,45 @@ import (
 // into a net-response. Matching is on the lowercased name (ruling R21);
 // set-cookie never crosses.
 func AllowedResponseHeader(name string) bool {
+	_, ok := allowedLower(name)
+	return ok
+}
+
+// allowedLower returns name lowercased, and whether it is whitelisted
+// (AllowedResponseHeader). A fixed name's lowercase form is a constant,
+// so the common headers cost no allocation.
+func allowedLower(name string) (string, bool) {
+	var lower string
 	switch len(name) {
 	case len("etag"): // and len("link")
-		return lowerIs(name, "etag") || lowerIs(name, "link")
+		lower = pick(name, "etag", "link")
 	case len("retry-after"):
-		return lowerIs(name, "retry-after")
+		lower = pick(name, "retry-after", "")
 	case len("content-type"):
-		return lowerIs(name, "content-type")
+		lower = pick(name, "content-type", "")
 	case len("cache-control"): // and len("last-modified")
-		return lowerIs(name, "cache-control") || lowerIs(name, "last-modified")
+		lower = pick(name, "cache-control", "last-modified")
 	case len("content-length"):
-		return lowerIs(name, "content-length")
+		lower = pick(name, "content-length", "")
 	}
-	return len(name) >= len("x-ratelimit-") && lowerIs(name[:len("x-ratelimit-")], "x-ratelimit-")
+	if lower != "" {
+		return lower, true
+	}
+	if len(name) >= len("x-ratelimit-") && lowerIs(name[:len("x-ratelimit-")], "x-ratelimit-") {
+		return strings.ToLower(name), true
+	}
+	return "", false
+}
+
+// pick returns whichever of a and b name spells in any ASCII case, or "".
+func pick(name, a, b string) string {
+	switch {
+	case lowerIs(name, a):
+		return a
+	case b != "" && lowerIs(name, b):
+		return b
+	}
+	return ""
 }
 
 // lowerIs reports whether name, ASCII-lowercased, equals lower.
@@ -54,7 +80,8 @@ func lowerIs(name, lower string) bool {
 // dropped. Everything else, set-cookie included, is dropped (§3).
 func FilterResponseHeaders(h map[string][]string) map[string]string {
 	out := make(map[string]string)
-	names := make([]string, 0, len(h))
+	var buf [8]string // the names of a usual answer, without allocating
+	names := buf[:0]
 	for name := range h {
 		if AllowedResponseHeader(name) && isToken(name) {
 			names = append(names, name)
@@ -62,7 +89,7 @@ func FilterResponseHeaders(h map[string][]string) map[string]string {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		lower := strings.ToLower(name)
+		lower, _ := allowedLower(name)
 		for _, v := range h[name] {
 			if strings.ContainsAny(v, "\r\n\x00") {
 				continue
