@@ -624,17 +624,6 @@ func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {
 	if !sameBytes(body, text.Bytes()) {
 		text = wire.ValidTextBytes(body)
 	}
-	header := make(map[string][]string, len(r.header))
-	for name, vs := range r.header {
-		if !wire.AllowedResponseHeader(name) {
-			continue
-		}
-		out := make([]string, len(vs))
-		for i, v := range vs {
-			out[i] = clean(v)
-		}
-		header[name] = out
-	}
 	if r.status >= 400 {
 		// The error body is copied into a string for the extract, and
 		// the extract cloned: it may be a substring of raw, and
@@ -648,10 +637,18 @@ func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {
 			return f.conn.ScrubResolved(s) // nil-safe: a no-op without a connection URL
 		}))
 	}
-	resp, err := wire.NewNetResponseBytes(f.Req.RequestID, f.Req.URL, r.status, header, text)
+	resp, err := wire.NewNetResponseBytes(f.Req.RequestID, f.Req.URL, r.status, r.header, text)
 	if err != nil {
 		code, _ := errcode.CodeOf(err)
 		return refuse(code, "the upstream answer cannot be delivered")
+	}
+	// The whitelisted values are scrubbed as they cross (joined, when a
+	// name repeats: a value split over two lines is caught too);
+	// content-length is the one the encoder computed, not upstream's.
+	for name, v := range resp.Headers {
+		if name != "content-length" {
+			resp.Headers[name] = clean(v)
+		}
 	}
 	f.out = resp
 	return nil
