@@ -42,8 +42,9 @@ type kept struct {
 // it out, its provider error extract, its refusal, its journal row, its
 // log lines, a hint — changes or shows the marker, and a later request
 // of the same app is still scrubbed (the scrub cache and the vetted DNS
-// answer are intact). It fails when gate 10 reads the body through a
-// string that aliases the read buffer instead of copying it.
+// answer are intact). An answer with nothing to scrub is encoded from
+// the read buffer in place: the test fails when that buffer is released
+// before the answer is encoded, or when a frame aliases it.
 //
 // conformance: P3-X14-40, P1-SEC-01
 func TestReleasedBuffersPoisoned(t *testing.T) {
@@ -61,6 +62,8 @@ func TestReleasedBuffersPoisoned(t *testing.T) {
 		case "/v1/fail":
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":{"message":"widget quota exceeded for key `+key+`"},"pad":"`+pad("e")+`"}`)
+		case "/v1/clean": // nothing to scrub: the frame is encoded from the read buffer itself
+			io.WriteString(w, pad("c"))
 		case "/v1/big":
 			w.Header().Set("Content-Length", strconv.Itoa(wire.MaxNetResponseBody+1))
 			io.WriteString(w, strings.Repeat("g", wire.MaxNetResponseBody+1))
@@ -107,7 +110,12 @@ func TestReleasedBuffersPoisoned(t *testing.T) {
 	if refused.code != errcode.NetSizeExceeded {
 		t.Fatalf("the oversized answer: code %q, want %q", refused.code, errcode.NetSizeExceeded)
 	}
-	// B: read into the buffers A released, and released (poisoned) in turn.
+	clean := run("/v1/clean")
+	if resp, err := wiretest.ParseNetResponse(clean.frame); err != nil || resp.Body != pad("c") {
+		t.Fatalf("the clean answer is not its upstream's (%v, %d bytes)", err, len(resp.Body))
+	}
+	// B: read into the buffers A and the clean answer released, and
+	// released (poisoned) in turn.
 	b := run("/v1/ok")
 	if resp, err := wiretest.ParseNetResponse(b.frame); err != nil || resp.Body != pad("b")+" key=[scrubbed]" {
 		t.Fatalf("the later answer is not its upstream's, scrubbed (%v, %d bytes)", err, len(resp.Body))
@@ -116,7 +124,7 @@ func TestReleasedBuffersPoisoned(t *testing.T) {
 	for _, k := range []struct {
 		name string
 		k    kept
-	}{{"the 400 answer", a}, {"the refusal", refused}} {
+	}{{"the 400 answer", a}, {"the refusal", refused}, {"the clean answer", clean}} {
 		if !bytes.Equal(k.k.frame, k.k.frameCopy) || bytes.Contains(k.k.frame, []byte(marker)) {
 			t.Errorf("%s: the frame changed after later requests", k.name)
 		}
@@ -132,13 +140,16 @@ func TestReleasedBuffersPoisoned(t *testing.T) {
 	}
 	// The journal rows of A and of the refusal, read again after B.
 	es, err := r.d.records.Journal(context.Background(), journal.JournalQuery{AppID: "app1", Kind: "requests"})
-	if err != nil || len(es) != 3 {
-		t.Fatalf("Journal = %d entries, %v; want 3", len(es), err)
+	if err != nil || len(es) != 4 {
+		t.Fatalf("Journal = %d entries, %v; want 4", len(es), err)
 	}
-	if got := fmt.Sprintf("%#v", es[1]); got != refused.journal {
+	if got := fmt.Sprintf("%#v", es[1]); got != clean.journal {
+		t.Errorf("the clean answer's journal row changed:\n%s\nwas\n%s", got, clean.journal)
+	}
+	if got := fmt.Sprintf("%#v", es[2]); got != refused.journal {
 		t.Errorf("the refusal's journal row changed:\n%s\nwas\n%s", got, refused.journal)
 	}
-	if got := fmt.Sprintf("%#v", es[2]); got != a.journal {
+	if got := fmt.Sprintf("%#v", es[3]); got != a.journal {
 		t.Errorf("the 400 answer's journal row changed:\n%s\nwas\n%s", got, a.journal)
 	}
 	if strings.Contains(b.logs, marker) || strings.Contains(b.logs, key) {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -130,4 +131,13 @@ type integrityCheck struct{ st *store.Store }
 // integrityEvery is how often a running daemon checks its database.
 const integrityEvery = 6 * time.Hour
 
-func (c integrityCheck) Run(ctx context.Context) error { return c.st.RunChecks(ctx, integrityEvery) }
+// Run first hands the heap the start used back to the OS: the services
+// start once New has built everything, so the start's garbage (the
+// grant index build, the registry parse, at up to five times the live
+// heap while the start scans) is dead by then, and an idle daemon need
+// not keep its pages until the scavenger gets to them (about 1.5 MiB of
+// RSS at 10 rows). One collection of a small heap, beside serving.
+func (c integrityCheck) Run(ctx context.Context) error {
+	debug.FreeOSMemory()
+	return c.st.RunChecks(ctx, integrityEvery)
+}

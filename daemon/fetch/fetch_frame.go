@@ -60,7 +60,7 @@ func (fb *frameBuf) put() {
 // encodeAnswer encodes a net-response, into a pooled buffer when its body
 // is large. buf is the buffer the frame is in, nil when it is not pooled.
 func encodeAnswer(resp wire.NetResponse) (b []byte, replaced bool, buf *frameBuf, err error) {
-	if len(resp.Body) < pooledFrameMin {
+	if resp.BodyLen() < pooledFrameMin {
 		b, replaced, err = wire.EncodeNetResponse(resp)
 		return b, replaced, nil, err
 	}

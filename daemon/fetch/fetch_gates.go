@@ -610,35 +610,28 @@ func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {
 		}
 		return s
 	}
-	// The body is copied once out of the read buffer, which goes back at
-	// once: nothing derived from the answer (its Text, an error extract,
-	// a scrub result, a log line) can alias memory the next request
-	// reuses.
-	raw := string(r.body)
-	r.done()
-	// The body's one UTF-8 pass: made valid before the scrub (which sees
-	// what the app would), and the Text kept when the scrub changes
-	// nothing, the common case. Only a body the scrub did rewrite is
-	// looked at again.
-	text := wire.ValidText(raw)
-	if body := clean(text.String()); body != text.String() {
-		text = wire.ValidText(body)
+	// The body is read where the transport put it (for the network
+	// transports, a pooled read buffer that run hands back once the
+	// answer is encoded): the UTF-8 pass, the scrub and the encoder all
+	// read those bytes in place, and no string is made of them, so
+	// nothing derived from the answer (an error extract, a scrub result,
+	// a log line) can alias memory the next request reuses. A body that
+	// is not valid UTF-8, or that the scrub rewrites, is a new slice; the
+	// common case is neither, and costs no copy but the frame's.
+	text := wire.ValidTextBytes(r.body)
+	body := f.scrub.ApplyBytes(text.Bytes())
+	if llm {
+		body = scrub.PrivateIPv4Bytes(body)
 	}
-	header := make(map[string][]string, len(r.header))
-	for name, vs := range r.header {
-		if !wire.AllowedResponseHeader(name) {
-			continue
-		}
-		out := make([]string, len(vs))
-		for i, v := range vs {
-			out[i] = clean(v)
-		}
-		header[name] = out
+	if !sameBytes(body, text.Bytes()) {
+		text = wire.ValidTextBytes(body)
 	}
 	if r.status >= 400 {
-		// Cloned: the extract may be a substring of raw, and NetResult
-		// outlives the request: a short extract must not keep the whole
-		// body alive.
+		// The error body is copied into a string for the extract, and
+		// the extract cloned: it may be a substring of raw, and
+		// NetResult outlives the request: a short extract must not keep
+		// the whole body alive.
+		raw := string(r.body)
 		f.providerError = strings.Clone(scrub.ProviderErrorText(raw, f.scrub.Values(), func(s string) string {
 			if llm {
 				s = scrub.PrivateIPv4(s)
@@ -646,11 +639,25 @@ func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {
 			return f.conn.ScrubResolved(s) // nil-safe: a no-op without a connection URL
 		}))
 	}
-	resp, err := wire.NewNetResponseText(f.Req.RequestID, f.Req.URL, r.status, header, text)
+	resp, err := wire.NewNetResponseBytes(f.Req.RequestID, f.Req.URL, r.status, r.header, text)
 	if err != nil {
 		code, _ := errcode.CodeOf(err)
 		return refuse(code, "the upstream answer cannot be delivered")
 	}
+	// The whitelisted values are scrubbed as they cross (joined, when a
+	// name repeats: a value split over two lines is caught too);
+	// content-length is the one the encoder computed, not upstream's.
+	for name, v := range resp.Headers {
+		if name != "content-length" {
+			resp.Headers[name] = clean(v)
+		}
+	}
 	f.out = resp
 	return nil
+}
+
+// sameBytes reports whether a and b are the same bytes in memory (not
+// merely equal ones): whether a scrub returned its input.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -75,10 +75,15 @@ func httpRequest(ctx context.Context, f *Fetch) (*http.Request, *errcode.Error) 
 	if f.Req.HasBody || f.Req.Body != "" {
 		body = strings.NewReader(f.Req.Body)
 	}
-	req, err := http.NewRequestWithContext(ctx, f.Req.Method, f.SendURL.String(), body)
+	// The URL gates 4 and 8 checked is the one sent: a copy of the
+	// struct, not its string form parsed again (which cost a String and
+	// a Parse per request).
+	req, err := http.NewRequestWithContext(ctx, f.Req.Method, "", body)
 	if err != nil {
 		return nil, refuse(errcode.NetInvalidRequest, "the request could not be built")
 	}
+	u := *f.SendURL
+	req.URL, req.Host = &u, u.Host
 	req.Header = f.Header
 	return req, nil
 }

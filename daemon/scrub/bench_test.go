@@ -79,3 +79,16 @@ func BenchmarkScrubRequest(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCacheHit is a request's fetch of its compiled spellings from
+// the shared Cache (every request but its value set's first): one value,
+// as an API-key connection injects.
+func BenchmarkCacheHit(b *testing.B) {
+	var c Cache
+	vals := []string{"sk_live_Zq8r2LkP9wXc+Tn4="}
+	c.lookup(vals)
+	b.ReportAllocs()
+	for b.Loop() {
+		c.lookup(vals)
+	}
+}

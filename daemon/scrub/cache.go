@@ -3,7 +3,6 @@ package scrub
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/snug/snugd/daemon/internal/multimatch"
@@ -72,9 +71,13 @@ func (c *Cache) Len() int {
 // lookup returns the compiled spellings of vals (unique, non-empty),
 // compiling them on a miss.
 func (c *Cache) lookup(vals []string) *compiled {
-	key := cacheKey(vals)
+	// The key is built on the stack for the usual set (a few values):
+	// a hit, every request but a value set's first, allocates nothing.
+	var buf [256]byte
+	var tmp [8]string
+	key := appendCacheKey(buf[:0], tmp[:0], vals)
 	c.mu.Lock()
-	if e, ok := c.entries[key]; ok {
+	if e, ok := c.entries[string(key)]; ok {
 		c.mu.Unlock()
 		return e
 	}
@@ -82,32 +85,29 @@ func (c *Cache) lookup(vals []string) *compiled {
 	e := &compiled{cands: spellings(vals)} // outside the lock: it can take a while
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if prev, ok := c.entries[key]; ok {
+	if prev, ok := c.entries[string(key)]; ok {
 		return prev // a concurrent miss won; share its matcher
 	}
 	if c.entries == nil || len(c.entries) >= maxCacheEntries {
 		c.entries = make(map[string]*compiled)
 	}
-	c.entries[key] = e
+	c.entries[string(key)] = e
 	return e
 }
 
 // cacheKey is vals in sorted order, each prefixed by its length, so no
 // two sets share a key whatever bytes the values hold.
-func cacheKey(vals []string) string {
-	sorted := slices.Clone(vals)
+func cacheKey(vals []string) string { return string(appendCacheKey(nil, nil, vals)) }
+
+// appendCacheKey appends cacheKey(vals) to dst, sorting a copy of vals
+// in scratch's array when it has the room.
+func appendCacheKey(dst []byte, scratch, vals []string) []byte {
+	sorted := append(scratch[:0], vals...)
 	slices.Sort(sorted)
-	n := 0
 	for _, v := range sorted {
-		n += len(v) + 8
+		dst = strconv.AppendInt(dst, int64(len(v)), 10)
+		dst = append(dst, ':')
+		dst = append(dst, v...)
 	}
-	var b strings.Builder
-	b.Grow(n)
-	var num [20]byte
-	for _, v := range sorted {
-		b.Write(strconv.AppendInt(num[:0], int64(len(v)), 10))
-		b.WriteByte(':')
-		b.WriteString(v)
-	}
-	return b.String()
+	return dst
 }

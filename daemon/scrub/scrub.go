@@ -143,12 +143,45 @@ func (s *Set) Apply(x string) string {
 	return s.applyEach(x)
 }
 
-// applyOnce is Apply in one pass of the matcher: matches arrive in order
-// of their end, so the covered runs are merged on a stack (a later match
-// may start before runs it swallows).
+// ApplyBytes is Apply for text held as bytes (an answer body as it was
+// read), which it reads in place and does not keep: it returns x itself,
+// not copied, when nothing is replaced (the common case), else a new
+// slice. It replaces exactly what Apply replaces.
+func (s *Set) ApplyBytes(x []byte) []byte {
+	if len(s.vals) == 0 || len(x) == 0 {
+		return x
+	}
+	if len(x) >= matchMin || s.cache != nil && len(x) >= cachedMatchMin {
+		runs := coveredRuns(s.compiled().matcher().Each, x)
+		if runs == nil {
+			return x
+		}
+		return appendMarked(make([]byte, 0, len(x)), x, runs)
+	}
+	// A short text: searched per spelling, as a string.
+	str := string(x)
+	if out := s.applyEach(str); out != str {
+		return []byte(out)
+	}
+	return x
+}
+
+// applyOnce is Apply in one pass of the matcher.
 func (s *Set) applyOnce(x string) string {
+	runs := coveredRuns(s.compiled().matcher().EachString, x)
+	if runs == nil {
+		return x
+	}
+	return string(appendMarked(make([]byte, 0, len(x)), x, runs))
+}
+
+// coveredRuns returns the maximal runs of x that lie inside a match of
+// each, in order; nil when there is none. Matches arrive in order of
+// their end, so the runs are merged on a stack (a later match may start
+// before runs it swallows).
+func coveredRuns[S ~string | ~[]byte](each func(S, func(multimatch.Match) bool), x S) [][2]int {
 	var runs [][2]int
-	s.compiled().matcher().EachString(x, func(mt multimatch.Match) bool {
+	each(x, func(mt multimatch.Match) bool {
 		start := mt.Start
 		for len(runs) > 0 && runs[len(runs)-1][1] >= start {
 			start = min(start, runs[len(runs)-1][0])
@@ -157,19 +190,18 @@ func (s *Set) applyOnce(x string) string {
 		runs = append(runs, [2]int{start, mt.End})
 		return true
 	})
-	if runs == nil {
-		return x
-	}
-	var b strings.Builder
-	b.Grow(len(x))
+	return runs
+}
+
+// appendMarked appends x to dst with each run replaced by one Mark.
+func appendMarked[S ~string | ~[]byte](dst []byte, x S, runs [][2]int) []byte {
 	last := 0
 	for _, r := range runs {
-		b.WriteString(x[last:r[0]])
-		b.WriteString(Mark)
+		dst = append(dst, x[last:r[0]]...)
+		dst = append(dst, Mark...)
 		last = r[1]
 	}
-	b.WriteString(x[last:])
-	return b.String()
+	return append(dst, x[last:]...)
 }
 
 // applyEach is Apply with one search per candidate.
@@ -345,7 +377,25 @@ const PrivateAddressMark = "[private address]"
 // 192.168/16, leading zeros read as decimal ("192.168.001.020" counts). It
 // over-scrubs rather than under-scrubs: "v1.10.0.0.7" loses its run too.
 func PrivateIPv4(s string) string {
-	var b strings.Builder
+	if b, ok := privateIPv4(s); ok {
+		return string(b)
+	}
+	return s
+}
+
+// PrivateIPv4Bytes is PrivateIPv4 for text held as bytes, which it reads
+// in place and does not keep: it returns b itself, not copied, when it
+// holds no such literal, else a new slice.
+func PrivateIPv4Bytes(b []byte) []byte {
+	if out, ok := privateIPv4(b); ok {
+		return out
+	}
+	return b
+}
+
+// privateIPv4 is s with PrivateIPv4's replacements, and whether it made
+// any (without one, out is nil).
+func privateIPv4[S ~string | ~[]byte](s S) (out []byte, replaced bool) {
 	last := 0
 	for i := 0; i < len(s); {
 		if !isDigitOrDot(s[i]) {
@@ -356,21 +406,20 @@ func PrivateIPv4(s string) string {
 		for j < len(s) && isDigitOrDot(s[j]) {
 			j++
 		}
-		if holdsPrivateIPv4(s[i:j]) {
-			if b.Len() == 0 {
-				b.Grow(len(s))
+		if holdsPrivateIPv4(string(s[i:j])) {
+			if out == nil {
+				out = make([]byte, 0, len(s))
 			}
-			b.WriteString(s[last:i])
-			b.WriteString(PrivateAddressMark)
+			out = append(out, s[last:i]...)
+			out = append(out, PrivateAddressMark...)
 			last = j
 		}
 		i = j
 	}
-	if last == 0 {
-		return s
+	if out == nil {
+		return nil, false
 	}
-	b.WriteString(s[last:])
-	return b.String()
+	return append(out, s[last:]...), true
 }
 
 func isDigitOrDot(c byte) bool { return c == '.' || '0' <= c && c <= '9' }

@@ -111,6 +111,16 @@ func FuzzScrub(f *testing.F) {
 			if got := cs.Apply(x); got != want {
 				t.Fatalf("scrub(%q, %q) through a Cache, Apply(%q) = %q, want %q", v1, v2, x, got, want)
 			}
+			for _, set := range []*Set{&s, &cs} {
+				in := []byte(x)
+				got := set.ApplyBytes(in)
+				if string(got) != want {
+					t.Fatalf("scrub(%q, %q).ApplyBytes(%q) = %q, want %q", v1, v2, x, got, want)
+				}
+				if len(got) > 0 && &got[0] == &in[0] && want != x {
+					t.Fatalf("scrub(%q, %q).ApplyBytes(%q) returned its input unscrubbed", v1, v2, x)
+				}
+			}
 		}
 		got := s.Apply(plant(v1, text))
 		for _, c := range append(encoderSpellings(v1), s.Candidates()...) {
@@ -263,6 +273,9 @@ func TestScrubPrivateIPv4(t *testing.T) {
 		if got := PrivateIPv4(in); got != want {
 			t.Errorf("PrivateIPv4(%q) = %q, want %q", in, got, want)
 		}
+		if got := PrivateIPv4Bytes([]byte(in)); string(got) != want {
+			t.Errorf("PrivateIPv4Bytes(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
@@ -277,6 +290,9 @@ func FuzzScrubPrivateIPv4(f *testing.F) {
 		got := PrivateIPv4(s)
 		if again := PrivateIPv4(got); again != got {
 			t.Fatalf("not idempotent: %q → %q → %q", s, got, again)
+		}
+		if b := PrivateIPv4Bytes([]byte(s)); string(b) != got {
+			t.Fatalf("PrivateIPv4Bytes(%q) = %q, PrivateIPv4 %q", s, b, got)
 		}
 		for i := 0; i < len(got); i++ {
 			for j := i + 7; j <= len(got) && j <= i+15; j++ {

@@ -49,4 +49,4 @@ const (
 // checks the edges with guard bytes.
 //
 //go:noescape
-func escapeASCII(dst []byte, src string, tab *[utf8.RuneSelf]escEntry) (written, read int)
+func escapeASCII(dst, src []byte, tab *[utf8.RuneSelf]escEntry) (written, read int)

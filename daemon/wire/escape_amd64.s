@@ -2,19 +2,19 @@
 
 #include "textflag.h"
 
-// func escapeASCII(dst []byte, src string, tab *[128]escEntry) (written, read int)
+// func escapeASCII(dst []byte, src []byte, tab *[128]escEntry) (written, read int)
 //
 // Registers: DI dst, SI src, R10 tab; AX written, BX read; R8 and R9 the
 // largest written and read a step may start at (room - 256, len - 64);
 // DX the chunk's unsafe-byte mask, R12 its non-ASCII mask; in a chunk, R13
 // is where src[BX] lands in dst (it moves on by what each escape adds),
 // CX an unsafe byte's index in the chunk, R11 and R12 scratch.
-TEXT ·escapeASCII(SB), NOSPLIT, $0-64
+TEXT ·escapeASCII(SB), NOSPLIT, $0-72
 	MOVQ dst_base+0(FP), DI
 	MOVQ dst_len+8(FP), R8
 	MOVQ src_base+24(FP), SI
 	MOVQ src_len+32(FP), R9
-	MOVQ tab+40(FP), R10
+	MOVQ tab+48(FP), R10
 	XORQ AX, AX
 	XORQ BX, BX
 	SUBQ $64, R9
@@ -97,6 +97,6 @@ single:
 
 done:
 	VZEROUPPER
-	MOVQ AX, written+48(FP)
-	MOVQ BX, read+56(FP)
+	MOVQ AX, written+56(FP)
+	MOVQ BX, read+64(FP)
 	RET

@@ -38,7 +38,7 @@ func TestEscapeASCIIBounds(t *testing.T) {
 				for i := range buf {
 					buf[i] = 0xAA
 				}
-				w, r := escapeASCII(buf[:room], src, &jsonEsc)
+				w, r := escapeASCII(buf[:room], []byte(src), &jsonEsc)
 				if r < 0 || r > n || w < 0 || w > room {
 					t.Fatalf("src %q, room %d: wrote %d, read %d", src, room, w, r)
 				}

@@ -12,4 +12,4 @@ const (
 	escapeASCIIRoom  = 256
 )
 
-func escapeASCII([]byte, string, *[utf8.RuneSelf]escEntry) (int, int) { return 0, 0 }
+func escapeASCII(_, _ []byte, _ *[utf8.RuneSelf]escEntry) (int, int) { return 0, 0 }

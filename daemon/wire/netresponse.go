@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,19 +15,45 @@ import (
 // into a net-response. Matching is on the lowercased name (ruling R21);
 // set-cookie never crosses.
 func AllowedResponseHeader(name string) bool {
+	_, ok := allowedLower(name)
+	return ok
+}
+
+// allowedLower returns name lowercased, and whether it is whitelisted
+// (AllowedResponseHeader). A fixed name's lowercase form is a constant,
+// so the common headers cost no allocation.
+func allowedLower(name string) (string, bool) {
+	var lower string
 	switch len(name) {
 	case len("etag"): // and len("link")
-		return lowerIs(name, "etag") || lowerIs(name, "link")
+		lower = pick(name, "etag", "link")
 	case len("retry-after"):
-		return lowerIs(name, "retry-after")
+		lower = pick(name, "retry-after", "")
 	case len("content-type"):
-		return lowerIs(name, "content-type")
+		lower = pick(name, "content-type", "")
 	case len("cache-control"): // and len("last-modified")
-		return lowerIs(name, "cache-control") || lowerIs(name, "last-modified")
+		lower = pick(name, "cache-control", "last-modified")
 	case len("content-length"):
-		return lowerIs(name, "content-length")
+		lower = pick(name, "content-length", "")
 	}
-	return len(name) >= len("x-ratelimit-") && lowerIs(name[:len("x-ratelimit-")], "x-ratelimit-")
+	if lower != "" {
+		return lower, true
+	}
+	if len(name) >= len("x-ratelimit-") && lowerIs(name[:len("x-ratelimit-")], "x-ratelimit-") {
+		return strings.ToLower(name), true
+	}
+	return "", false
+}
+
+// pick returns whichever of a and b name spells in any ASCII case, or "".
+func pick(name, a, b string) string {
+	switch {
+	case lowerIs(name, a):
+		return a
+	case b != "" && lowerIs(name, b):
+		return b
+	}
+	return ""
 }
 
 // lowerIs reports whether name, ASCII-lowercased, equals lower.
@@ -53,7 +80,8 @@ func lowerIs(name, lower string) bool {
 // dropped. Everything else, set-cookie included, is dropped (§3).
 func FilterResponseHeaders(h map[string][]string) map[string]string {
 	out := make(map[string]string)
-	names := make([]string, 0, len(h))
+	var buf [8]string // the names of a usual answer, without allocating
+	names := buf[:0]
 	for name := range h {
 		if AllowedResponseHeader(name) && isToken(name) {
 			names = append(names, name)
@@ -61,7 +89,7 @@ func FilterResponseHeaders(h map[string][]string) map[string]string {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		lower := strings.ToLower(name)
+		lower, _ := allowedLower(name)
 		for _, v := range h[name] {
 			if strings.ContainsAny(v, "\r\n\x00") {
 				continue
@@ -104,6 +132,22 @@ type NetResponse struct {
 	Truncated bool
 	URL       string
 	Error     *ErrorBody
+
+	// body is the body held as bytes, when NewNetResponseBytes built r
+	// (Body is then empty): the encoder reads it in place.
+	body []byte
+}
+
+// BodyLen reports the length of r's body, however it is held.
+func (r NetResponse) BodyLen() int { return len(r.Body) + len(r.body) }
+
+// bodyString returns r's body as a string (a copy, when it is held as
+// bytes).
+func (r NetResponse) bodyString() string {
+	if r.body != nil {
+		return string(r.body)
+	}
+	return r.Body
 }
 
 // FrameType returns TypeNetResponse.
@@ -139,7 +183,7 @@ func (r NetResponse) MarshalJSON() ([]byte, error) {
 		Body      string            `json:"body"`
 		Truncated bool              `json:"truncated,omitempty"`
 		URL       string            `json:"url,omitempty"`
-	}{h, r.Status, headers, r.Body, r.Truncated, r.URL})
+	}{h, r.Status, headers, r.bodyString(), r.Truncated, r.URL})
 }
 
 // NewNetResponseText builds the net-response for an upstream answer: the
@@ -162,7 +206,9 @@ func NewNetResponseText(requestID, url string, status int, header map[string][]s
 	if err := checkAnswer(status, len(body.s)); err != nil {
 		return NetResponse{}, err
 	}
-	return newNetResponse(requestID, url, status, header, body), nil
+	r := newNetResponse(requestID, url, status, header, len(body.s))
+	r.Body = body.s
+	return r, nil
 }
 
 // checkAnswer refuses an answer that may not pass: a status outside
@@ -177,12 +223,37 @@ func checkAnswer(status, bodyLen int) error {
 	return nil
 }
 
-func newNetResponse(requestID, url string, status int, header map[string][]string, body Text) NetResponse {
+// NewNetResponseBytes is NewNetResponseText for a body held as bytes
+// (the buffer the answer was read into, say): the response holds body
+// without copying it, and Encode, EncodeNetResponse and
+// AppendNetResponse read it in place, so a megabyte answer is neither
+// copied into a string nor allocated again. Body (the string field) is
+// empty; BodyLen reports the length.
+//
+// The response borrows body's bytes: the caller keeps them unchanged
+// until the response is encoded, and neither the response nor anything
+// taken from it is used once the bytes are released. The frame an
+// encoder returns never aliases them.
+func NewNetResponseBytes(requestID, url string, status int, header map[string][]string, body TextBytes) (NetResponse, error) {
+	if err := checkAnswer(status, len(body.b)); err != nil {
+		return NetResponse{}, err
+	}
+	r := newNetResponse(requestID, url, status, header, len(body.b))
+	r.body = body.b
+	if r.body == nil {
+		r.body = []byte{} // held as bytes, empty
+	}
+	return r, nil
+}
+
+// newNetResponse is a response of a body of bodyLen bytes, without the
+// body.
+func newNetResponse(requestID, url string, status int, header map[string][]string, bodyLen int) NetResponse {
 	h := FilterResponseHeaders(header)
 	if _, ok := h["content-length"]; ok {
-		h["content-length"] = strconv.Itoa(len(body.s))
+		h["content-length"] = strconv.Itoa(bodyLen)
 	}
-	return NetResponse{RequestID: requestID, Status: status, Headers: h, Body: body.s, URL: url}
+	return NetResponse{RequestID: requestID, Status: status, Headers: h, URL: url}
 }
 
 // Text is a string that is valid UTF-8. ValidText is the only way to
@@ -203,6 +274,24 @@ func ValidText(s string) Text {
 
 // String returns the text.
 func (t Text) String() string { return t.s }
+
+// TextBytes is bytes that are valid UTF-8: Text held as the bytes an
+// answer was read into. ValidTextBytes is the only way to make one.
+type TextBytes struct{ b []byte }
+
+// ValidTextBytes returns b as TextBytes: b itself, not copied, when it
+// is valid UTF-8 (one pass over it), else a new slice holding b with
+// each run of invalid bytes replaced by U+FFFD (bytes.ToValidUTF8, as
+// ValidText does).
+func ValidTextBytes(b []byte) TextBytes {
+	if !utf8.Valid(b) {
+		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
+	return TextBytes{b}
+}
+
+// Bytes returns the text. The caller must not modify it.
+func (t TextBytes) Bytes() []byte { return t.b }
 
 // NetErrorResponse builds the error net-response for err, with the
 // envelope ErrorBodyOf gives (a reserved or unknown code becomes
@@ -235,7 +324,7 @@ func (r NetResponse) problem() string {
 		}
 	}
 	if r.Error != nil {
-		if r.Status != 0 || r.Headers != nil || r.Body != "" || r.Truncated {
+		if r.Status != 0 || r.Headers != nil || r.BodyLen() != 0 || r.Truncated {
 			return "an error net-response carries no status, headers, body or truncated"
 		}
 		return r.Error.problem()

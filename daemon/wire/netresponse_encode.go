@@ -28,7 +28,7 @@ func appendNetResponse(dst []byte, r NetResponse) []byte {
 		// never past the frame's size class: a frame that outgrows it is
 		// replaced anyway, and a dst of the class's size is then reused
 		// without a copy.
-		n := len(r.Body) + len(r.Body)/8 + len(r.URL) + len(r.RequestID) + 128 + 64*len(r.Headers)
+		n := r.BodyLen() + r.BodyLen()/8 + len(r.URL) + len(r.RequestID) + 128 + 64*len(r.Headers)
 		dst = slices.Grow(dst, min(n, MaxNetFrameBytes+1))
 	}
 	dst = append(dst, `{"type":"`+TypeNetResponse+`","v":`...)
@@ -64,7 +64,11 @@ func appendNetResponse(dst []byte, r NetResponse) []byte {
 		}
 	}
 	dst = append(dst, `},"body":`...)
-	dst = appendJSONString(dst, r.Body)
+	if r.body != nil {
+		dst = appendJSONBytes(dst, r.body)
+	} else {
+		dst = appendJSONString(dst, r.Body)
+	}
 	if r.Truncated {
 		dst = append(dst, `,"truncated":true`...)
 	}
@@ -100,8 +104,13 @@ const (
 
 const hexDigits = "0123456789abcdef"
 
+// bytestring is what the escape reads: a string field of a frame, or an
+// answer body held as the bytes it was read into (NewNetResponseBytes).
+// The code is the same for both; only escapeASCII takes bytes alone.
+type bytestring interface{ ~string | ~[]byte }
+
 // load8 reads s[i:i+8] as a little-endian word: one load.
-func load8(s string, i int) uint64 {
+func load8[S bytestring](s S, i int) uint64 {
 	t := s[i : i+8]
 	return uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
 		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
@@ -192,12 +201,46 @@ var (
 // bytes of s, or a full dst) goes one character at a time by append,
 // which grows dst only when the output does not fit: a frame that fits
 // its buffer stays in it.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString(dst []byte, s string) []byte { return appendJSON(dst, s) }
+
+// appendJSONBytes is appendJSONString for text held as bytes, which it
+// reads in place (no string is made of them) and does not keep.
+func appendJSONBytes(dst, b []byte) []byte { return appendJSON(dst, b) }
+
+// escapeASCIIOf runs escapeASCII over s[i:] when s is bytes (the answer
+// body, the one long text a frame holds); over a string field it does
+// nothing, and the word loop does the work.
+func escapeASCIIOf[S bytestring](dst []byte, s S, i int) (written, read int) {
+	if b, ok := any(s).([]byte); ok {
+		return escapeASCII(dst, b[i:], &jsonEsc)
+	}
+	return 0, 0
+}
+
+// decodeRune decodes the rune at s[i:j] as utf8.DecodeRuneInString does.
+func decodeRune[S bytestring](s S, i, j int) (rune, int) {
+	switch v := any(s).(type) {
+	case string:
+		return utf8.DecodeRuneInString(v[i:j])
+	case []byte:
+		return utf8.DecodeRune(v[i:j])
+	}
+	return utf8.DecodeRuneInString(string(s[i:j])) // unreachable: a named type of either
+}
+
+// isBytes reports whether S is held as bytes (so escapeASCII can read it).
+func isBytes[S bytestring](s S) bool {
+	_, ok := any(s).([]byte)
+	return ok
+}
+
+func appendJSON[S bytestring](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	aside := escapeASCIIAside
+	asm := haveEscapeASCII && isBytes(s)
 	for i := 0; i < len(s); {
-		if haveEscapeASCII && len(s)-i >= escapeASCIIAhead && cap(dst)-len(dst) >= escapeASCIIRoom {
-			w, r := escapeASCII(dst[len(dst):cap(dst)], s[i:], &jsonEsc)
+		if asm && len(s)-i >= escapeASCIIAhead && cap(dst)-len(dst) >= escapeASCIIRoom {
+			w, r := escapeASCIIOf(dst[len(dst):cap(dst)], s, i)
 			dst, i = dst[:len(dst)+w], i+r
 			if i+escapeASCIIAhead <= len(s) && cap(dst)-len(dst) >= escapeASCIIRoom {
 				// It stopped at a non-ASCII byte: word by word through
@@ -226,7 +269,7 @@ func appendJSONString(dst []byte, s string) []byte {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s, i, len(s))
 		switch {
 		case r == utf8.RuneError && size == 1:
 			dst = appendWord(dst, escBadByte, 6)
@@ -264,7 +307,7 @@ const fastRoom = 16
 // valid one, the run of valid runes after it, copied at once), and the
 // next step starts after it. So no safe ASCII run, short or long, costs a
 // copy call or an append, and a run of CJK or Cyrillic costs one copy.
-func appendJSONFast(dst []byte, s string, i, end int) ([]byte, int) {
+func appendJSONFast[S bytestring](dst []byte, s S, i, end int) ([]byte, int) {
 	n := len(dst)
 	buf := dst[:cap(dst)]
 	for i+8 <= len(s) && i < end && n+fastRoom <= len(buf) {
@@ -296,7 +339,7 @@ func appendJSONFast(dst []byte, s string, i, end int) ([]byte, int) {
 			i, n = i+1, n+e.n
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s, i, len(s))
 		switch {
 		case r == utf8.RuneError && size == 1:
 			binary.LittleEndian.PutUint64(buf[n:], escBadByte)
@@ -332,7 +375,7 @@ func appendJSONFast(dst []byte, s string, i, end int) ([]byte, int) {
 // anything else: an ASCII byte, a bad byte, a sequence cut by lim, which
 // the caller handles one rune at a time. A four-byte rune goes through
 // utf8.DecodeRuneInString.
-func plainRun(s string, i, lim int) int {
+func plainRun[S bytestring](s S, i, lim int) int {
 	lim = min(lim, len(s))
 	for i < lim {
 		switch c := s[i]; {
@@ -360,7 +403,7 @@ func plainRun(s string, i, lim int) int {
 			}
 			i += 3
 		default:
-			r, size := utf8.DecodeRuneInString(s[i:lim])
+			r, size := decodeRune(s, i, lim)
 			if r == utf8.RuneError && size == 1 {
 				return i
 			}

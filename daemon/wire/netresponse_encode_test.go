@@ -66,6 +66,15 @@ func TestAppendNetResponseMatchesMarshalJSON(t *testing.T) {
 			t.Fatalf("frame %d: MarshalJSON = %v", i, err)
 		}
 		got := appendNetResponse(nil, f)
+		if f.Error == nil {
+			// The body held as bytes encodes the same, and the frame
+			// does not alias them.
+			held := f
+			held.Body, held.body = "", []byte(f.Body)
+			if h := appendNetResponse(nil, held); !bytes.Equal(h, want) {
+				t.Errorf("frame %d: the body held as bytes encodes otherwise", i)
+			}
+		}
 		if !bytes.Equal(got, want) {
 			j := 0
 			for j < min(len(got), len(want)) && got[j] == want[j] {
@@ -95,6 +104,10 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 		if got := appendNetResponse(nil, r); !bytes.Equal(got, want) {
 			t.Fatalf("appendNetResponse(%q) = %q, want %q", s, got, want)
+		}
+		r.Body, r.body = "", []byte(s)
+		if got := appendNetResponse(nil, r); !bytes.Equal(got, want) {
+			t.Fatalf("appendNetResponse(%q held as bytes) = %q, want %q", s, got, want)
 		}
 		if !utf8.Valid(want) {
 			t.Fatalf("encoding/json wrote invalid UTF-8 for %q", s)

@@ -27,13 +27,20 @@ func stdJSONString(t testing.TB, s string) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// checkEscape holds appendJSONString to encoding/json for s, appending
-// to an empty buffer, to a prefix, and into spare capacity of every size
+// checkEscape holds appendJSONString and appendJSONBytes (the word
+// loop alone, and with escapeASCII) to encoding/json for s, appending to
+// an empty buffer, to a prefix, and into spare capacity of every size
 // from none to a little more than the output (so the fast loop stops at
 // each point short of a full buffer, and append's growth takes over).
 func checkEscape(t testing.TB, s string) {
 	t.Helper()
-	want := stdJSONString(t, s)
+	checkEscapeOf(t, s, appendJSONString)
+	checkEscapeOf(t, []byte(s), appendJSONBytes)
+}
+
+func checkEscapeOf[S bytestring](t testing.TB, s S, appendJSONString func([]byte, S) []byte) {
+	t.Helper()
+	want := stdJSONString(t, string(s))
 	if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
 		t.Fatalf("appendJSONString(%q) = %q, want %q", s, got, want)
 	}
