@@ -115,9 +115,19 @@ const (
 	StorageFull Code = "STORAGE_FULL"
 )
 
+// A ceremony that would replace a working credential.
+const (
+	// AlreadyConnected: the connection holds a working credential (a
+	// linked device, a claimed access, a paired bridge's key, OAuth
+	// tokens) and the ceremony was started without replace. Nothing was
+	// changed; the old credential keeps working until a replacement
+	// commits.
+	AlreadyConnected Code = "ALREADY_CONNECTED"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 60
+const numCodes = 61
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -209,5 +219,8 @@ func table() [numCodes]Entry {
 
 		// A full or read-only disk.
 		{Code: StorageFull, Retryable: true, Meaning: "the disk holding snugd's data is full or read-only; nothing was changed, and the same request succeeds once space returns"},
+
+		// A ceremony that would replace a working credential.
+		{Code: AlreadyConnected, Meaning: "the connection already holds a working credential; start the ceremony again with replace: true to replace it (the old one keeps working until the new one is stored)"},
 	}
 }
