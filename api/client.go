@@ -303,10 +303,11 @@ func (c *Client) Claim(ctx context.Context, appID, slot, setupToken string) (Con
 }
 
 // StartLink calls POST …/{slot}/link/start and returns the device-link
-// flow as it stands.
-func (c *Client) StartLink(ctx context.Context, appID, slot string) (FlowJSON, error) {
+// flow as it stands. A linked slot is relinked only with replace (else
+// ALREADY_CONNECTED).
+func (c *Client) StartLink(ctx context.Context, appID, slot string, replace bool) (FlowJSON, error) {
 	var out LinkStartResponse
-	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/link/start", struct{}{}, &out)
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/link/start", LinkStartRequest{Replace: replace}, &out)
 	return out.Flow, err
 }
 
