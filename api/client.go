@@ -295,10 +295,11 @@ func (c *Client) SetCredentials(ctx context.Context, appID, slot string, fields 
 // Claim calls POST …/{slot}/claim with a SimpleFIN setup token and
 // returns the connection once its credentials are stored. A refusal is an
 // *Error with code CLAIM_REFUSED, a fixed sentence and the reason as its
-// one detail.
-func (c *Client) Claim(ctx context.Context, appID, slot, setupToken string) (ConnectionJSON, error) {
+// one detail. A connection that holds working credentials claims again
+// only with replace (else ALREADY_CONNECTED, the token unused).
+func (c *Client) Claim(ctx context.Context, appID, slot, setupToken string, replace bool) (ConnectionJSON, error) {
 	var out ConnectionResponse
-	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/claim", ClaimRequest{SetupToken: setupToken}, &out)
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/claim", ClaimRequest{SetupToken: setupToken, Replace: replace}, &out)
 	return out.Connection, err
 }
 

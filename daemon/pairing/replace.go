@@ -1,11 +1,14 @@
 package pairing
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/journal"
 )
 
 // Replacing a working credential: every ceremony that would replace one
@@ -36,4 +39,16 @@ func alreadyConnected(appID, slot, what string, at ...*int64) error {
 	}
 	return errcode.New(errcode.AlreadyConnected, fmt.Sprintf(
 		"%s/%s is already %s%s: start again with replace to replace it (the old one keeps working until the new one is stored)", appID, slot, what, since))
+}
+
+// journalReplace writes, inside a ceremony's commit, the
+// credential-replace act of a replacement (nothing when the ceremony
+// replaced nothing): the entry commits with the new credential or not at
+// all.
+func journalReplace(ctx context.Context, tx *store.Tx, c grants.Connection, replacing bool, note string) error {
+	if !replacing {
+		return nil
+	}
+	_, err := tx.InsertJournal(journal.ActEntry(ctx, journal.ActReplace, c.AppID, c.Slot, note))
+	return err
 }
