@@ -451,7 +451,7 @@ func (c *Client) Journal(ctx context.Context, o JournalOptions) (JournalResponse
 
 // OAuthStart calls POST /v1/oauth/start: a sign-in flow for an approved
 // authorization-code connection, and the URL the person opens.
-func (c *Client) OAuthStart(ctx context.Context, appID, slot string) (OAuthStartResponse, error) {
+func (c *Client) OAuthStart(ctx context.Context, appID, slot string, replace bool) (OAuthStartResponse, error) {
 	var out OAuthStartResponse
-	return out, c.do(ctx, http.MethodPost, "/v1/oauth/start", OAuthStartRequest{AppID: appID, Slot: slot}, &out)
+	return out, c.do(ctx, http.MethodPost, "/v1/oauth/start", OAuthStartRequest{AppID: appID, Slot: slot, Replace: replace}, &out)
 }
