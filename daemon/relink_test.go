@@ -200,3 +200,34 @@ func waitGone(t *testing.T, dir string) {
 	}
 	t.Fatalf("%s still exists", dir)
 }
+
+// TestLinkLostIsSaid: when the helper's session is gone (its directory
+// wiped) the next request fails NET_AUTH_FAILED and the connection is
+// marked error with the sentence naming pair link, no longer connected;
+// linking again clears it.
+func TestLinkLostIsSaid(t *testing.T) {
+	r := newSimRig(t)
+	if f := r.link(t); f.State != pairing.FlowLinked {
+		t.Fatalf("link = %+v", f)
+	}
+	r.readThreads(t, "after the link")
+	if err := r.sup.Unlink(t.Context(), r.key); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := r.net(t, "app1", frame("GET", "https://sim.sidecar.invalid/v1/threads", nil))
+	if res.Code != errcode.NetAuthFailed {
+		t.Fatalf("a request after the session was lost = %q, want NET_AUTH_FAILED", res.Code)
+	}
+	_, st := r.state(t)
+	if st.Status == "connected" || st.LastError != pairing.LinkLostMessage("app1", "chat") || st.LastError != "link lost: run snugd ctl pair link app1 chat" {
+		t.Fatalf("state after a lost link = %+v, want error saying the link is lost", st)
+	}
+	// Not working any more: linking again needs no replace, and clears it.
+	if f := r.link(t); f.State != pairing.FlowLinked {
+		t.Fatalf("link again = %+v", f)
+	}
+	if _, st := r.state(t); st.Status != "connected" || st.LastError != "" {
+		t.Fatalf("state after linking again = %+v", st)
+	}
+	r.readThreads(t, "after linking again")
+}

@@ -1069,3 +1069,20 @@ func syncDir(dir string) {
 		f.Close()
 	}
 }
+
+// HasSession reports whether k's session directory holds anything: a
+// helper keeps its device session there and nowhere else, so a missing or
+// empty directory means the session is gone (a helper that answers "not
+// linked" with files left is not judged by this). It starts nothing.
+func (s *Supervisor) HasSession(k SessionKey) bool {
+	if _, err := s.checkKey(k); err != nil {
+		return false
+	}
+	f, err := os.Open(s.SessionDir(k))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
+}

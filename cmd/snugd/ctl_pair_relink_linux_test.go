@@ -81,4 +81,23 @@ func TestCtlPairLinkRelink(t *testing.T) {
 		t.Fatalf("cancelled relink = %d, %q %q", code, out2.String(), errb2.String())
 	}
 	simThreads(t, td, "after the cancelled relink")
+
+	// The helper's session is lost (its directory wiped): after the next
+	// request fails, ctl apps no longer says connected and names the fix.
+	if err := sup.Unlink(t.Context(), linkdevice.SessionKey{HelperID: "sim", AppID: "app1", Slot: "chat"}); err != nil {
+		t.Fatal(err)
+	}
+	frame := `{"type":"snug:net-request","v":1,"requestId":"r1","instanceId":"i1","url":"https://sim.sidecar.invalid/v1/threads","method":"GET"}`
+	if res := td.d.Fetch().Net(t.Context(), fetch.NetCall{AppID: "app1", Frame: []byte(frame), Delivery: fetch.DeliveryApp}); res.Code != "NET_AUTH_FAILED" {
+		t.Fatalf("a request after the session was lost = %q", res.Code)
+	}
+	code, shown, errOut := td.ctl(t, "", "apps")
+	if code != exitOK || !strings.Contains(shown, "link lost: run snugd ctl pair link app1 chat") {
+		t.Fatalf("ctl apps after a lost link = %d\n%s%s", code, shown, errOut)
+	}
+	for _, line := range strings.Split(shown, "\n") {
+		if strings.Contains(line, "chat") && strings.Contains(line, " connected") {
+			t.Errorf("ctl apps still says connected: %q", line)
+		}
+	}
 }

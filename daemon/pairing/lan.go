@@ -390,10 +390,12 @@ func writeLANPair(tx *store.Tx, appID, slot, field string, creds lan.Credentials
 }
 
 // noteAnswer is the executor's follow-up on every answer: the token-claim
-// family's revoked access and the LAN pin's changed certificate.
+// family's revoked access, the LAN pin's changed certificate and a device
+// link's lost session.
 func (d *Devices) NoteAnswer(ctx context.Context, f *fetch.Fetch, res fetch.NetResult) {
 	d.noteClaimAnswer(ctx, f, res)
 	d.noteLANAnswer(ctx, f, res)
+	d.noteLinkAnswer(ctx, f, res)
 }
 
 // noteLANAnswer marks a LAN connection error when its device presented a

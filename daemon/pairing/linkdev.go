@@ -48,6 +48,8 @@ type Helpers interface {
 	// Restore swaps it back (linkdevice.Supervisor's).
 	Promote(k linkdevice.SessionKey) error
 	Restore(k linkdevice.SessionKey) error
+	// HasSession reports whether k's session directory holds anything.
+	HasSession(k linkdevice.SessionKey) bool
 	HelperStatus() []linkdevice.HelperSummary
 	// Confinement is the sandbox the helpers run in.
 	Confinement() linkdevice.Confinement
@@ -510,6 +512,34 @@ func (d *Devices) UnlinkSlot(ctx context.Context, appID, slot string) grants.Rem
 	}
 	d.log.Info("device unlinked", "helper", p.HelperID, "app", appID, "slot", slot)
 	return grants.RemoteRevocation{}
+}
+
+// LinkLostMessage is lastError of a device-link connection whose helper
+// session is gone: the stored token links to nothing.
+func LinkLostMessage(appID, slot string) string {
+	return "link lost: run snugd ctl pair link " + appID + " " + slot
+}
+
+// noteLinkAnswer marks a device-link connection error when a request
+// through its helper was refused NET_AUTH_FAILED and the helper's session
+// directory is empty or gone (a wiped state directory, a lost session):
+// ctl apps and the status then say the link is lost and how to link
+// again, rather than connected. Linking again clears it.
+func (d *Devices) noteLinkAnswer(ctx context.Context, f *fetch.Fetch, res fetch.NetResult) {
+	if res.Code != errcode.NetAuthFailed || f.Sidecar == "" || f.Grant == nil || f.Grant.Req == nil || d.helpers == nil {
+		return
+	}
+	p, ok := d.registry.Pairing(f.Grant.Req)
+	if !ok || p.Family != registry.FamilyDeviceLink || p.HelperID != f.Sidecar {
+		return
+	}
+	appID, slot := f.Call.AppID, f.Grant.Slot
+	if d.helpers.HasSession(linkdevice.SessionKey{HelperID: p.HelperID, AppID: appID, Slot: slot}) {
+		return
+	}
+	if d.grants.MarkConnection(ctx, appID, slot, grants.ConnError, LinkLostMessage(appID, slot)) {
+		d.log.Warn("a device link's helper session is gone; connection marked error", "app", appID, "slot", slot, "helper", p.HelperID)
+	}
 }
 
 // helperStatuses folds the supervisor's state into the status: one line
