@@ -153,6 +153,12 @@ func TestRelinkNeverLosesTheLink(t *testing.T) {
 	})
 
 	t.Run("replaced", func(t *testing.T) {
+		// Right after a cancelled relink, as a person who changed their
+		// mind: the cancelled one's retirement must not take the new one.
+		f0 := startRelink(t)
+		if _, err := r.d.devices.CancelLink(t.Context(), f0.ID); err != nil {
+			t.Fatal(err)
+		}
 		f := startRelink(t)
 		if err := os.WriteFile(filepath.Join(r.sup.SessionDir(staged), "scan"), []byte(f.QR), 0o600); err != nil {
 			t.Fatal(err)

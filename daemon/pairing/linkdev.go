@@ -124,6 +124,9 @@ func (s supervisorTransport) Do(ctx context.Context, req fetch.LocalRequest) (fe
 type linkWatch struct {
 	flowID string
 	nudge  chan struct{}
+	// done is closed when the flow's poller has returned (and retired a
+	// staged session it leaves): a newer flow of the slot waits for it.
+	done chan struct{}
 }
 
 // linkBook maps helper sessions to their live flows.
@@ -234,11 +237,20 @@ func (d *Devices) StartLink(ctx context.Context, appID, slot string, replace boo
 		key = key.At(linkdevice.StageNew)
 	}
 	host, _ := hostauth.CallerHost(ctx)
+	prev := d.links.get(key)
 	f, fctx, err := d.flows.Start(ctx, FlowDeviceLink, appID, slot, host, FlowQR, linkFlowTTL)
 	if err != nil {
 		return Flow{}, err
 	}
-	w := &linkWatch{flowID: f.ID, nudge: make(chan struct{}, 1)}
+	if prev != nil {
+		// The replaced flow's poller ends now; a staged session it
+		// retires must be gone before this flow starts one.
+		select {
+		case <-prev.done:
+		case <-time.After(2 * linkCallTimeout):
+		}
+	}
+	w := &linkWatch{flowID: f.ID, nudge: make(chan struct{}, 1), done: make(chan struct{})}
 	d.links.set(key, w)
 	sctx, cancel := context.WithTimeout(fctx, linkCallTimeout)
 	err = d.helpers.StartLink(sctx, key)
@@ -258,7 +270,13 @@ func (d *Devices) StartLink(ctx context.Context, appID, slot string, replace boo
 		cancel()
 	}
 	if err != nil {
+		if key.Stage == linkdevice.StageNew {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
+			d.helpers.Unlink(uctx, key) // best effort: the staged session goes
+			cancel()
+		}
 		d.links.drop(key, w)
+		close(w.done)
 		d.flows.end(f.ID, FlowFailed, "the device helper could not start linking")
 		d.log.Warn("device link did not start", "app", appID, "slot", slot, "helper", key.HelperID, "err", err.Error())
 		return Flow{}, errcode.New(errcode.NetFetchFailed, "the device helper could not start linking")
@@ -272,6 +290,7 @@ func (d *Devices) StartLink(ctx context.Context, appID, slot string, replace boo
 // pollLink is a device-link flow's one poller: it lives under the flow's
 // context and ends the flow.
 func (d *Devices) pollLink(ctx context.Context, before grants.Connection, key linkdevice.SessionKey, field string, w *linkWatch) {
+	defer close(w.done)
 	defer func() {
 		// A relink that did not complete retires its staged session
 		// (unless a newer relink of the slot owns it now); the live link
