@@ -14,9 +14,12 @@ import (
 )
 
 // ClaimRequest is the body of POST …/{slot}/claim: the SimpleFIN setup
-// token exactly as the user pasted it.
+// token exactly as the user pasted it, and replace, which a connection
+// that already holds working credentials needs (else ALREADY_CONNECTED,
+// the token unused).
 type ClaimRequest struct {
 	SetupToken string `json:"setupToken"`
+	Replace    bool   `json:"replace,omitempty"`
 }
 
 // errClaimBody is the one refusal of a claim body that does not decode:
@@ -40,7 +43,7 @@ func (s *Server) claim(c echo.Context) error {
 		return errClaimBody
 	}
 	ctx := c.Request().Context()
-	row, err := s.ceremonies.ClaimSetupToken(ctx, param(c, "appId"), param(c, "slot"), req.SetupToken)
+	row, err := s.ceremonies.ClaimSetupToken(ctx, param(c, "appId"), param(c, "slot"), req.SetupToken, req.Replace)
 	if ce, ok := errors.AsType[*pairing.ClaimRefusedError](err); ok {
 		a := apiRefusal(errcode.ClaimRefused, ce.Error())
 		a.body.Error.Details = []Detail{{Path: "setupToken", Rule: string(ce.Reason)}}

@@ -61,7 +61,7 @@ func TestClaimRoute(t *testing.T) {
 	e, b := newClaimEnv(t)
 	host := e.host(e.pair("desktop", ""), "")
 	token := b.NewSetupToken()
-	c, err := host.Claim(t.Context(), "budget", "bank", token)
+	c, err := host.Claim(t.Context(), "budget", "bank", token, false)
 	if err != nil {
 		t.Fatalf("Claim = %v", err)
 	}
@@ -86,7 +86,7 @@ func TestClaimRoute(t *testing.T) {
 func TestClaimRouteRefusals(t *testing.T) {
 	e, b := newClaimEnv(t)
 	const canary = "CANARY-route-9d1"
-	_, err := e.ctl.Claim(t.Context(), "budget", "bank", claimtest.Encode("https://evil.example/simplefin/claim/"+canary))
+	_, err := e.ctl.Claim(t.Context(), "budget", "bank", claimtest.Encode("https://evil.example/simplefin/claim/"+canary), false)
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || ae.Code != errcode.ClaimRefused {
 		t.Fatalf("Claim(foreign host) = %v; want 422 CLAIM_REFUSED", err)
@@ -149,7 +149,7 @@ func TestClaimUnreachableIsRetryable(t *testing.T) {
 	if _, err := e.ctl.Approve(t.Context(), "budget", "bank"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.ctl.Claim(t.Context(), "budget", "bank", (&claimtest.Bridge{}).NewSetupToken())
+	_, err := e.ctl.Claim(t.Context(), "budget", "bank", (&claimtest.Bridge{}).NewSetupToken(), false)
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Code != errcode.ClaimRefused || len(ae.Details) != 1 || ae.Details[0].Rule != string(claim.ReasonUnreachable) {
 		t.Fatalf("Claim(unreachable bridge) = %v; want CLAIM_REFUSED unreachable", err)

@@ -295,18 +295,20 @@ func (c *Client) SetCredentials(ctx context.Context, appID, slot string, fields 
 // Claim calls POST …/{slot}/claim with a SimpleFIN setup token and
 // returns the connection once its credentials are stored. A refusal is an
 // *Error with code CLAIM_REFUSED, a fixed sentence and the reason as its
-// one detail.
-func (c *Client) Claim(ctx context.Context, appID, slot, setupToken string) (ConnectionJSON, error) {
+// one detail. A connection that holds working credentials claims again
+// only with replace (else ALREADY_CONNECTED, the token unused).
+func (c *Client) Claim(ctx context.Context, appID, slot, setupToken string, replace bool) (ConnectionJSON, error) {
 	var out ConnectionResponse
-	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/claim", ClaimRequest{SetupToken: setupToken}, &out)
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/claim", ClaimRequest{SetupToken: setupToken, Replace: replace}, &out)
 	return out.Connection, err
 }
 
 // StartLink calls POST …/{slot}/link/start and returns the device-link
-// flow as it stands.
-func (c *Client) StartLink(ctx context.Context, appID, slot string) (FlowJSON, error) {
+// flow as it stands. A linked slot is relinked only with replace (else
+// ALREADY_CONNECTED).
+func (c *Client) StartLink(ctx context.Context, appID, slot string, replace bool) (FlowJSON, error) {
 	var out LinkStartResponse
-	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/link/start", struct{}{}, &out)
+	err := c.do(ctx, http.MethodPost, connPath(appID, slot)+"/link/start", LinkStartRequest{Replace: replace}, &out)
 	return out.Flow, err
 }
 
@@ -471,7 +473,7 @@ func (c *Client) Journal(ctx context.Context, o JournalOptions) (JournalResponse
 
 // OAuthStart calls POST /v1/oauth/start: a sign-in flow for an approved
 // authorization-code connection, and the URL the person opens.
-func (c *Client) OAuthStart(ctx context.Context, appID, slot string) (OAuthStartResponse, error) {
+func (c *Client) OAuthStart(ctx context.Context, appID, slot string, replace bool) (OAuthStartResponse, error) {
 	var out OAuthStartResponse
-	return out, c.do(ctx, http.MethodPost, "/v1/oauth/start", OAuthStartRequest{AppID: appID, Slot: slot}, &out)
+	return out, c.do(ctx, http.MethodPost, "/v1/oauth/start", OAuthStartRequest{AppID: appID, Slot: slot, Replace: replace}, &out)
 }

@@ -61,6 +61,7 @@ func statusTable() map[errcode.Code]int {
 		errcode.StarterNotVouched:  http.StatusUnprocessableEntity,
 		errcode.ClaimRefused:       http.StatusUnprocessableEntity,
 		errcode.LANRefused:         http.StatusUnprocessableEntity,
+		errcode.AlreadyConnected:   http.StatusConflict,
 		// 429.
 		errcode.RateLimited: http.StatusTooManyRequests,
 		// 500.

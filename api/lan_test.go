@@ -134,7 +134,7 @@ func TestLANRoutes(t *testing.T) {
 		t.Fatalf("connections = %+v, %v", conns, err)
 	}
 	_, err = c.PairLAN(ctx, "app1", "hue", LANPairRequest{})
-	apiCode(t, err, errcode.BadRequest)
+	apiCode(t, err, errcode.AlreadyConnected)
 
 	frame, _ := json.Marshal(map[string]any{"type": "snug:net-request", "v": 1, "requestId": "r1", "instanceId": "i1",
 		"url": "https://" + apiHueAddr + "/clip/v2/resource/light", "method": "GET"})

@@ -7,6 +7,13 @@ import (
 	"github.com/snug/snugd/daemon/pairing"
 )
 
+// LinkStartRequest is the optional body of POST …/{slot}/link/start. A
+// slot that is already linked is relinked only with replace; the old link
+// keeps working until the new one is stored.
+type LinkStartRequest struct {
+	Replace bool `json:"replace,omitempty"`
+}
+
 // LinkStartResponse is POST …/{slot}/link/start: the device-link flow to
 // follow through GET /v1/flows/{flowId}, as it stands (state qr; the first
 // code may already be there).
@@ -17,10 +24,15 @@ type LinkStartResponse struct {
 
 // linkStart starts the device-link flow of an approved linked_device row
 // bound to a registry helper (§12.12 device-link): 200 {flowId, flow}.
-// CONNECTION_NOT_APPROVED, NOT_FOUND (no device-link pairing) and
-// NET_FETCH_FAILED (no helper, or it could not start) refuse.
+// CONNECTION_NOT_APPROVED, NOT_FOUND (no device-link pairing),
+// ALREADY_CONNECTED (linked, and no replace) and NET_FETCH_FAILED (no
+// helper, or it could not start) refuse.
 func (s *Server) linkStart(c echo.Context) error {
-	f, err := s.devices.StartLink(c.Request().Context(), param(c, "appId"), param(c, "slot"))
+	var req LinkStartRequest
+	if err := bindOptional(c, &req); err != nil {
+		return err
+	}
+	f, err := s.devices.StartLink(c.Request().Context(), param(c, "appId"), param(c, "slot"), req.Replace)
 	if err != nil {
 		return err
 	}

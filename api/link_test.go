@@ -78,7 +78,7 @@ func newLinkEnvArgs(t *testing.T, simArgs ...string) (*env, *Client, string) {
 func TestLinkRoutes(t *testing.T) {
 	e, host, tok := newLinkEnv(t)
 	ctx := t.Context()
-	f, err := host.StartLink(ctx, "app1", "chat")
+	f, err := host.StartLink(ctx, "app1", "chat", false)
 	if err != nil {
 		t.Fatalf("StartLink: %v", err)
 	}
@@ -132,6 +132,6 @@ func TestLinkRoutes(t *testing.T) {
 // 500 INTERNAL.
 func TestLinkStartHelperCrashes(t *testing.T) {
 	_, host, _ := newLinkEnvArgs(t, "--no-such-flag") // the simulator exits 1 on a flag it does not know
-	_, err := host.StartLink(t.Context(), "app1", "chat")
+	_, err := host.StartLink(t.Context(), "app1", "chat", false)
 	wantAPIError(t, err, http.StatusBadGateway, errcode.NetFetchFailed)
 }

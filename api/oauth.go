@@ -21,6 +21,10 @@ import (
 type OAuthStartRequest struct {
 	AppID string `json:"appId"`
 	Slot  string `json:"slot"`
+	// Replace is needed to sign in again on a connection that holds
+	// working tokens (else ALREADY_CONNECTED); they keep working until
+	// the new sign-in completes.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // OAuthStartResponse is its answer: the flow to follow and the URL the
@@ -67,7 +71,7 @@ func (s *Server) oauthStart(c echo.Context) error {
 	if port == 0 {
 		return errcode.New(errcode.BadRequest, "the loopback API is not listening, so no sign-in redirect can reach snugd")
 	}
-	st, err := s.ceremonies.StartOAuth(c.Request().Context(), req.AppID, req.Slot, port)
+	st, err := s.ceremonies.StartOAuth(c.Request().Context(), req.AppID, req.Slot, port, req.Replace)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func newOAuthEnv(t *testing.T) (*env, *oauthtest.Server) {
 func TestOAuthDesktopFlowThroughTheAPI(t *testing.T) {
 	e, op := newOAuthEnv(t)
 	ctx := t.Context()
-	st, err := e.ctl.OAuthStart(ctx, "app1", "music")
+	st, err := e.ctl.OAuthStart(ctx, "app1", "music", false)
 	if err != nil {
 		t.Fatalf("OAuthStart: %v", err)
 	}
@@ -160,7 +160,7 @@ func TestOAuthWebCallbackOnlyForItsHost(t *testing.T) {
 	a := e.host(e.pair("web", origin), origin)
 	other := "https://other.example"
 	b := e.host(e.pair("web", other), other)
-	st, err := a.OAuthStart(ctx, "app1", "music")
+	st, err := a.OAuthStart(ctx, "app1", "music", false)
 	if err != nil {
 		t.Fatalf("OAuthStart: %v", err)
 	}
@@ -216,9 +216,13 @@ func TestOAuthWebCallbackOnlyForItsHost(t *testing.T) {
 		t.Fatal("the log holds the token or the code")
 	}
 
+	// Signed in: a new sign-in needs replace.
+	if _, err := a.OAuthStart(ctx, "app1", "music", false); !isAPICode(err, errcode.AlreadyConnected) {
+		t.Fatalf("a new sign-in without replace = %v, want ALREADY_CONNECTED", err)
+	}
 	// The rightful host hands over a code the OP does not know: the
 	// exchange is tried once and the flow fails with a fixed sentence.
-	st, err = a.OAuthStart(ctx, "app1", "music")
+	st, err = a.OAuthStart(ctx, "app1", "music", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +233,15 @@ func TestOAuthWebCallbackOnlyForItsHost(t *testing.T) {
 	}
 	if n := op.Count("authorization_code"); n != 2 {
 		t.Fatalf("code exchanges = %d, want 2", n)
+	}
+	// The failed replacement left the old tokens serving.
+	go func() {
+		b, _ := a.Net(context.WithoutCancel(ctx), NetRequest{AppID: "app1", Frame: netFrame("GET", "https://api.spotify.com/v1/me"), Delivery: "app"})
+		done <- b
+	}()
+	allowConfirms(t, e, done)
+	if bs := op.Bearers(); len(bs) != 2 || bs[1] != bs[0] {
+		t.Fatalf("after a failed new sign-in the API saw %d bearers, the same: %v; want the old token again", len(bs), len(bs) == 2 && bs[1] == bs[0])
 	}
 }
 

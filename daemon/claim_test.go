@@ -218,7 +218,7 @@ func TestClaimSimpleFIN(t *testing.T) {
 	token := r.bridge.NewSetupToken()
 	// The clipboard's spelling: URL-safe alphabet is equivalent, and
 	// surrounding whitespace is trimmed.
-	c, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, "\n "+token+" \r\n")
+	c, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, "\n "+token+" \r\n", false)
 	if err != nil {
 		t.Fatalf("ClaimSetupToken = %v", err)
 	}
@@ -298,9 +298,36 @@ func TestClaimSimpleFIN(t *testing.T) {
 			t.Errorf("state after 402 = %s, want connected", st.Status)
 		}
 	})
+	t.Run("a new claim on a claimed connection", func(t *testing.T) {
+		// Without replace: refused before anything is sent, the new token
+		// unused, the old credentials serving.
+		before := r.bridge.Claims()
+		fresh := r.bridge.NewSetupToken()
+		if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, fresh, false); !errors.Is(err, errcode.AlreadyConnected) {
+			t.Fatalf("a claim without replace on a claimed connection = %v, want ALREADY_CONNECTED", err)
+		}
+		// Cancelled (the caller went away): nothing is stored.
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := r.d.pairing.ClaimSetupToken(ctx, claimApp, claimSlot, fresh, true); err == nil {
+			t.Fatal("a cancelled replacement succeeded")
+		}
+		if n := r.bridge.Claims() - before; n != 0 {
+			t.Fatalf("a refused or cancelled replacement sent %d claims", n)
+		}
+		if got := r.stored(t); !maps1(got, "access_credentials", creds[0]) {
+			t.Fatal("a refused or cancelled replacement changed the stored credentials")
+		}
+		if res, _ := r.get(t, "https://bridge.simplefin.org/simplefin/accounts"); res.Code != "" || res.Status != 200 {
+			t.Fatalf("accounts after a refused replacement = %s; want the old credentials serving", res.Frame)
+		}
+		if acts := r.replaceActs(t); acts != 0 {
+			t.Fatalf("%d credential-replace acts before any replacement", acts)
+		}
+	})
 	t.Run("the same token again", func(t *testing.T) {
 		before := r.bridge.Claims()
-		_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
+		_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token, true)
 		if got := reasonOf(t, err); got != claim.ReasonTokenRefused {
 			t.Errorf("reason = %s, want %s", got, claim.ReasonTokenRefused)
 		}
@@ -309,6 +336,12 @@ func TestClaimSimpleFIN(t *testing.T) {
 		}
 		if got := r.stored(t); !maps1(got, "access_credentials", creds[0]) {
 			t.Error("a refused claim changed the stored credentials")
+		}
+		if res, _ := r.get(t, "https://bridge.simplefin.org/simplefin/accounts"); res.Code != "" || res.Status != 200 {
+			t.Errorf("accounts after a failed replacement = %s; want the old credentials serving", res.Frame)
+		}
+		if acts := r.replaceActs(t); acts != 0 {
+			t.Errorf("%d credential-replace acts after a failed replacement", acts)
 		}
 	})
 	t.Run("403 marks the connection error", func(t *testing.T) {
@@ -322,11 +355,25 @@ func TestClaimSimpleFIN(t *testing.T) {
 			t.Errorf("state after 403 = %+v; want error with the fixed sentence, marker kept", st)
 		}
 		// A new claim repairs it.
-		if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, r.bridge.NewSetupToken()); err != nil {
+		if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, r.bridge.NewSetupToken(), false); err != nil {
 			t.Fatalf("re-claim: %v", err)
 		}
 		if st, _ := r.state(t); st.Status != grants.ConnConnected || st.LastError != "" {
 			t.Errorf("state after re-claim = %+v", st)
+		}
+	})
+	t.Run("a replacement is journaled", func(t *testing.T) {
+		if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, r.bridge.NewSetupToken(), true); err != nil {
+			t.Fatalf("replacement claim: %v", err)
+		}
+		if got := r.stored(t); maps1(got, "access_credentials", creds[0]) {
+			t.Error("the replacement kept the old credentials")
+		}
+		if res, _ := r.get(t, "https://bridge.simplefin.org/simplefin/accounts"); res.Code != "" || res.Status != 200 {
+			t.Errorf("accounts after the replacement = %s; want served", res.Frame)
+		}
+		if acts := r.replaceActs(t); acts != 1 {
+			t.Errorf("%d credential-replace acts after one replacement, want 1", acts)
 		}
 	})
 	t.Run("revoke wipes the credentials", func(t *testing.T) {
@@ -340,6 +387,22 @@ func TestClaimSimpleFIN(t *testing.T) {
 			t.Error("after revoke the state remains")
 		}
 	})
+}
+
+// replaceActs counts the journal's credential-replace acts of the slot.
+func (r *claimRig) replaceActs(t *testing.T) int {
+	t.Helper()
+	j, err := r.d.records.Journal(t.Context(), journal.JournalQuery{AppID: claimApp, Kind: "acts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range j {
+		if e.Act == journal.ActReplace && e.Slot == claimSlot {
+			n++
+		}
+	}
+	return n
 }
 
 func maps1(m map[string]string, k, v string) bool { return len(m) == 1 && m[k] == v }
@@ -442,7 +505,7 @@ func TestClaimRefusals(t *testing.T) {
 			if tc.token != nil {
 				token = tc.token(b)
 			}
-			_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
+			_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token, false)
 			if got := reasonOf(t, err); got != tc.want {
 				t.Errorf("reason = %s (%v), want %s", got, err, tc.want)
 			}
@@ -493,7 +556,7 @@ func TestClaimNeverLeaks(t *testing.T) {
 	token := b.NewSetupToken()
 	claimURL, _ := claim.DecodeToken(token)
 	canaries = append(canaries, token, claimURL, strings.TrimPrefix(claimURL, "https://bridge.simplefin.org/simplefin/claim/"))
-	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); err != nil {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token, false); err != nil {
 		t.Fatal(err)
 	}
 	// The access URL, hostile: another path, so it is refused after the
@@ -502,7 +565,7 @@ func TestClaimNeverLeaks(t *testing.T) {
 	t2 := b.NewSetupToken()
 	u2, _ := claim.DecodeToken(t2)
 	canaries = append(canaries, t2, u2)
-	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, t2)
+	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, t2, false)
 	if err == nil {
 		t.Fatal("the hostile access URL was accepted")
 	}
@@ -595,7 +658,7 @@ func TestClaimRevokedMeanwhile(t *testing.T) {
 		}
 		io.WriteString(w, access)
 	}
-	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, b.NewSetupToken())
+	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, b.NewSetupToken(), false)
 	if got := reasonOf(t, err); got != claim.ReasonConnectionChanged {
 		t.Errorf("reason = %s, want %s", got, claim.ReasonConnectionChanged)
 	}
@@ -613,13 +676,13 @@ func TestClaimNeedsTokenClaimRow(t *testing.T) {
 	b := &claimtest.Bridge{}
 	r := newClaimRig(t, b)
 	token := b.NewSetupToken()
-	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); !errors.Is(err, errcode.ConnectionNotFound) {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token, false); !errors.Is(err, errcode.ConnectionNotFound) {
 		t.Errorf("no row: %v, want CONNECTION_NOT_FOUND", err)
 	}
 	if _, err := r.d.proposers.ProposeUser(t.Context(), claimApp, claimSlot, simplefinRequirement(claimSlot)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token); !errors.Is(err, errcode.ConnectionNotApproved) {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token, false); !errors.Is(err, errcode.ConnectionNotApproved) {
 		t.Errorf("declared row: %v, want CONNECTION_NOT_APPROVED", err)
 	}
 	other, _ := json.Marshal(map[string]any{
@@ -634,7 +697,7 @@ func TestClaimNeedsTokenClaimRow(t *testing.T) {
 	if _, err := r.d.grants.Approve(t.Context(), claimApp, "other"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, "other", token); !errors.Is(err, errcode.NotFound) {
+	if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, "other", token, false); !errors.Is(err, errcode.NotFound) {
 		t.Errorf("a basic_auth row outside the registry: %v, want NOT_FOUND", err)
 	}
 	if n := len(b.Requests()); n != 0 {
@@ -658,7 +721,7 @@ func TestClaimNotStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := b.NewSetupToken()
-	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token)
+	_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, token, false)
 	if got := reasonOf(t, err); got != claim.ReasonNotStored {
 		t.Fatalf("reason = %s (%v), want %s", got, err, claim.ReasonNotStored)
 	}

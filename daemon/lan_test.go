@@ -250,11 +250,27 @@ func TestLANPairAndPin(t *testing.T) {
 
 	// Paired: a second pairing without an explicit re-pin is refused.
 	_, err = h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{})
-	testutil.WantCode(t, err, errcode.BadRequest)
+	testutil.WantCode(t, err, errcode.AlreadyConnected)
 
 	res, n := h.lights(t)
 	if res.Code != "" || res.Status != 200 || n != 1 {
 		t.Fatalf("CLIP v2 request = %+v (%d at the bridge), want 200 with the key placed", res, n)
+	}
+	// A re-pair that fails (the bridge does not present the accepted
+	// fingerprint) leaves the old key and pin serving, and journals no
+	// replacement.
+	fl0, err := h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{Repin: true, Accept: strings.Repeat("0", 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl0 = h.waitFlow(t, fl0.ID, ended); fl0.State != pairing.FlowFailed {
+		t.Fatalf("re-pair to a fingerprint the bridge does not present = %+v", fl0)
+	}
+	if res, n := h.lights(t); res.Code != "" || res.Status != 200 || n != 1 {
+		t.Fatalf("CLIP v2 after a failed re-pair = %+v (%d at the bridge), want the old key serving", res, n)
+	}
+	if n := lanReplaceActs(t, h); n != 0 {
+		t.Fatalf("%d credential-replace acts after a failed re-pair", n)
 	}
 
 	// The bridge's certificate changes: a factory reset, or an impostor at
@@ -317,6 +333,25 @@ func TestLANPairAndPin(t *testing.T) {
 	if res, n := h.lights(t); res.Status != 200 || n != 1 {
 		t.Fatalf("CLIP v2 after re-pin = %+v (%d)", res, n)
 	}
+	if n := lanReplaceActs(t, h); n != 1 {
+		t.Fatalf("%d credential-replace acts after the re-pin, want 1", n)
+	}
+}
+
+// lanReplaceActs counts app1/hue's credential-replace acts.
+func lanReplaceActs(t *testing.T, h *hueRig) int {
+	t.Helper()
+	j, err := h.d.records.Journal(t.Context(), journal.JournalQuery{AppID: "app1", Kind: "acts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range j {
+		if e.Act == journal.ActReplace && e.Slot == "hue" {
+			n++
+		}
+	}
+	return n
 }
 
 // TestLANVerifyBeforeClaim: a device that is not a Hue bridge fails the

@@ -128,7 +128,7 @@ func (r *simRig) scan(t *testing.T, payload string) {
 // link runs the whole device link and returns the linked flow.
 func (r *simRig) link(t *testing.T) pairing.Flow {
 	t.Helper()
-	f, err := r.d.devices.StartLink(t.Context(), "app1", "chat")
+	f, err := r.d.devices.StartLink(t.Context(), "app1", "chat", false)
 	if err != nil {
 		t.Fatalf("StartLink: %v\n%s", err, r.logs.String())
 	}
@@ -293,14 +293,14 @@ func TestDeviceLinkWithTheSimulator(t *testing.T) {
 // flow replaces an older one; another host's flow is an unknown id.
 func TestDeviceLinkRefusals(t *testing.T) {
 	r := newSimRig(t)
-	if _, err := r.d.devices.StartLink(t.Context(), "app1", "nope"); err == nil {
+	if _, err := r.d.devices.StartLink(t.Context(), "app1", "nope", false); err == nil {
 		t.Error("StartLink on no row succeeded")
 	}
-	f1, err := r.d.devices.StartLink(t.Context(), "app1", "chat")
+	f1, err := r.d.devices.StartLink(t.Context(), "app1", "chat", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2, err := r.d.devices.StartLink(t.Context(), "app1", "chat")
+	f2, err := r.d.devices.StartLink(t.Context(), "app1", "chat", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestDeviceLinkRefusals(t *testing.T) {
 
 	plain := newRig(t, func(c *Config) { c.Now = time.Now })
 	plain.connectSim(t, "app1", "chat", nil)
-	if _, err := plain.d.devices.StartLink(t.Context(), "app1", "chat"); !isCode(err, errcode.NetFetchFailed) {
+	if _, err := plain.d.devices.StartLink(t.Context(), "app1", "chat", false); !isCode(err, errcode.NetFetchFailed) {
 		t.Errorf("StartLink with no helpers = %v, want NET_FETCH_FAILED", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/hints"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/oauth"
 	"github.com/snug/snugd/daemon/oauth/oauthtest"
 	"github.com/snug/snugd/daemon/pairing"
@@ -133,7 +134,7 @@ func (o *oauthRig) approveOAuth(t *testing.T, app string, decl map[string]any, v
 func (o *oauthRig) startSpotify(t *testing.T, app string) pairing.OAuthStart {
 	t.Helper()
 	o.approveOAuth(t, app, spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	st, err := o.d.pairing.StartOAuth(t.Context(), app, "music", 4747)
+	st, err := o.d.pairing.StartOAuth(t.Context(), app, "music", 4747, false)
 	if err != nil {
 		t.Fatalf("StartOAuth: %v", err)
 	}
@@ -222,7 +223,7 @@ func TestOAuthCodeFlowThroughTheExecutor(t *testing.T) {
 	}
 	// A second app shares the one state key (§13: app-agnostic).
 	o.approveOAuth(t, "app2", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
-	if _, err := o.d.pairing.StartOAuth(ctx, "app2", "music", 4747); err != nil || o.secret(t, store.StateHMACKey) != key {
+	if _, err := o.d.pairing.StartOAuth(ctx, "app2", "music", 4747, false); err != nil || o.secret(t, store.StateHMACKey) != key {
 		t.Fatalf("second app's flow: %v, key changed: %t", err, o.secret(t, store.StateHMACKey) != key)
 	}
 
@@ -272,7 +273,7 @@ func TestOAuthCallbackRefusals(t *testing.T) {
 		t.Fatalf("state = %+v", s)
 	}
 	// A provider's error answer ends the flow denied, with a fixed sentence.
-	st, _ = o.d.pairing.StartOAuth(ctx, "app1", "music", 4747)
+	st, _ = o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, false)
 	u, _ := url.Parse(st.AuthorizeURL)
 	f, err := o.d.pairing.OAuthLoopbackCallback(ctx, url.Values{"error": {"access_denied"}, "error_description": {"<b>nope</b>"}, "state": {u.Query().Get("state")}}.Encode())
 	if err != nil || f.State != pairing.FlowDenied || strings.Contains(f.Message, "nope") {
@@ -569,7 +570,7 @@ func TestOAuthOneLiveFlowPerSlot(t *testing.T) {
 	ctx := t.Context()
 	first := o.startSpotify(t, "app1")
 	cb := o.op.SignIn(ctx, t, first.AuthorizeURL)
-	second, err := o.d.pairing.StartOAuth(ctx, "app1", "music", 4747)
+	second, err := o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +621,7 @@ func TestOAuthStartWithoutClientID(t *testing.T) {
 	if _, err := o.d.grants.Approve(t.Context(), "app1", "music"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := o.d.pairing.StartOAuth(t.Context(), "app1", "music", 4747)
+	_, err := o.d.pairing.StartOAuth(t.Context(), "app1", "music", 4747, false)
 	if !isCode(err, errcode.BadRequest) || !strings.Contains(err.Error(), "snugd ctl credentials set") {
 		t.Fatalf("StartOAuth without a client ID = %v", err)
 	}
@@ -680,7 +681,7 @@ func TestOAuthGitHubAppFlow(t *testing.T) {
 		"declaredApiHosts": []any{"api.github.com"},
 	}
 	o.approveOAuth(t, "app1", decl, map[string]string{"client_id": oauthtest.GitHubClient, "client_secret": oauthtest.GitHubSecret})
-	st, err := o.d.pairing.StartOAuth(ctx, "app1", "gh", 4747)
+	st, err := o.d.pairing.StartOAuth(ctx, "app1", "gh", 4747, false)
 	if err != nil {
 		t.Fatalf("StartOAuth: %v", err)
 	}
@@ -711,5 +712,93 @@ func TestOAuthGitHubAppFlow(t *testing.T) {
 	}
 	if strings.Contains(o.logs.String(), oauthtest.GitHubSecret) || strings.Contains(o.logs.String(), access) {
 		t.Fatal("the log holds the client secret or the token")
+	}
+}
+
+// A new sign-in on a signed-in connection needs replace
+// (ALREADY_CONNECTED otherwise); one the person denies, and one whose
+// code the provider refuses, leave the old tokens serving requests and
+// journal nothing; one that completes replaces the tokens and is
+// journaled as a credential-replace act.
+func TestOAuthNewSignInReplacesOnlyWhenAsked(t *testing.T) {
+	o := newOAuthRig(t)
+	ctx := t.Context()
+	o.connectSpotify(t, "app1")
+	accessKey := store.FieldKey("app1", "music", grants.AccessTokenField)
+	old := o.secret(t, accessKey)
+	served := func(t *testing.T, bearer, when string) {
+		t.Helper()
+		res, _ := o.net(t, "app1", frame("GET", "https://api.spotify.com/v1/me", nil))
+		b := o.op.Bearers()
+		if res.Code != "" || res.Status != http.StatusOK || b[len(b)-1] != "Bearer "+bearer {
+			t.Fatalf("a request %s = %q %d; want served with the expected token", when, res.Code, res.Status)
+		}
+	}
+	replaceActs := func(t *testing.T) int {
+		t.Helper()
+		j, err := o.d.records.Journal(ctx, journal.JournalQuery{AppID: "app1", Kind: "acts"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range j {
+			if e.Act == journal.ActReplace && e.Slot == "music" {
+				n++
+			}
+		}
+		return n
+	}
+	served(t, old, "after the first sign-in")
+
+	if _, err := o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, false); !isCode(err, errcode.AlreadyConnected) {
+		t.Fatalf("a new sign-in without replace = %v, want ALREADY_CONNECTED", err)
+	}
+
+	// Denied by the person.
+	st, err := o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(st.AuthorizeURL)
+	f, err := o.d.pairing.OAuthLoopbackCallback(ctx, url.Values{"error": {"access_denied"}, "state": {u.Query().Get("state")}}.Encode())
+	if err != nil || f.State != pairing.FlowDenied {
+		t.Fatalf("denied callback = %+v, %v", f, err)
+	}
+	if o.secret(t, accessKey) != old {
+		t.Fatal("a denied sign-in changed the tokens")
+	}
+	served(t, old, "after a denied new sign-in")
+
+	// A code the provider refuses.
+	st, err = o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ = url.Parse(st.AuthorizeURL)
+	f, err = o.d.pairing.OAuthLoopbackCallback(ctx, url.Values{"code": {"not-a-real-code"}, "state": {u.Query().Get("state")}}.Encode())
+	if err != nil || f.State != pairing.FlowFailed {
+		t.Fatalf("callback with a refused code = %+v, %v", f, err)
+	}
+	served(t, old, "after a failed new sign-in")
+	if n := replaceActs(t); n != 0 {
+		t.Fatalf("%d credential-replace acts before a replacement completed", n)
+	}
+
+	// Completed.
+	st, err = o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
+	if f, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != pairing.FlowConnected {
+		t.Fatalf("callback = %+v, %v", f, err)
+	}
+	fresh := o.secret(t, accessKey)
+	if fresh == old || fresh == "" {
+		t.Fatal("the new sign-in did not replace the access token")
+	}
+	served(t, fresh, "after the new sign-in")
+	if n := replaceActs(t); n != 1 {
+		t.Fatalf("%d credential-replace acts after one replacement, want 1", n)
 	}
 }

@@ -105,12 +105,37 @@ type Config struct {
 }
 
 // SessionKey names one helper session: a helper serving one (app, slot).
-// Each key is its own process with its own session directory.
+// Each key is its own process with its own session directory. Stage
+// tells a slot's live session from the replacement being linked beside
+// it and from the one a replacement retired (Promote).
 type SessionKey struct {
 	HelperID string
 	AppID    string
 	Slot     string
+	Stage    Stage
 }
+
+// A Stage says which of a slot's session directories a SessionKey names.
+// A relink links StageNew beside the live session, which keeps serving
+// requests until Promote swaps the two; the live session becomes
+// StageOld, for Unlink to retire.
+type Stage string
+
+const (
+	StageLive Stage = ""    // the session requests go to
+	StageNew  Stage = "new" // a replacement being linked
+	StageOld  Stage = "old" // the session a replacement retired
+)
+
+// At returns k's key at stage st.
+func (k SessionKey) At(st Stage) SessionKey {
+	k.Stage = st
+	return k
+}
+
+// ErrSwapping refuses a call while a slot's sessions are being swapped
+// (Promote, Restore): it lasts as long as two renames.
+var ErrSwapping = errors.New("the helper session is being replaced")
 
 // State is a session's supervision state.
 type State string
@@ -180,6 +205,9 @@ type Supervisor struct {
 	procMu   sync.RWMutex
 	pids     sync.Map // int → true
 	sessions map[SessionKey]*session
+	// swapping holds the live keys whose directories Promote or Restore
+	// is renaming: no session of that slot starts meanwhile.
+	swapping map[SessionKey]bool
 	wg       sync.WaitGroup // one per keeper goroutine
 }
 
@@ -242,7 +270,7 @@ func New(cfg Config) (*Supervisor, error) {
 		st = ExecStarter{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Supervisor{cfg: cfg, log: log.With("component", "linkdevice"), starter: st, ctx: ctx, cancel: cancel, sessions: map[SessionKey]*session{}}, nil
+	return &Supervisor{cfg: cfg, log: log.With("component", "linkdevice"), starter: st, ctx: ctx, cancel: cancel, sessions: map[SessionKey]*session{}, swapping: map[SessionKey]bool{}}, nil
 }
 
 func cloneHelpers(m map[string]Spec) map[string]Spec {
@@ -299,8 +327,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 }
 
 // SessionDir returns the session directory of k:
-// <StateDir>/<helperId>/<first 32 hex digits of SHA-256(appId NUL slot)>.
-// The hash keeps app ids of any spelling out of file names.
+// <StateDir>/<helperId>/<first 32 hex digits of SHA-256(appId NUL slot)>,
+// with ".new" or ".old" after it for those stages. The hash keeps app
+// ids of any spelling out of file names.
 func (s *Supervisor) SessionDir(k SessionKey) string { return SessionDirOf(s.cfg.StateDir, k) }
 
 // SessionDirOf is SessionDir for a supervisor whose StateDir is stateDir:
@@ -308,7 +337,28 @@ func (s *Supervisor) SessionDir(k SessionKey) string { return SessionDirOf(s.cfg
 // the simulator's scan file beside the daemon it talks to.
 func SessionDirOf(stateDir string, k SessionKey) string {
 	sum := sha256.Sum256([]byte(k.AppID + "\x00" + k.Slot))
-	return filepath.Join(stateDir, k.HelperID, hex.EncodeToString(sum[:16]))
+	name := hex.EncodeToString(sum[:16])
+	switch k.Stage {
+	case StageLive:
+	case StageNew, StageOld:
+		name += "." + string(k.Stage)
+	default:
+		name += ".invalid" // checkKey refuses such a key before any use
+	}
+	return filepath.Join(stateDir, k.HelperID, name)
+}
+
+// checkKey refuses a key of no registered helper or of an unknown stage.
+func (s *Supervisor) checkKey(k SessionKey) (Spec, error) {
+	spec, ok := s.cfg.Helpers[k.HelperID]
+	if !ok {
+		return Spec{}, ErrUnknownHelper
+	}
+	switch k.Stage {
+	case StageLive, StageNew, StageOld:
+		return spec, nil
+	}
+	return Spec{}, fmt.Errorf("session stage %q: want live, new or old", k.Stage)
 }
 
 // Status returns every session's snapshot, sorted by key.
@@ -387,14 +437,18 @@ func (s *Supervisor) HelperStatus() []HelperSummary {
 // acquire returns the running session of k, starting it on demand and
 // waiting while it starts. A session in backoff or failed refuses at once.
 func (s *Supervisor) acquire(ctx context.Context, k SessionKey, retry bool) (*session, *Client, error) {
-	spec, ok := s.cfg.Helpers[k.HelperID]
-	if !ok {
-		return nil, nil, ErrUnknownHelper
+	spec, err := s.checkKey(k)
+	if err != nil {
+		return nil, nil, err
 	}
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
 		return nil, nil, ErrStopped
+	}
+	if s.swapping[k.At(StageLive)] {
+		s.mu.Unlock()
+		return nil, nil, ErrSwapping
 	}
 	ss := s.sessions[k]
 	if ss != nil && retry {
@@ -539,6 +593,9 @@ func (s *Supervisor) runOnce(ctx context.Context, ss *session) (time.Duration, s
 	if err := ensurePrivateDir(filepath.Dir(ss.dir)); err != nil {
 		s.log.Error("helper state directory", "err", err)
 		return 0, "the session directory could not be made private", false
+	}
+	if ss.key.Stage == StageLive {
+		s.recoverSwap(ss.key)
 	}
 	if err := ensurePrivateDir(ss.dir); err != nil {
 		s.log.Error("helper session directory", "err", err)
@@ -892,8 +949,8 @@ func (s *Supervisor) Verify(ctx context.Context, k SessionKey, token Token) (Ver
 // could not be reached (revocation must not depend on a helper). The error
 // says whether the helper itself confirmed.
 func (s *Supervisor) Unlink(ctx context.Context, k SessionKey) error {
-	if _, ok := s.cfg.Helpers[k.HelperID]; !ok {
-		return ErrUnknownHelper
+	if _, err := s.checkKey(k); err != nil {
+		return err
 	}
 	ss, c, err := s.acquire(ctx, k, true)
 	if err == nil {
@@ -904,4 +961,133 @@ func (s *Supervisor) Unlink(ctx context.Context, k SessionKey) error {
 		err = fmt.Errorf("remove session directory: %w", rerr)
 	}
 	return err
+}
+
+// Promote makes the staged session of k's slot (StageNew, linked beside
+// the live one) the live session, so that a relink never drops the
+// working link before the new one exists: every session of the slot
+// stops, the live directory is renamed to the StageOld directory and the
+// staged one to the live directory. Each rename is atomic; a crash
+// between them leaves no live directory, and the next start of the live
+// session puts the old one back (recoverSwap). The retired session stays
+// in the StageOld directory for Unlink (or Restore) to deal with. While
+// the renames run, calls for the slot answer ErrSwapping.
+func (s *Supervisor) Promote(k SessionKey) error {
+	live := k.At(StageLive)
+	if _, err := s.checkKey(live); err != nil {
+		return err
+	}
+	if !s.beginSwap(live) {
+		return ErrSwapping
+	}
+	defer s.endSwap(live)
+	liveDir, newDir, oldDir := s.SessionDir(live), s.SessionDir(k.At(StageNew)), s.SessionDir(k.At(StageOld))
+	if _, err := os.Lstat(newDir); err != nil {
+		return fmt.Errorf("promote a session: no staged session: %w", err)
+	}
+	if err := os.RemoveAll(oldDir); err != nil {
+		return fmt.Errorf("promote a session: clear the retired directory: %w", err)
+	}
+	if err := os.Rename(liveDir, oldDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("promote a session: retire the live directory: %w", err)
+	}
+	if err := os.Rename(newDir, liveDir); err != nil {
+		if rerr := os.Rename(oldDir, liveDir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			s.log.Error("put a live session back", "helper", k.HelperID, "app_id", k.AppID, "slot", k.Slot, "err", rerr)
+		}
+		return fmt.Errorf("promote a session: %w", err)
+	}
+	syncDir(filepath.Dir(liveDir))
+	return nil
+}
+
+// Restore undoes a Promote whose commit failed: the live directory goes
+// back to StageNew (for Unlink to retire) and the StageOld directory, if
+// any, becomes the live one again.
+func (s *Supervisor) Restore(k SessionKey) error {
+	live := k.At(StageLive)
+	if _, err := s.checkKey(live); err != nil {
+		return err
+	}
+	if !s.beginSwap(live) {
+		return ErrSwapping
+	}
+	defer s.endSwap(live)
+	liveDir, newDir, oldDir := s.SessionDir(live), s.SessionDir(k.At(StageNew)), s.SessionDir(k.At(StageOld))
+	if err := os.RemoveAll(newDir); err != nil {
+		return fmt.Errorf("restore a session: clear the staged directory: %w", err)
+	}
+	if err := os.Rename(liveDir, newDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("restore a session: move the replacement aside: %w", err)
+	}
+	if err := os.Rename(oldDir, liveDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("restore a session: %w", err)
+	}
+	syncDir(filepath.Dir(liveDir))
+	return nil
+}
+
+// beginSwap marks live's slot as swapping and stops its sessions; it
+// reports false when another swap of the slot runs.
+func (s *Supervisor) beginSwap(live SessionKey) bool {
+	s.mu.Lock()
+	if s.swapping[live] {
+		s.mu.Unlock()
+		return false
+	}
+	s.swapping[live] = true
+	s.mu.Unlock()
+	for _, st := range []Stage{StageNew, StageLive, StageOld} {
+		s.stopSession(live.At(st))
+	}
+	return true
+}
+
+func (s *Supervisor) endSwap(live SessionKey) {
+	s.mu.Lock()
+	delete(s.swapping, live)
+	s.mu.Unlock()
+}
+
+// recoverSwap finishes what a crash cut short between Promote's or
+// Restore's two renames: with no live directory but a retired one, the
+// retired one is the last committed link and becomes live again.
+func (s *Supervisor) recoverSwap(live SessionKey) {
+	liveDir, oldDir := s.SessionDir(live), s.SessionDir(live.At(StageOld))
+	if _, err := os.Lstat(liveDir); !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if fi, err := os.Lstat(oldDir); err != nil || !fi.IsDir() {
+		return
+	}
+	if err := os.Rename(oldDir, liveDir); err != nil {
+		s.log.Error("put a live session back", "helper", live.HelperID, "app_id", live.AppID, "slot", live.Slot, "err", err)
+		return
+	}
+	s.log.Warn("a session swap was cut short; the previous session is live again", "helper", live.HelperID, "app_id", live.AppID, "slot", live.Slot)
+}
+
+// syncDir flushes dir's entries (the renames) to disk, best effort.
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		f.Sync()
+		f.Close()
+	}
+}
+
+// HasSession reports whether k's session directory holds anything: a
+// helper keeps its device session there and nowhere else, so a missing or
+// empty directory means the session is gone (a helper that answers "not
+// linked" with files left is not judged by this). It starts nothing.
+func (s *Supervisor) HasSession(k SessionKey) bool {
+	if _, err := s.checkKey(k); err != nil {
+		return false
+	}
+	f, err := os.Open(s.SessionDir(k))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) > 0
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"time"
+
+	"github.com/snug/snugd/api"
 )
 
 // connectPoll is how often snugd ctl connect asks how the flow stands.
@@ -13,15 +15,23 @@ const connectPoll = time.Second
 // prints the authorize URL for the person to open, and waits for the
 // provider's redirect to reach snugd's loopback callback. It exits 0 when
 // the flow ends connected, 1 otherwise with the flow's fixed sentence.
+// A connection that is already signed in signs in again only after the
+// person said yes (or --yes); its tokens keep working until the new
+// sign-in completes, and after one that fails.
 func ctlConnect(ctx context.Context, c *ctl, args []string) int {
-	fs := c.flags("connect APP SLOT")
+	fs := c.flags("connect APP SLOT [--yes]")
+	yes := fs.Bool("yes", false, "sign in again if the connection is already signed in (its tokens keep working until the new sign-in completes)")
 	pos, code, ok := c.args(fs, args, "APP", "SLOT")
 	if !ok {
 		return code
 	}
-	st, err := c.client.OAuthStart(ctx, pos[0], pos[1])
-	if err != nil {
-		return c.fail(err)
+	var st api.OAuthStartResponse
+	if code, ok := c.replaceCeremony(ctx, pos[0], pos[1], *yes, "signed in", "tokens", func(replace bool) error {
+		var err error
+		st, err = c.client.OAuthStart(ctx, pos[0], pos[1], replace)
+		return err
+	}); !ok {
+		return code
 	}
 	c.out("Open this address in a browser on this computer and sign in:")
 	c.out("")

@@ -155,6 +155,12 @@ func TestCtlConnectAndRevokeAgainstTheOP(t *testing.T) {
 	if code, out, errOut := wait(); code != exitOK || !strings.Contains(out, "player/music: connected") || strings.Contains(out, cb.Query().Get("code")) {
 		t.Fatalf("ctl connect = %d\n%s%s", code, out, errOut)
 	}
+	// Signed in: connecting again without a terminal needs --yes, and
+	// nothing starts.
+	if code, out, errOut := td.ctl(t, "", "connect", "player", "music"); code != exitUsage || strings.Contains(out, "https://") ||
+		!strings.Contains(errOut, "player/music is already signed in since ") || !strings.Contains(errOut, "pass --yes to replace it") {
+		t.Fatalf("ctl connect on a signed-in connection = %d\n%s%s", code, out, errOut)
+	}
 
 	twitch := map[string]any{
 		"slot": "games", "provider": map[string]any{"name": "Twitch"}, "kind": "oauth2_client_creds",

@@ -209,7 +209,7 @@ func (c *ctl) demoApprove(ctx context.Context, yes bool) int {
 // that scans it, until the flow ends. Ctrl-C cancels the flow.
 func (c *ctl) demoLink(ctx context.Context) int {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	f, err := c.client.StartLink(sctx, demoApp, demoSlot)
+	f, err := c.client.StartLink(sctx, demoApp, demoSlot, false)
 	cancel()
 	if err != nil {
 		return c.fail(err)
@@ -220,7 +220,7 @@ func (c *ctl) demoLink(ctx context.Context) int {
 	defer tick.Stop()
 	for {
 		if f.State != "qr" {
-			code := c.linkEnded(f)
+			code := c.linkEnded(f, demoApp, demoSlot)
 			if code != exitOK {
 				fmt.Fprintf(c.e.stderr, "hint: %s starts a new link with fresh codes\n", c.cmdLine("demo"))
 			}

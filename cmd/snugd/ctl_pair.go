@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snug/snugd/api"
 	"github.com/snug/snugd/daemon/claim"
 	"golang.org/x/term"
 )
@@ -25,9 +26,9 @@ type pairCeremony struct {
 // Each family adds its own line.
 func pairCeremonies() []pairCeremony {
 	return []pairCeremony{
-		{name: "claim", synopsis: "pair claim APP SLOT [--json]", summary: "claim a SimpleFIN setup token, read from standard input (hidden on a terminal), never from the command line", run: ctlPairClaim},
+		{name: "claim", synopsis: "pair claim APP SLOT [--yes] [--json]", summary: "claim a SimpleFIN setup token, read from standard input (hidden on a terminal), never from the command line", run: ctlPairClaim},
 		{name: "lan", synopsis: "pair lan APP SLOT [--address A] [--repin] [--yes] [--json]", summary: "pair a Philips Hue bridge: discover or take its address, collect and approve it, then press its link button; --repin replaces a changed certificate's pin after showing both fingerprints", run: ctlPairLAN},
-		{name: "link", synopsis: "pair link APP SLOT", summary: "link a device by scanning the QR code drawn in the terminal; Ctrl-C cancels", run: ctlPairLink},
+		{name: "link", synopsis: "pair link APP SLOT [--yes]", summary: "link a device by scanning the QR code drawn in the terminal; Ctrl-C cancels; a linked slot is relinked only after a yes (or --yes), keeping the old link until the new one is linked", run: ctlPairLink},
 	}
 }
 
@@ -76,8 +77,13 @@ func ctlPair(ctx context.Context, c *ctl, args []string) int {
 // once through the daemon, and prints the connection's state. The token
 // is never an argument, never printed, and a refusal prints only the
 // daemon's fixed sentence and reason.
+//
+// A connection that is already claimed is claimed again only after the
+// person said yes (or --yes); its old credentials keep working until the
+// new ones are stored, and the token is not spent by the question.
 func ctlPairClaim(ctx context.Context, c *ctl, args []string) int {
-	fs := c.flags("pair claim APP SLOT [--json]")
+	fs := c.flags("pair claim APP SLOT [--yes] [--json]")
+	yes := fs.Bool("yes", false, "replace the connection's credentials if it is already claimed (the old ones keep working until the new ones are stored)")
 	pos, code, ok := c.args(fs, args, "APP", "SLOT")
 	if !ok {
 		return code
@@ -86,9 +92,13 @@ func ctlPairClaim(ctx context.Context, c *ctl, args []string) int {
 	if err != nil {
 		return c.fail(err)
 	}
-	conn, err := c.client.Claim(ctx, pos[0], pos[1], token)
-	if err != nil {
-		return c.fail(err)
+	var conn api.ConnectionJSON
+	if code, ok := c.replaceCeremony(ctx, pos[0], pos[1], *yes, "claimed", "credentials", func(replace bool) error {
+		var err error
+		conn, err = c.client.Claim(ctx, pos[0], pos[1], token, replace)
+		return err
+	}); !ok {
+		return code
 	}
 	if c.json {
 		return c.printJSON(conn)

@@ -107,7 +107,14 @@ func TestCtlPairClaim(t *testing.T) {
 		t.Errorf("apps after the claim still hints at the row = %d\n%s", code, out)
 	}
 
-	code, out, _ = ctl(b.NewSetupToken(), "claim", "app", "bank", "--json")
+	// Claimed already: a new claim without a terminal needs --yes, and
+	// the refusal spends nothing.
+	claims := b.Claims()
+	code, out, errOut = ctl(b.NewSetupToken(), "claim", "app", "bank")
+	if code != exitUsage || !strings.Contains(errOut, "app/bank is already claimed since ") || !strings.Contains(errOut, "pass --yes to replace it") || b.Claims() != claims {
+		t.Errorf("a new claim without --yes = %d (claims sent %d)\n%s%s", code, b.Claims()-claims, out, errOut)
+	}
+	code, out, _ = ctl(b.NewSetupToken(), "claim", "app", "bank", "--json", "--yes")
 	var conn api.ConnectionJSON
 	if code != exitOK || json.Unmarshal([]byte(out), &conn) != nil || conn.State == nil || conn.State.ClaimVerifiedAt == nil {
 		t.Errorf("claim --json = %d %s", code, out)

@@ -124,9 +124,19 @@ const (
 	NotPaired Code = "NOT_PAIRED"
 )
 
+// A ceremony that would replace a working credential.
+const (
+	// AlreadyConnected: the connection holds a working credential (a
+	// linked device, a claimed access, a paired bridge's key, OAuth
+	// tokens) and the ceremony was started without replace. Nothing was
+	// changed; the old credential keeps working until a replacement
+	// commits.
+	AlreadyConnected Code = "ALREADY_CONNECTED"
+)
+
 // numCodes is the length of the registry. Appending a code means
 // appending an entry to table and raising this number by one.
-const numCodes = 61
+const numCodes = 62
 
 // table is the registry: one ordered list, append-only. Never rename,
 // reorder or delete an entry; a retired code stays here with Reserved set.
@@ -221,5 +231,7 @@ func table() [numCodes]Entry {
 
 		// A web page that is not paired.
 		{Code: NotPaired, Meaning: "this origin is not paired with snugd, or no longer is: pair again"},
+		// A ceremony that would replace a working credential.
+		{Code: AlreadyConnected, Meaning: "the connection already holds a working credential; start the ceremony again with replace: true to replace it (the old one keeps working until the new one is stored)"},
 	}
 }

@@ -47,7 +47,7 @@ type JournalEntry struct {
 
 	// Act names a person's act (Outcome "act"): approve, reapprove,
 	// revoke, reconnect, credentials-set, confirm-allow, confirm-deny,
-	// host-pair, host-unpair, import. Note says who and what (field names
+	// host-pair, host-unpair, import, unlink, relink, credential-replace. Note says who and what (field names
 	// only, never a value).
 	Act string
 	// Count is how many repeated refusals the entry stands for (1 for
@@ -482,7 +482,10 @@ func (c *committer) commit(ops []*journalOp) error {
 // kept apart from executor entries (no flood of requests pushes one
 // out): approve, reapprove, revoke, reconnect, credentials-set (field
 // names only), confirm-allow and confirm-deny (who decided), host-pair
-// and host-unpair, import. Metadata only, as every entry.
+// and host-unpair, import, unlink (a linked device forgotten), relink (a
+// new device link replaced a working one) and credential-replace (a Hue
+// re-pair, a new SimpleFIN claim or a new OAuth sign-in replaced a working
+// credential). Metadata only, as every entry.
 const (
 	ActApprove        = "approve"
 	ActReapprove      = "reapprove"
@@ -494,6 +497,9 @@ const (
 	ActHostPair       = "host-pair"
 	ActHostUnpair     = "host-unpair"
 	ActImport         = "import"
+	ActUnlink         = "unlink"
+	ActRelink         = "relink"
+	ActReplace        = "credential-replace"
 )
 
 // actor says who acted: the paired host the request came from, or the

@@ -77,7 +77,12 @@ func (e *ClaimRefusedError) ErrorCode() errcode.Code { return errcode.ClaimRefus
 // sentence. A claim that fails after it was sent is reported as possibly
 // used up and is never retried. ClaimSetupToken is safe for concurrent
 // use.
-func (d *Service) ClaimSetupToken(ctx context.Context, appID, slot, setupToken string) (grants.Connection, error) {
+//
+// A connection that already holds working credentials (connected) claims
+// a new token only with replace, else ALREADY_CONNECTED before anything
+// is sent (the token stays unused); its old credentials keep working
+// until the new ones commit, journaled as a credential-replace act.
+func (d *Service) ClaimSetupToken(ctx context.Context, appID, slot, setupToken string, replace bool) (grants.Connection, error) {
 	c, err := d.grants.Connection(ctx, appID, slot)
 	if err != nil {
 		return grants.Connection{}, err
@@ -89,6 +94,13 @@ func (d *Service) ClaimSetupToken(ctx context.Context, appID, slot, setupToken s
 	if !ok || p.Family != registry.FamilyTokenClaim {
 		return grants.Connection{}, errcode.New(errcode.NotFound, "the connection has no token-claim pairing")
 	}
+	// A state that cannot be read holds nothing known to work (the
+	// claim's commit then says it could not store).
+	st, _, err := d.grants.ConnectionState(ctx, appID, slot)
+	replacing := err == nil && working(st)
+	if replacing && !replace {
+		return grants.Connection{}, alreadyConnected(appID, slot, "claimed", st.ClaimVerifiedAt, st.ObtainedAt)
+	}
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	access, err := d.claimAccess(cctx, c.AllowedHosts, p, setupToken)
 	cancel()
@@ -98,7 +110,7 @@ func (d *Service) ClaimSetupToken(ctx context.Context, appID, slot, setupToken s
 		}
 		return grants.Connection{}, err
 	}
-	if err := d.commitClaim(ctx, c, p.Field, access); err != nil {
+	if err := d.commitClaim(ctx, c, p.Field, access, replacing); err != nil {
 		return grants.Connection{}, err
 	}
 	d.log.Info("setup token claimed", "app", appID, "slot", slot)
@@ -221,10 +233,14 @@ func claimTransportError(err error, connected bool) error {
 // marker in one transaction (§12.12 "one write, no window"), after
 // re-reading the row: a row revoked or re-approved while the claim ran
 // takes nothing. A failed write is said plainly, without the URL: the
-// credentials are not kept anywhere else.
-func (d *Service) commitClaim(ctx context.Context, before grants.Connection, field string, access claim.Access) error {
+// credentials are not kept anywhere else. A replacement's journal entry
+// commits with it.
+func (d *Service) commitClaim(ctx context.Context, before grants.Connection, field string, access claim.Access, replacing bool) error {
 	err := d.grants.CommitIfUnchanged(ctx, before, grants.CommitChange, func(tx *store.Tx) error {
-		return WriteClaim(tx, before.AppID, before.Slot, field, access)
+		if err := WriteClaim(tx, before.AppID, before.Slot, field, access); err != nil {
+			return err
+		}
+		return journalReplace(ctx, tx, before, replacing, "a new SimpleFIN claim replaced the access credentials")
 	})
 	switch {
 	case err == nil:

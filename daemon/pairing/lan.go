@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -285,6 +286,10 @@ func (d *Devices) PairLAN(ctx context.Context, appID, slot string, opts LANPairO
 	previous := ""
 	if st.LANPin != nil {
 		previous = st.LANPin.Fingerprint
+		if !opts.Repin && working(st) {
+			return Flow{}, errcode.New(errcode.AlreadyConnected, fmt.Sprintf(
+				"%s/%s is already paired: pair again only with repin and the fingerprint the person accepted (the old key keeps working until the new one is stored)", appID, slot))
+		}
 		if !opts.Repin {
 			return Flow{}, errcode.New(errcode.BadRequest, "the bridge is already paired: re-pin explicitly to replace its certificate pin")
 		}
@@ -338,7 +343,7 @@ func (d *Devices) runLANPair(ctx context.Context, flowID string, c grants.Connec
 		fail(err)
 		return
 	}
-	if err := d.commitLANPair(ctx, c, field, creds); err != nil {
+	if err := d.commitLANPair(ctx, c, field, creds, previous != ""); err != nil {
 		d.flows.end(flowID, FlowFailed, err.Error())
 		return
 	}
@@ -354,10 +359,15 @@ var errLANRowChanged = errcode.New(errcode.ConnectionNotApproved, "the connectio
 // one transaction (§12.12 "one write, no window"), after re-reading the
 // row: a row revoked or re-approved while the exchange ran takes nothing.
 // The client key is not kept: no requirement field declares it (CLIP v2
-// needs only the application key).
-func (d *Devices) commitLANPair(ctx context.Context, before grants.Connection, field string, creds lan.Credentials) error {
+// needs only the application key). A re-pair (replacing) journals a
+// credential-replace act in the same transaction; until it commits the
+// old key and pin stay.
+func (d *Devices) commitLANPair(ctx context.Context, before grants.Connection, field string, creds lan.Credentials, replacing bool) error {
 	err := d.grants.CommitIfUnchanged(ctx, before, grants.CommitChange, func(tx *store.Tx) error {
-		return writeLANPair(tx, before.AppID, before.Slot, field, creds)
+		if err := writeLANPair(tx, before.AppID, before.Slot, field, creds); err != nil {
+			return err
+		}
+		return journalReplace(ctx, tx, before, replacing, "a Hue re-pair replaced the application key and the certificate pin")
 	})
 	switch {
 	case err == nil:
@@ -382,10 +392,12 @@ func writeLANPair(tx *store.Tx, appID, slot, field string, creds lan.Credentials
 }
 
 // noteAnswer is the executor's follow-up on every answer: the token-claim
-// family's revoked access and the LAN pin's changed certificate.
+// family's revoked access, the LAN pin's changed certificate and a device
+// link's lost session.
 func (d *Devices) NoteAnswer(ctx context.Context, f *fetch.Fetch, res fetch.NetResult) {
 	d.noteClaimAnswer(ctx, f, res)
 	d.noteLANAnswer(ctx, f, res)
+	d.noteLinkAnswer(ctx, f, res)
 }
 
 // noteLANAnswer marks a LAN connection error when its device presented a

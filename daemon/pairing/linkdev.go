@@ -14,6 +14,7 @@ import (
 	"github.com/snug/snugd/daemon/hints"
 	"github.com/snug/snugd/daemon/hostauth"
 	"github.com/snug/snugd/daemon/internal/store"
+	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/registry"
 	"github.com/snug/snugd/linkdevice"
 )
@@ -43,6 +44,12 @@ type Helpers interface {
 	CancelLink(ctx context.Context, k linkdevice.SessionKey) error
 	Verify(ctx context.Context, k linkdevice.SessionKey, token linkdevice.Token) (linkdevice.Verification, error)
 	Unlink(ctx context.Context, k linkdevice.SessionKey) error
+	// Promote swaps a relink's staged session in for the live one and
+	// Restore swaps it back (linkdevice.Supervisor's).
+	Promote(k linkdevice.SessionKey) error
+	Restore(k linkdevice.SessionKey) error
+	// HasSession reports whether k's session directory holds anything.
+	HasSession(k linkdevice.SessionKey) bool
 	HelperStatus() []linkdevice.HelperSummary
 	// Confinement is the sandbox the helpers run in.
 	Confinement() linkdevice.Confinement
@@ -117,6 +124,9 @@ func (s supervisorTransport) Do(ctx context.Context, req fetch.LocalRequest) (fe
 type linkWatch struct {
 	flowID string
 	nudge  chan struct{}
+	// done is closed when the flow's poller has returned (and retired a
+	// staged session it leaves): a newer flow of the slot waits for it.
+	done chan struct{}
 }
 
 // linkBook maps helper sessions to their live flows.
@@ -198,7 +208,16 @@ func (d *Devices) linkTarget(c grants.Connection) (linkdevice.SessionKey, string
 // is verified and committed with linkVerifiedAt in one write, and the flow
 // ends linked with the session's label. A newer flow for the slot replaces
 // this one; expiry, cancel and shutdown cancel the helper's attempt.
-func (d *Devices) StartLink(ctx context.Context, appID, slot string) (Flow, error) {
+//
+// A slot that is already linked is relinked only with replace (else
+// ALREADY_CONNECTED, nothing changed), and its link is never dropped
+// before the new one commits: the new device links in a staged helper
+// session beside the live one, which keeps serving requests, and is
+// swapped in (linkdevice's Promote) only once verified, in the same step
+// as the commit; a cancelled, expired or failed relink retires the staged
+// session and leaves the old link as it was. A replacement is journaled
+// (relink).
+func (d *Devices) StartLink(ctx context.Context, appID, slot string, replace bool) (Flow, error) {
 	c, err := d.grants.Connection(ctx, appID, slot)
 	if err != nil {
 		return Flow{}, err
@@ -207,33 +226,62 @@ func (d *Devices) StartLink(ctx context.Context, appID, slot string) (Flow, erro
 	if err != nil {
 		return Flow{}, err
 	}
+	st, _, err := d.grants.ConnectionState(ctx, appID, slot)
+	if err != nil {
+		return Flow{}, err
+	}
+	if working(st) {
+		if !replace {
+			return Flow{}, alreadyConnected(appID, slot, "linked", st.LinkVerifiedAt, st.ObtainedAt)
+		}
+		key = key.At(linkdevice.StageNew)
+	}
 	host, _ := hostauth.CallerHost(ctx)
+	prev := d.links.get(key)
 	f, fctx, err := d.flows.Start(ctx, FlowDeviceLink, appID, slot, host, FlowQR, linkFlowTTL)
 	if err != nil {
 		return Flow{}, err
 	}
-	w := &linkWatch{flowID: f.ID, nudge: make(chan struct{}, 1)}
+	if prev != nil {
+		// The replaced flow's poller ends now; a staged session it
+		// retires must be gone before this flow starts one.
+		select {
+		case <-prev.done:
+		case <-time.After(2 * linkCallTimeout):
+		}
+	}
+	w := &linkWatch{flowID: f.ID, nudge: make(chan struct{}, 1), done: make(chan struct{})}
 	d.links.set(key, w)
 	sctx, cancel := context.WithTimeout(fctx, linkCallTimeout)
 	err = d.helpers.StartLink(sctx, key)
 	cancel()
 	if errors.Is(err, linkdevice.ErrAlreadyLinked) {
 		// The helper holds a session snugd has no token for (a lost
-		// commit, a wiped slice): forget it and start again.
+		// commit, a wiped slice, a relink cut short): forget it and start
+		// again.
 		uctx, cancel := context.WithTimeout(fctx, linkCallTimeout)
 		if uerr := d.helpers.Unlink(uctx, key); uerr != nil {
 			d.log.Warn("unlink a stale device session", "app", appID, "slot", slot, "helper", key.HelperID, "err", uerr.Error())
+		}
+		if key.Stage == linkdevice.StageLive {
+			d.journal.Act(ctx, journal.ActUnlink, appID, slot, "forgot a device session snugd held no token for")
 		}
 		err = d.helpers.StartLink(uctx, key)
 		cancel()
 	}
 	if err != nil {
+		if key.Stage == linkdevice.StageNew {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
+			d.helpers.Unlink(uctx, key) // best effort: the staged session goes
+			cancel()
+		}
 		d.links.drop(key, w)
+		close(w.done)
 		d.flows.end(f.ID, FlowFailed, "the device helper could not start linking")
 		d.log.Warn("device link did not start", "app", appID, "slot", slot, "helper", key.HelperID, "err", err.Error())
 		return Flow{}, errcode.New(errcode.NetFetchFailed, "the device helper could not start linking")
 	}
-	d.log.Info("device link started", "app", appID, "slot", slot, "helper", key.HelperID, "flow", f.ID)
+	d.log.Info("device link started", "app", appID, "slot", slot, "helper", key.HelperID, "flow", f.ID, "relink", key.Stage == linkdevice.StageNew)
 	go d.pollLink(fctx, c, key, field, w)
 	cur, _ := d.flows.Get(f.ID)
 	return cur, nil
@@ -242,7 +290,22 @@ func (d *Devices) StartLink(ctx context.Context, appID, slot string) (Flow, erro
 // pollLink is a device-link flow's one poller: it lives under the flow's
 // context and ends the flow.
 func (d *Devices) pollLink(ctx context.Context, before grants.Connection, key linkdevice.SessionKey, field string, w *linkWatch) {
-	defer d.links.drop(key, w)
+	defer close(w.done)
+	defer func() {
+		// A relink that did not complete retires its staged session
+		// (unless a newer relink of the slot owns it now); the live link
+		// is untouched.
+		if key.Stage == linkdevice.StageNew && d.links.get(key) == w {
+			if f, ok := d.flows.Get(w.flowID); !ok || f.State != FlowLinked {
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
+				if err := d.helpers.Unlink(uctx, key); err != nil {
+					d.log.Debug("retire a staged device session", "helper", key.HelperID, "err", err.Error())
+				}
+				cancel()
+			}
+		}
+		d.links.drop(key, w)
+	}()
 	tick := time.NewTicker(linkPollEvery)
 	defer tick.Stop()
 	for {
@@ -253,8 +316,8 @@ func (d *Devices) pollLink(ctx context.Context, before grants.Connection, key li
 			if f, ok := d.flows.Get(w.flowID); ok && !f.State.Ended() {
 				d.flows.end(w.flowID, FlowExpired, "the flow expired; start again")
 			}
-			if d.links.get(key) != w {
-				return // a newer flow of the slot owns the helper's attempt now
+			if d.links.get(key) != w || key.Stage == linkdevice.StageNew {
+				return // a newer flow owns the attempt, or the staged session goes
 			}
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
 			if err := d.helpers.CancelLink(cctx, key); err != nil && !errors.Is(err, linkdevice.ErrStopped) {
@@ -309,7 +372,10 @@ func (d *Devices) pollLink(ctx context.Context, before grants.Connection, key li
 
 // finishLink verifies the released token and commits it (verify before
 // claim, §12.12); any failure unlinks the helper's session, since its
-// token is gone for good.
+// token is gone for good. A relink's staged session is promoted to live
+// just before the commit and put back aside if the commit fails, so the
+// old link serves until the new one is stored, and serves again if it is
+// not; the retired session is then unlinked.
 func (d *Devices) finishLink(ctx context.Context, before grants.Connection, key linkdevice.SessionKey, field, flowID string, p linkdevice.Poll) {
 	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
 	v, err := d.helpers.Verify(vctx, key, p.Token)
@@ -322,24 +388,54 @@ func (d *Devices) finishLink(ctx context.Context, before grants.Connection, key 
 	if label == "" {
 		label = p.Label
 	}
-	if err := d.commitLink(ctx, before, field, p.Token); err != nil {
+	relink := key.Stage == linkdevice.StageNew
+	if relink {
+		if err := d.helpers.Promote(key); err != nil {
+			d.log.Warn("swap in a relinked device session", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "err", err.Error())
+			d.failLink(key, flowID, "the new link could not be put in place; the old link is kept")
+			return
+		}
+	}
+	if err := d.commitLink(ctx, before, field, p.Token, relink); err != nil {
 		d.log.Warn("device link not stored", "app", key.AppID, "slot", key.Slot, "err", err.Error())
 		msg := "the link could not be stored; start again"
 		if ec, ok := errors.AsType[*errcode.Error](err); ok && ec.Code == errcode.ConnectionNotApproved {
 			msg = "the connection changed while linking; start again"
 		}
+		if relink {
+			if rerr := d.helpers.Restore(key); rerr != nil {
+				d.log.Error("put the old device session back", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "err", rerr.Error())
+			}
+			msg = "the new link could not be stored; the old link is kept"
+		}
 		d.failLink(key, flowID, msg)
 		return
+	}
+	if relink {
+		// The old device session is retired: its helper is told, so the
+		// provider forgets the old device too (best effort: the directory
+		// goes regardless).
+		old := key.At(linkdevice.StageOld)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
+		if err := d.helpers.Unlink(uctx, old); err != nil {
+			d.log.Warn("unlink the replaced device session", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "err", err.Error())
+		}
+		cancel()
 	}
 	d.flows.Update(flowID, func(f *Flow) {
 		f.State, f.Label, f.QR, f.QRExpiresAt, f.Message = FlowLinked, label, "", time.Time{}, ""
 	})
-	d.log.Info("device linked", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID)
+	d.log.Info("device linked", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "relink", relink)
 }
 
-// failLink ends a flow failed and forgets the helper's session.
+// failLink ends a flow failed and forgets the helper's session. A
+// relink's staged session is retired by its poller, and the live link it
+// would have replaced is never touched.
 func (d *Devices) failLink(key linkdevice.SessionKey, flowID, msg string) {
 	d.flows.end(flowID, FlowFailed, msg)
+	if key.Stage == linkdevice.StageNew {
+		return
+	}
 	uctx, cancel := context.WithTimeout(context.Background(), linkCallTimeout)
 	defer cancel()
 	if err := d.helpers.Unlink(uctx, key); err != nil {
@@ -350,10 +446,18 @@ func (d *Devices) failLink(key linkdevice.SessionKey, flowID, msg string) {
 // commitLink is the one write of a device link (§12.12 "one write, no
 // window"): the token as the declared field and _connection with status
 // connected and linkVerifiedAt, in one transaction, and only while the row
-// is the approved row the flow started on.
-func (d *Devices) commitLink(ctx context.Context, before grants.Connection, field string, token linkdevice.Token) error {
+// is the approved row the flow started on. A relink's journal entry
+// commits with it.
+func (d *Devices) commitLink(ctx context.Context, before grants.Connection, field string, token linkdevice.Token, relink bool) error {
 	err := d.grants.CommitIfUnchanged(ctx, before, grants.CommitChange, func(tx *store.Tx) error {
-		return writeLink(tx, before.AppID, before.Slot, field, token)
+		if err := writeLink(tx, before.AppID, before.Slot, field, token); err != nil {
+			return err
+		}
+		if relink {
+			_, err := tx.InsertJournal(journal.ActEntry(ctx, journal.ActRelink, before.AppID, before.Slot, "a new device link replaced the old one"))
+			return err
+		}
+		return nil
 	})
 	if errors.Is(err, grants.ErrRowChanged) {
 		return errcode.New(errcode.ConnectionNotApproved, "the connection changed while linking")
@@ -403,17 +507,58 @@ func (d *Devices) UnlinkSlot(ctx context.Context, appID, slot string) grants.Rem
 		return grants.RemoteRevocation{}
 	}
 	key := linkdevice.SessionKey{HelperID: p.HelperID, AppID: appID, Slot: slot}
-	if w := d.links.get(key); w != nil {
-		d.flows.end(w.flowID, FlowFailed, "the connection was revoked")
-	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
 	defer cancel()
-	if err := d.helpers.Unlink(uctx, key); err != nil {
+	// A relink in progress goes with the link: its staged session too.
+	for _, st := range []linkdevice.Stage{linkdevice.StageNew, linkdevice.StageOld, linkdevice.StageLive} {
+		k := key.At(st)
+		if w := d.links.get(k); w != nil {
+			d.flows.end(w.flowID, FlowFailed, "the connection was revoked")
+		}
+		if st != linkdevice.StageLive {
+			if err := d.helpers.Unlink(uctx, k); err != nil {
+				d.log.Debug("unlink a staged session on revoke", "helper", p.HelperID, "app", appID, "slot", slot, "err", err.Error())
+			}
+		}
+	}
+	err = d.helpers.Unlink(uctx, key)
+	if st, _, serr := d.grants.ConnectionState(ctx, appID, slot); serr == nil && st.LinkVerifiedAt != nil {
+		d.journal.Act(ctx, journal.ActUnlink, appID, slot, "the connection was revoked")
+	}
+	if err != nil {
 		d.log.Warn("unlink on revoke", "helper", p.HelperID, "app", appID, "slot", slot, "err", err.Error())
 		return grants.RemoteRevocation{}
 	}
 	d.log.Info("device unlinked", "helper", p.HelperID, "app", appID, "slot", slot)
 	return grants.RemoteRevocation{}
+}
+
+// LinkLostMessage is lastError of a device-link connection whose helper
+// session is gone: the stored token links to nothing.
+func LinkLostMessage(appID, slot string) string {
+	return "link lost: run snugd ctl pair link " + appID + " " + slot
+}
+
+// noteLinkAnswer marks a device-link connection error when a request
+// through its helper was refused NET_AUTH_FAILED and the helper's session
+// directory is empty or gone (a wiped state directory, a lost session):
+// ctl apps and the status then say the link is lost and how to link
+// again, rather than connected. Linking again clears it.
+func (d *Devices) noteLinkAnswer(ctx context.Context, f *fetch.Fetch, res fetch.NetResult) {
+	if res.Code != errcode.NetAuthFailed || f.Sidecar == "" || f.Grant == nil || f.Grant.Req == nil || d.helpers == nil {
+		return
+	}
+	p, ok := d.registry.Pairing(f.Grant.Req)
+	if !ok || p.Family != registry.FamilyDeviceLink || p.HelperID != f.Sidecar {
+		return
+	}
+	appID, slot := f.Call.AppID, f.Grant.Slot
+	if d.helpers.HasSession(linkdevice.SessionKey{HelperID: p.HelperID, AppID: appID, Slot: slot}) {
+		return
+	}
+	if d.grants.MarkConnection(ctx, appID, slot, grants.ConnError, LinkLostMessage(appID, slot)) {
+		d.log.Warn("a device link's helper session is gone; connection marked error", "app", appID, "slot", slot, "helper", p.HelperID)
+	}
 }
 
 // helperStatuses folds the supervisor's state into the status: one line

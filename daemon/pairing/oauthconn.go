@@ -192,7 +192,7 @@ func (d *Service) refreshToken(ctx context.Context, o oauthRow, cur oauth.Token)
 		d.noteTokenFailure(ctx, appID, slot, o, err)
 		return oauth.Token{}, err
 	}
-	if err := d.storeToken(ctx, o.conn, t, grants.CommitRefresh); err != nil {
+	if err := d.storeToken(ctx, o.conn, t, grants.CommitRefresh, false); err != nil {
 		return oauth.Token{}, err
 	}
 	return t, nil
@@ -202,11 +202,16 @@ func (d *Service) refreshToken(ctx context.Context, o oauthRow, cur oauth.Token)
 // state in ONE transaction, after re-reading the row: a row revoked or
 // re-approved meanwhile takes nothing. connected is true for a new
 // sign-in, which announces connection-changed; a refresh changes no grant
-// and only clears the credential cache.
-func (d *Service) storeToken(ctx context.Context, before grants.Connection, t oauth.Token, what grants.Commit) error {
+// and only clears the credential cache. A sign-in that replaces working
+// tokens (replacing) journals a credential-replace act in the same
+// transaction.
+func (d *Service) storeToken(ctx context.Context, before grants.Connection, t oauth.Token, what grants.Commit, replacing bool) error {
 	appID, slot := before.AppID, before.Slot
 	err := d.grants.CommitIfUnchanged(ctx, before, what, func(tx *store.Tx) error {
-		return writeOAuthToken(tx, appID, slot, t)
+		if err := writeOAuthToken(tx, appID, slot, t); err != nil {
+			return err
+		}
+		return journalReplace(ctx, tx, before, replacing, "a new OAuth sign-in replaced the tokens")
 	})
 	if errors.Is(err, grants.ErrRowChanged) {
 		return errcode.New(errcode.ConnectionNotApproved, "the connection changed while its token was obtained")

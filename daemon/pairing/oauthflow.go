@@ -56,9 +56,12 @@ type OAuthStart struct {
 // desktop host, snugd ctl) uses the desktop loopback redirect on port,
 // only when the registry vouches the loopback posture (ruling R24), and
 // only with PKCE. One live flow per (app, slot): a newer one replaces it.
+// A connection that holds working tokens (connected) signs in again only
+// with replace, else ALREADY_CONNECTED; its tokens keep working until the
+// new sign-in's commit, which journals the replacement.
 //
 // conformance: P3-C13-03, P3-C13-04, P3-C13-17
-func (d *Service) StartOAuth(ctx context.Context, appID, slot string, port int) (OAuthStart, error) {
+func (d *Service) StartOAuth(ctx context.Context, appID, slot string, port int, replace bool) (OAuthStart, error) {
 	if err := grants.CheckAppID(appID); err != nil {
 		return OAuthStart{}, err
 	}
@@ -79,6 +82,9 @@ func (d *Service) StartOAuth(ctx context.Context, appID, slot string, port int) 
 	clientID := string(o.slice["client_id"])
 	if clientID == "" {
 		return OAuthStart{}, errcode.New(errcode.BadRequest, msgOAuthNoClientID)
+	}
+	if hasWorkingTokens(o) && !replace {
+		return OAuthStart{}, alreadyConnected(appID, slot, "signed in", o.state.ObtainedAt)
 	}
 	p := oauth.FlowParams{AppID: appID, Slot: slot, Surface: oauth.SurfaceDesktop, Port: port, PKCE: r.PKCE == nil || *r.PKCE}
 	hostID, isHost := hostauth.CallerHost(ctx)
@@ -337,7 +343,7 @@ func (d *Service) oauthCallback(ctx context.Context, code, state string, perr er
 		d.flows.end(id, FlowFailed, msgOAuthExchange)
 		return d.endedFlow(id), nil
 	}
-	if err := d.storeToken(ctx, o.conn, tok, grants.CommitChange); err != nil {
+	if err := d.storeToken(ctx, o.conn, tok, grants.CommitChange, hasWorkingTokens(o)); err != nil {
 		msg := msgOAuthNotStored
 		if _, ok := errcode.CodeOf(err); ok {
 			msg = msgOAuthChanged
@@ -353,6 +359,12 @@ func (d *Service) oauthCallback(ctx context.Context, code, state string, perr er
 	}
 	d.flows.Update(id, func(fl *Flow) { fl.State, fl.Message = FlowConnected, msg })
 	return d.endedFlow(id), nil
+}
+
+// hasWorkingTokens reports whether o holds tokens a new sign-in would
+// replace: an access token, and a state that says connected.
+func hasWorkingTokens(o oauthRow) bool {
+	return working(o.state) && len(o.slice[grants.AccessTokenField]) > 0
 }
 
 func (d *Service) endedFlow(id string) Flow {

@@ -163,6 +163,55 @@ func TestLinkDeviceE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a relink never loses the link", func(t *testing.T) {
+		read := func(t *testing.T, id, when string) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			if r, err := s.net(ctx, token, id, "GET", "https://sim.sidecar.invalid/v1/threads", ""); err != nil || !r.OK || r.Status != http.StatusOK {
+				t.Fatalf("a request %s = %+v, %v; want served through the link", when, r, err)
+			}
+		}
+		read(t, "read-1", "before the relink")
+		if st, raw, err := s.call(t, http.MethodPost, "/v1/apps/"+app+"/connections/chat/link/start", token, map[string]any{}, nil); err != nil || st != http.StatusConflict || !strings.Contains(string(raw), "ALREADY_CONNECTED") {
+			t.Fatalf("link/start on a linked slot = %d %s, %v; want 409 ALREADY_CONNECTED", st, raw, err)
+		}
+		if code, out, errOut := s.ctl(t, "", "pair", "link", app, "chat"); code != 2 || !strings.Contains(errOut, "pass --yes") {
+			t.Fatalf("snugd ctl pair link on a linked slot without a terminal = %d\n%s%s", code, out, errOut)
+		}
+		relink := func(t *testing.T) map[string]any {
+			t.Helper()
+			var start struct {
+				FlowID string `json:"flowId"`
+			}
+			if st, raw, err := s.call(t, http.MethodPost, "/v1/apps/"+app+"/connections/chat/link/start", token, map[string]any{"replace": true}, &start); err != nil || st != http.StatusOK {
+				t.Fatalf("link/start with replace = %d %s, %v", st, raw, err)
+			}
+			f := s.flowOf(t, token, start.FlowID, func(f map[string]any) bool { q, _ := f["qr"].(string); return q != "" })
+			read(t, "read-during", "while the relink shows its code")
+			return f
+		}
+		// Cancelled.
+		f := relink(t)
+		if st, raw, err := s.call(t, http.MethodDelete, "/v1/flows/"+url.PathEscape(f["flowId"].(string)), token, nil, nil); err != nil || st != http.StatusOK {
+			t.Fatalf("cancel = %d %s, %v", st, raw, err)
+		}
+		read(t, "read-2", "after a cancelled relink")
+		// Completed: the staged session links beside the live one.
+		f = relink(t)
+		if err := os.WriteFile(filepath.Join(dirs[0]+".new", "scan"), []byte(f["qr"].(string)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f = s.flowOf(t, token, f["flowId"].(string), func(f map[string]any) bool { return f["state"] != "qr" })
+		if f["state"] != "linked" {
+			t.Fatalf("relink flow = %v, want linked", f)
+		}
+		read(t, "read-3", "through the new link")
+		if code, out, _ := s.ctl(t, "", "journal", "--json"); code != 0 || !strings.Contains(out, `"relink"`) {
+			t.Errorf("snugd ctl journal --json = %d, lacks the relink act\n%s", code, out)
+		}
+	})
+
 	t.Run("revoke unlinks", func(t *testing.T) {
 		if code, out, errOut := s.ctl(t, "", "revoke", app, "chat"); code != 0 {
 			t.Fatalf("snugd ctl revoke = %d\n%s%s", code, out, errOut)
