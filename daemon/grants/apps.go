@@ -221,11 +221,25 @@ func (d *Records) attentionOf(c Connection, cs ConnSummary, state ConnState, has
 			add(AttentionCredentials, "not paired yet: %s", pairCmd)
 		}
 	case ConnError:
-		add(AttentionError, "the connection reports an error (%s)", orNone(cs.LastError))
+		// The step that gives the row new credentials: the ceremony
+		// that filled them, the sign-in, or the typed fields.
+		next := setCmd
+		switch {
+		case pairCmd != "" && cs.LANPin != "":
+			next = pairCmd + " --repin" // a changed certificate is shown before it is pinned
+		case pairCmd != "":
+			next = pairCmd
+		case signsIn:
+			next = connectCmd
+		}
+		add(AttentionError, "the connection reports an error (%s): %s", orNone(cs.LastError), next)
 	case ConnExpired:
-		if signsIn {
+		switch {
+		case pairCmd != "":
+			add(AttentionExpired, "the credentials expired: pair again: %s", pairCmd)
+		case signsIn:
 			add(AttentionExpired, "the token expired: sign in again: %s", connectCmd)
-		} else {
+		default:
 			add(AttentionExpired, "the token expired: store new credentials: %s", setCmd)
 		}
 	}
