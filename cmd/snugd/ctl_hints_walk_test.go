@@ -3,12 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/daemon"
+	"github.com/snug/snugd/transports"
 
 	"github.com/snug/snugd/daemon/grants"
 	"github.com/snug/snugd/daemon/pairing"
@@ -178,8 +185,8 @@ func (td *testDaemon) ctlFor(t *testing.T, d time.Duration, stdin string, args .
 
 // TestHintsWalkEveryKind walks each kind's row through ctl status and ctl
 // apps at each state — proposed, approved and not connected, connected,
-// turned down (expired, refused, a changed certificate) — and follows
-// every printed command: it is the right one for the kind (pair claim,
+// turned down (expired, refused, a changed certificate), credential
+// unreadable — and follows every printed command: it is the right one for the kind (pair claim,
 // pair lan, pair link, connect, or credentials set only for typed
 // fields), names APP and SLOT, and running it is accepted or reaches the
 // ceremony's first step.
@@ -360,4 +367,98 @@ func TestHintsWalkEveryKind(t *testing.T) {
 			t.Errorf("the printed pair lan --repin = %d\n%s%s", code, out, errOut)
 		}
 	})
+
+	t.Run("credential unreadable", func(t *testing.T) {
+		// One bit of a stored ciphertext flips in the real file while
+		// snugd is down; the next start's seal check finds it.
+		td.stop()
+		flipSealed(t, td.dir, "auth:trader:coinbase-exchange:api_secret")
+		td2 := restartDaemon(t, td.dir)
+		const row = "trader/coinbase-exchange"
+		want := "credential unreadable: the stored value of field api_secret does not open under the master key: store it again: snugd ctl credentials set trader coinbase-exchange"
+		var out string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if _, out, _ = td2.ctl(t, "", "apps"); strings.Contains(out, want) {
+				break
+			}
+		}
+		if got := attentionOf(out, row); len(got) != 1 || got[0] != want {
+			t.Fatalf("ctl apps after the flip: %q, want %q:\n%s", got, want, out)
+		}
+		if !regexp.MustCompile(`(?m)^trader\s+coinbase-exchange\s.*\sapproved\s+unreadable\b`).MatchString(out) {
+			t.Errorf("ctl apps does not read it unreadable:\n%s", out)
+		}
+		_, st, _ := td2.ctl(t, "", "status")
+		if got := attentionOf(st, row); len(got) != 1 || got[0] != want || !strings.Contains(st, ", 1 with a credential unreadable\n") {
+			t.Errorf("ctl status after the flip: %q:\n%s", got, st)
+		}
+		_, js, _ := td2.ctl(t, "", "apps", "--json")
+		if !strings.Contains(js, `"credentials": "unreadable"`) || !strings.Contains(js, `"kind": "unreadable"`) {
+			t.Errorf("ctl apps --json after the flip:\n%s", js)
+		}
+		// Follow it: storing the fields again connects the row.
+		in, _ := json.Marshal(walkKinds()[0].typed)
+		if code, out, errOut := td2.ctl(t, string(in), commandsIn(want)[0]...); code != exitOK {
+			t.Fatalf("the printed credentials set = %d\n%s%s", code, out, errOut)
+		}
+		_, out, _ = td2.ctl(t, "", "apps")
+		if got := attentionOf(out, row); len(got) != 0 || strings.Contains(out, "unreadable") {
+			t.Errorf("after storing it again: %q:\n%s", got, out)
+		}
+	})
+}
+
+// flipSealed flips one bit inside the ciphertext stored under key in dir's
+// snugd.db, through a connection of its own, as a disk error would.
+func flipSealed(t *testing.T, dir, key string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "snugd.db")+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var blob []byte
+	if err := db.QueryRow("SELECT value FROM snug_secrets WHERE key = ?", key).Scan(&blob); err != nil {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	blob[len(blob)/2] ^= 0x04
+	if _, err := db.Exec("UPDATE snug_secrets SET value = ? WHERE key = ?", blob, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restartDaemon starts a daemon again on dir, a stopped testDaemon's data
+// directory, served on its ctl socket only.
+func restartDaemon(t *testing.T, dir string) *testDaemon {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	offline := &noNetwork{}
+	d, err := daemon.New(ctx, daemon.Config{
+		DataDir: dir,
+		Public:  &transports.Public{Resolver: offline, Dial: offline.dial},
+		LAN:     &transports.LAN{Dial: offline.dial},
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	runCore(t, d)
+	sock, err := api.ListenCtl(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := api.New(api.DepsOf(d), api.Options{Version: buildVersion(), DrainTimeout: time.Second})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := srv.Serve(ctx, nil, sock); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	stop := sync.OnceFunc(func() {
+		cancel()
+		wg.Wait()
+		d.Close()
+	})
+	t.Cleanup(stop)
+	return &testDaemon{dir: dir, d: d, stop: stop}
 }
