@@ -140,7 +140,7 @@ func journalRow(e api.JournalEntryJSON) []string {
 	if e.Code != "" {
 		d := e.Code
 		if e.Gate != "" {
-			d += " at " + e.Gate
+			d += " at " + gateWords(e.Gate)
 		}
 		detail = append([]string{d}, detail...)
 	}
@@ -164,6 +164,37 @@ func journalRow(e api.JournalEntryJSON) []string {
 		detail = append(detail, "unattended")
 	}
 	return []string{e.At.UTC().Format(time.RFC3339), who, method, shown(host), e.Outcome, strings.Join(detail, "; ")}
+}
+
+// gateWords names an executor gate in plain words for the journal's
+// detail ("NET_SSRF_BLOCKED at the address check"); --json keeps the
+// gate's id.
+func gateWords(gate string) string {
+	switch gate {
+	case "shape":
+		return "the request's shape"
+	case "resolution":
+		return "finding the connection"
+	case "binding":
+		return "the app's identity"
+	case "grant":
+		return "the approved connection"
+	case "ceiling":
+		return "the approved hosts"
+	case "ssrf":
+		return "the address check"
+	case "confirm":
+		return "the confirmation"
+	case "local":
+		return "the local helper"
+	case "inject":
+		return "adding the credentials"
+	case "fetch":
+		return "sending"
+	case "read":
+		return "reading the answer"
+	}
+	return shown(gate)
 }
 
 // printJournal prints entries under a header, aligned to the widest cell.
