@@ -396,6 +396,32 @@ func TestHintsWalkEveryKind(t *testing.T) {
 		if !strings.Contains(js, `"credentials": "unreadable"`) || !strings.Contains(js, `"kind": "unreadable"`) {
 			t.Errorf("ctl apps --json after the flip:\n%s", js)
 		}
+		// A row whose stored state does not open is listed, not a 500,
+		// and sent to revoke and reconnect.
+		td2.stop()
+		flipSealed(t, td.dir, "auth:weather:weather:_connection")
+		td2 = restartDaemon(t, td.dir)
+		const stateHint = "credential unreadable: the connection's stored state does not open under the master key: revoke it and connect it again: snugd ctl revoke weather weather, then snugd ctl reconnect weather weather"
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if _, out, _ = td2.ctl(t, "", "apps"); strings.Contains(out, stateHint) {
+				break
+			}
+		}
+		if got := attentionOf(out, "weather/weather"); len(got) != 1 || got[0] != stateHint {
+			t.Errorf("ctl apps after the state's flip: %q:\n%s", got, out)
+		}
+		if code, out, errOut := td2.ctl(t, "", "connections", "weather", "--json"); code != exitOK || !strings.Contains(out, `"status": "unreadable"`) {
+			t.Errorf("connections of a row whose state does not open = %d\n%s%s", code, out, errOut)
+		}
+		for _, cmd := range commandsIn(stateHint) {
+			if code, out, errOut := td2.ctl(t, "", append(cmd, "--json")...); code != exitOK {
+				t.Errorf("the printed %q = %d\n%s%s", cmd, code, out, errOut)
+			}
+		}
+		if _, out, _ := td2.ctl(t, "", "apps"); !strings.Contains(out, "weather/weather: a proposal waits: snugd ctl review weather weather") {
+			t.Errorf("after revoke and reconnect the row is not a proposal again:\n%s", out)
+		}
+
 		// Follow it: storing the fields again connects the row.
 		in, _ := json.Marshal(walkKinds()[0].typed)
 		if code, out, errOut := td2.ctl(t, string(in), commandsIn(want)[0]...); code != exitOK {
