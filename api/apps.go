@@ -34,7 +34,8 @@ type AppConnJSON struct {
 	Imported        bool   `json:"imported"`
 	Invalid         bool   `json:"invalid"`
 	// Credentials is the state's status (pending, connected, expired,
-	// error), null before any credential or flow.
+	// error), or unreadable when a stored value of the slot does not open
+	// under the master key; null before any credential or flow.
 	Credentials *string `json:"credentials"`
 	LastError   string  `json:"lastError,omitempty"`
 	ExpiresAt   *Time   `json:"expiresAt,omitempty"`

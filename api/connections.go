@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 
@@ -32,6 +33,10 @@ func (s *Server) connections(c echo.Context) error {
 // connectionJSON adds a row's dynamic state.
 func (s *Server) connectionJSON(ctx context.Context, row grants.Connection) (ConnectionJSON, error) {
 	st, ok, err := s.book.ConnectionState(ctx, row.AppID, row.Slot)
+	if errors.Is(err, grants.ErrStateUnreadable) {
+		// Listed, not a 500: the row says so, and how to mend it.
+		st, ok, err = grants.UnreadableState(), true, nil
+	}
 	if err != nil {
 		return ConnectionJSON{}, err
 	}

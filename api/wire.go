@@ -230,6 +230,7 @@ type ConnectionCounts struct {
 	NeedsReapproval int `json:"needsReapproval"`
 	Imported        int `json:"imported"`
 	Invalid         int `json:"invalid"`
+	Unreadable      int `json:"unreadable"`
 }
 
 // HostCounts counts paired hosts (StatusResponse.hosts).

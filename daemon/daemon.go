@@ -202,9 +202,16 @@ func newBuild(ctx context.Context, cfg Config, build string) (*Daemon, error) {
 	book.OnRevoke(d.devices.UnlinkSlot, d.pairing.RevokeRemote)
 	d.hosts.SetHooks(hostauth.Hooks{
 		Paired: func(ctx context.Context, p hostauth.Pairing) {
-			how := fmt.Sprintf("from %q", p.Origin)
-			if p.Invited {
+			var how string
+			switch {
+			case p.Invited:
 				how = "by invitation"
+			case p.Origin != "":
+				how = fmt.Sprintf("from %q", p.Origin)
+			default:
+				// A desktop program: no web page asked, so there is no
+				// origin to name; the administrator approved its code.
+				how = "with its pairing code (a program on this computer: no web origin)"
 			}
 			d.journal.Act(ctx, journal.ActHostPair, "", "", fmt.Sprintf("pairing %s: %q (%s) %s", p.ID, p.Name, p.Surface, how))
 		},

@@ -48,9 +48,12 @@ type StatusReport struct {
 }
 
 // ConnectionCounts counts connection rows by status. NeedsReapproval
-// (approved rows with a staged change), Imported and Invalid (rows whose
-// stored requirement no longer validates, which grant nothing) overlap the
-// three statuses; they are what an administrator should look at.
+// (approved rows with a staged change), Imported, Invalid (rows whose
+// stored requirement no longer validates, which grant nothing) and
+// Unreadable (rows with a stored value that does not open under the
+// master key, as the store has seen: no value is opened for the count)
+// overlap the three statuses; they are what an administrator should look
+// at.
 type ConnectionCounts struct {
 	Total           int
 	Declared        int
@@ -59,6 +62,7 @@ type ConnectionCounts struct {
 	NeedsReapproval int
 	Imported        int
 	Invalid         int
+	Unreadable      int
 }
 
 // HostCounts counts paired hosts and pairing requests waiting for
@@ -139,6 +143,9 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 		}
 		if c.Imported {
 			r.Connections.Imported++
+		}
+		if grants.Status(c.Status) != grants.StatusRevoked && len(d.records.UnreadableFields(c.AppID, c.Slot)) > 0 {
+			r.Connections.Unreadable++
 		}
 	}
 	r.Apps = len(apps)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,7 +39,7 @@ func ctlJournal(ctx context.Context, c *ctl, args []string) int {
 			c.out("the journal is empty")
 			return exitOK
 		}
-		c.printJournal(entries)
+		c.printJournal(newestFirst(entries))
 		return exitOK
 	}
 	// Follow: print oldest first, then poll for newer entries. Bounded only
@@ -46,6 +48,7 @@ func ctlJournal(ctx context.Context, c *ctl, args []string) int {
 	if !c.json {
 		fmt.Fprintln(c.e.stdout, padRow(journalColumns, journalWidths))
 	}
+	entries = newestFirst(entries)
 	for i := len(entries) - 1; i >= 0; i-- {
 		c.printEntry(entries[i])
 		last = max(last, entries[i].ID)
@@ -65,13 +68,32 @@ func ctlJournal(ctx context.Context, c *ctl, args []string) int {
 			}
 			return c.fail(err)
 		}
-		for i := len(page.Entries) - 1; i >= 0; i-- {
-			if e := page.Entries[i]; e.ID > last {
+		fresh := newestFirst(page.Entries)
+		seen := last
+		for i := len(fresh) - 1; i >= 0; i-- {
+			if e := fresh[i]; e.ID > seen {
 				c.printEntry(e)
-				last = e.ID
+				last = max(last, e.ID)
 			}
 		}
 	}
+}
+
+// newestFirst orders entries by their time, newest first, the newer id
+// first between equal times. The API pages by id, the order rows were
+// written in; an entry is written when its request ends but carries the
+// time it began, so a slow request's row lands above quicker ones that
+// began after it. A person reads the TIME column: it must not go back
+// and forth.
+func newestFirst(entries []api.JournalEntryJSON) []api.JournalEntryJSON {
+	out := slices.Clone(entries)
+	slices.SortStableFunc(out, func(a, b api.JournalEntryJSON) int {
+		if c := b.At.Compare(a.At.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	return out
 }
 
 // journalHeader is the human journal's header; journalRow formats a row
@@ -118,7 +140,7 @@ func journalRow(e api.JournalEntryJSON) []string {
 	if e.Code != "" {
 		d := e.Code
 		if e.Gate != "" {
-			d += " at " + e.Gate
+			d += " at " + gateWords(e.Gate)
 		}
 		detail = append([]string{d}, detail...)
 	}
@@ -147,6 +169,37 @@ func journalRow(e api.JournalEntryJSON) []string {
 		detail = append([]string{"sent, outcome unknown"}, detail...)
 	}
 	return []string{e.At.UTC().Format(time.RFC3339), who, method, shown(host), e.Outcome, strings.Join(detail, "; ")}
+}
+
+// gateWords names an executor gate in plain words for the journal's
+// detail ("NET_SSRF_BLOCKED at the address check"); --json keeps the
+// gate's id.
+func gateWords(gate string) string {
+	switch gate {
+	case "shape":
+		return "the request's shape"
+	case "resolution":
+		return "finding the connection"
+	case "binding":
+		return "the app's identity"
+	case "grant":
+		return "the approved connection"
+	case "ceiling":
+		return "the approved hosts"
+	case "ssrf":
+		return "the address check"
+	case "confirm":
+		return "the confirmation"
+	case "local":
+		return "the local helper"
+	case "inject":
+		return "adding the credentials"
+	case "fetch":
+		return "sending"
+	case "read":
+		return "reading the answer"
+	}
+	return shown(gate)
 }
 
 // printJournal prints entries under a header, aligned to the widest cell.

@@ -93,7 +93,12 @@ func ctlPairLAN(ctx context.Context, c *ctl, args []string) int {
 		return c.printJSON(f)
 	}
 	if f.State != "paired" {
-		fmt.Fprintf(c.e.stderr, "%s: pairing %s: %s\n", shownArgs([]any{c.name, f.State, orDash(f.Message)})...)
+		bridge := *address
+		if bridge == "" && collected(cn) {
+			bridge = cn.AllowedHosts[0]
+		}
+		what, next := lanFailure(f.State, f.Message, bridge, appID, slot)
+		fmt.Fprintf(c.e.stderr, "%s: %s\nnext: %s\n", c.name, shown(what), shown(next))
 		return exitNo
 	}
 	c.out("paired %s/%s with %s; certificate pinned: sha256 %s", appID, slot, orDash(trustName(f.Label)), f.Fingerprint)

@@ -45,7 +45,7 @@ func printReview(c *ctl, rv api.ReviewResponse) {
 	cn := rv.Connection
 	s := summarize(cn.Requirement)
 	c.out("%s/%s: %s (%s), %s", cn.AppID, cn.Slot, s.Provider.Name, s.Kind, cn.Status)
-	c.out("proposed by  %s (review posture: %s)", cn.Provenance, rv.Posture)
+	c.out("proposed by  %s (%s)", cn.Provenance, postureWords(rv.Posture))
 	if cn.Confidence != nil {
 		c.out("confidence   %.2f, as claimed by the proposer: display only, never an approval input", *cn.Confidence)
 	}
@@ -91,11 +91,15 @@ func printReview(c *ctl, rv api.ReviewResponse) {
 		}
 	}
 	if rv.PairingFamily != "" {
-		owed := "done"
-		if rv.PairingOwed {
-			owed = "still owed"
+		what, cmd := pairingWords(rv.PairingFamily)
+		switch {
+		case rv.PairingOwed && cn.Status == "approved":
+			c.out("pairing      not done yet: %s: snugd ctl %s %s %s", what, cmd, cn.AppID, cn.Slot)
+		case rv.PairingOwed:
+			c.out("pairing      not done yet: %s, after approval: snugd ctl %s %s %s", what, cmd, cn.AppID, cn.Slot)
+		default:
+			c.out("pairing      done (%s)", what)
 		}
-		c.out("pairing      %s (%s)", rv.PairingFamily, owed)
 	}
 	if len(rv.Diff) > 0 {
 		c.out("changes (current → staged)")
@@ -109,6 +113,34 @@ func printReview(c *ctl, rv api.ReviewResponse) {
 			c.out("  %s: %s → %s", ch.Path, diffValue(ch.Old), diffValue(ch.New))
 		}
 	}
+}
+
+// postureWords says in plain words how closely a review should be read
+// (the API's posture: pinned, manual or strong).
+func postureWords(posture string) string {
+	switch posture {
+	case "pinned":
+		return "its values are those of snugd's built-in registry"
+	case "manual":
+		return "entered on this device"
+	case "strong":
+		return "not entered here: check every field below"
+	}
+	return "check every field below"
+}
+
+// pairingWords names a pairing family's ceremony in plain words, and the
+// snugd ctl command that runs it.
+func pairingWords(family string) (what, cmd string) {
+	switch family {
+	case "exchange":
+		return "press the bridge's link button", "pair lan"
+	case "token-claim":
+		return "claim a SimpleFIN setup token", "pair claim"
+	case "device-link":
+		return "link the device by scanning its QR code", "pair link"
+	}
+	return "pair the device", "pair"
 }
 
 // printImported says what an imported row is, truthfully for a row that

@@ -41,8 +41,12 @@ func ctlStatus(ctx context.Context, c *ctl, args []string) int {
 	}
 	cc := st.Connections
 	c.out("apps         %d", st.Apps)
-	c.out("connections  %d: %d approved (%d need re-approval), %d declared (%d imported), %d revoked, %d invalid",
+	line := fmt.Sprintf("connections  %d: %d approved (%d need re-approval), %d declared (%d imported), %d revoked, %d invalid",
 		cc.Total, cc.Approved, cc.NeedsReapproval, cc.Declared, cc.Imported, cc.Revoked, cc.Invalid)
+	if cc.Unreadable > 0 {
+		line += fmt.Sprintf(", %d with a credential unreadable", cc.Unreadable)
+	}
+	c.out("%s", line)
 	c.out("hosts        %d paired, %d waiting for approval", st.Hosts.Paired, st.Hosts.PendingPairings)
 	if len(st.Helpers) == 0 {
 		c.out("helpers      none")

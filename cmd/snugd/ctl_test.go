@@ -461,7 +461,7 @@ func TestCtlReview(t *testing.T) {
 	}
 	for _, want := range []string{
 		"trader/coinbase-exchange: Coinbase Exchange (api_key), declared",
-		"proposed by  user (review posture: manual)",
+		"proposed by  user (entered on this device)",
 		"may reach    api.exchange.coinbase.com",
 		"console      https://exchange.coinbase.com/profile/api (host: exchange.coinbase.com)",
 		"  1. Sign in to Coinbase Exchange and open Settings, then API.",
@@ -658,7 +658,7 @@ func TestCtlFollow(t *testing.T) {
 		t.Fatalf("confirms deny = %d, %q", code, errOut)
 	}
 	<-done
-	waitFor(t, &journal, "NET_CONFIRM_DENIED at confirm; denied by the user")
+	waitFor(t, &journal, "NET_CONFIRM_DENIED at the confirmation; denied by the user")
 	if code := stopWatch(); code != exitOK {
 		t.Errorf("confirms --watch ended %d, want 0", code)
 	}

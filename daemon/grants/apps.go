@@ -3,6 +3,7 @@ package grants
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,6 +41,32 @@ type ConnSummary struct {
 	ExpiresAt   *time.Time // when the stored token expires, when known
 	LANPin      string     // the pinned certificate's fingerprint, "" when none
 	Standing    bool       // a standing approval is armed on it
+	// Unreadable names the slot's stored values (field keys, or
+	// _connection for its state) that do not open under the master key;
+	// Credentials is then ConnUnreadable.
+	Unreadable []string
+}
+
+// ConnUnreadable is a summary's credential status when a stored value of
+// the slot does not open under the master key (altered on disk, or sealed
+// under another key): requests are refused until it is stored again.
+// Never a stored state (§13 has four).
+const ConnUnreadable ConnStatus = "unreadable"
+
+// UnreadableFields lists the names (field keys, _connection) of the
+// values of (appID, slot) the store has seen not to open, at its seal
+// check or by a read since: no value is opened here, and no SQL read.
+// Keys of an app whose id extends appID with a colon are not this slot's.
+// Safe for concurrent use.
+func (d *Records) UnreadableFields(appID, slot string) []string {
+	prefix := store.FieldKey(appID, slot, "")
+	var names []string
+	for _, k := range d.store.UnreadableSecrets(prefix) {
+		if name := k[len(prefix):]; !strings.Contains(name, ":") {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // AttentionKind names what needs the administrator. Stable strings: the
@@ -58,6 +85,7 @@ const (
 	AttentionPin         AttentionKind = "pin"         // a LAN device with no certificate pinned yet
 	AttentionConfirm     AttentionKind = "confirm"     // requests wait for a confirmation
 	AttentionStanding    AttentionKind = "standing"    // a standing approval acts unattended
+	AttentionUnreadable  AttentionKind = "unreadable"  // a stored value does not open under the master key
 )
 
 // Attention is one thing that needs the administrator, with the command
@@ -87,7 +115,12 @@ func (d *Records) Apps(ctx context.Context) ([]AppSummary, error) {
 		}
 		for _, r := range all {
 			s, ok, err := ReadConnState(tx, r.AppID, r.Slot)
-			if err != nil {
+			switch {
+			case errors.Is(err, store.ErrUnreadableSecret):
+				// Reported below from the store's marks, which this
+				// read has just set.
+				s, ok = ConnState{}, false
+			case err != nil:
 				// A state that does not decode is reported, not fatal.
 				s, ok = ConnState{Status: ConnError, LastError: "the stored connection state does not decode"}, true
 			}
@@ -125,6 +158,10 @@ func (d *Records) Apps(ctx context.Context) ([]AppSummary, error) {
 				t := time.UnixMilli(*rs.state.ObtainedAt).Add(time.Duration(*rs.state.ExpiresIn) * time.Second).UTC()
 				cs.ExpiresAt = &t
 			}
+		}
+		if bad := d.UnreadableFields(c.AppID, c.Slot); len(bad) > 0 {
+			cs.Credentials, cs.Unreadable = ConnUnreadable, bad
+			cs.LastError = "sealed values do not open under the master key: " + strings.Join(bad, ", ")
 		}
 		cs.Standing = d.gates.StandingArmed(c.AppID, c.Slot)
 		a.Connections = append(a.Connections, cs)
@@ -180,6 +217,8 @@ func (d *Records) attentionOf(c Connection, cs ConnSummary, state ConnState, has
 	}
 	typed := d.typedFields(r)
 	switch cs.Credentials {
+	case ConnUnreadable:
+		add(AttentionUnreadable, "credential unreadable: %s", unreadableStep(cs.Unreadable, typed, pairCmd, connectCmd, setCmd, app, c.Slot))
 	case "":
 		switch {
 		case len(typed) > 0 && signsIn:
@@ -221,11 +260,25 @@ func (d *Records) attentionOf(c Connection, cs ConnSummary, state ConnState, has
 			add(AttentionCredentials, "not paired yet: %s", pairCmd)
 		}
 	case ConnError:
-		add(AttentionError, "the connection reports an error (%s)", orNone(cs.LastError))
+		// The step that gives the row new credentials: the ceremony
+		// that filled them, the sign-in, or the typed fields.
+		next := setCmd
+		switch {
+		case pairCmd != "" && cs.LANPin != "":
+			next = pairCmd + " --repin" // a changed certificate is shown before it is pinned
+		case pairCmd != "":
+			next = pairCmd
+		case signsIn:
+			next = connectCmd
+		}
+		add(AttentionError, "the connection reports an error (%s): %s", orNone(cs.LastError), next)
 	case ConnExpired:
-		if signsIn {
+		switch {
+		case pairCmd != "":
+			add(AttentionExpired, "the credentials expired: pair again: %s", pairCmd)
+		case signsIn:
 			add(AttentionExpired, "the token expired: sign in again: %s", connectCmd)
-		} else {
+		default:
 			add(AttentionExpired, "the token expired: store new credentials: %s", setCmd)
 		}
 	}
@@ -237,7 +290,7 @@ func (d *Records) attentionOf(c Connection, cs ConnSummary, state ConnState, has
 			add(AttentionExpiring, "the token expires at %s", cs.ExpiresAt.Format(time.RFC3339))
 		}
 	}
-	if r.LANHost != nil && cs.LANPin == "" {
+	if r.LANHost != nil && cs.LANPin == "" && !slices.Contains(cs.Unreadable, store.ConnectionStateField) {
 		if pairCmd != "" {
 			add(AttentionPin, "no certificate pinned for the LAN device yet: pairing pins it: %s", pairCmd)
 		} else {
@@ -248,6 +301,35 @@ func (d *Records) attentionOf(c Connection, cs ConnSummary, state ConnState, has
 		add(AttentionStanding, "a standing approval is armed: it sends without asking (snugd ctl status)")
 	}
 	return out
+}
+
+// unreadableStep says which stored values of a slot do not open and the
+// step that stores them again: the state's loss needs the row revoked and
+// connected anew (it held the pin and the verify marks); a field is
+// stored again the way it was filled: typed, by its pairing, or by the
+// sign-in.
+func unreadableStep(bad, typed []string, pairCmd, connectCmd, setCmd, app, slot string) string {
+	if slices.Contains(bad, store.ConnectionStateField) {
+		return fmt.Sprintf("the connection's stored state does not open under the master key: revoke it and connect it again: snugd ctl revoke %s %s, then snugd ctl reconnect %s %s", app, slot, app, slot)
+	}
+	what := "the stored value of field " + strings.Join(bad, ", ")
+	if len(bad) > 1 {
+		what = "the stored values of fields " + strings.Join(bad, ", ")
+	}
+	typedBad := slices.ContainsFunc(bad, func(k string) bool { return slices.Contains(typed, k) })
+	tokenBad := slices.ContainsFunc(bad, func(k string) bool { return strings.HasPrefix(k, "_") })
+	var next string
+	switch {
+	case typedBad && tokenBad:
+		next = setCmd + ", then " + connectCmd
+	case typedBad || pairCmd == "" && !tokenBad:
+		next = setCmd
+	case pairCmd != "":
+		next = pairCmd
+	default:
+		next = connectCmd
+	}
+	return fmt.Sprintf("%s does not open under the master key: store it again: %s", what, next)
 }
 
 // ceremonyCommand is the snugd ctl command that runs a pairing family's

@@ -164,10 +164,25 @@ func (d *Book) ConnectionState(ctx context.Context, appID, slot string) (s ConnS
 		s, ok, err = ReadConnState(tx, appID, slot)
 		return err
 	})
+	if errors.Is(err, store.ErrUnreadableSecret) {
+		return ConnState{}, false, ErrStateUnreadable
+	}
 	if err != nil {
 		return ConnState{}, false, Internal(d.log, "read connection state", err)
 	}
 	return s, ok, nil
+}
+
+// ErrStateUnreadable is ConnectionState's error when the slot's stored
+// state does not open under the master key: the row can only be revoked
+// (which wipes it) and connected again. UnreadableState is how a listing
+// shows such a row.
+var ErrStateUnreadable = errors.New("the connection's stored state does not open under the master key: revoke it and connect it again")
+
+// UnreadableState is the state a listing shows for a row whose stored
+// state does not open (ErrStateUnreadable): never stored.
+func UnreadableState() ConnState {
+	return ConnState{Status: ConnUnreadable, LastError: ErrStateUnreadable.Error()}
 }
 
 // SetTypedCredentials is SetCredentials for values a person typed (snugd

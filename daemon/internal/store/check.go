@@ -107,12 +107,28 @@ func (s *Store) markDamaged(err error) {
 	}
 }
 
+// logSeals runs CheckSeals and logs what it found: the keys whose value
+// does not open (key names, never a value).
+func (s *Store) logSeals(ctx context.Context) {
+	start := time.Now()
+	bad, err := s.CheckSeals(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.log.Warn("seal check did not run", "err", err)
+	case len(bad) > 0:
+		s.log.Error("sealed values do not open under the master key: their connections read credential unreadable", "keys", bad)
+	default:
+		s.log.Debug("seal check ok", "took", time.Since(start))
+	}
+}
+
 // RunChecks runs Check at once and then every every, until ctx is done
 // (it then returns nil) or a check finds damage (it returns that error,
-// which Damaged returns from then on). A check that could not run for
-// another reason is logged and tried again at the next tick. The daemon
-// runs it beside serving, so a start never waits for a full check of a
-// large database. every must be positive.
+// which Damaged returns from then on). After each sound check it runs
+// CheckSeals, so a sealed value that no longer opens is known. A check
+// that could not run for another reason is logged and tried again at the
+// next tick. The daemon runs it beside serving, so a start never waits
+// for a full check of a large database. every must be positive.
 func (s *Store) RunChecks(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("%w: check every %v", ErrInvalid, every)
@@ -131,6 +147,7 @@ func (s *Store) RunChecks(ctx context.Context, every time.Duration) error {
 			s.log.Warn("integrity check did not run", "err", err)
 		default:
 			s.log.Debug("integrity check ok", "took", time.Since(start))
+			s.logSeals(ctx)
 		}
 		select {
 		case <-ctx.Done():

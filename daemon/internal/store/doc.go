@@ -98,8 +98,12 @@
 // The leading byte is the format version. The additional data is the row's
 // key name, so a value moved or copied to another key does not open. A value
 // that does not open is an error naming the key (ErrUnreadableSecret), never
-// garbage and never the value. Values are Secret, which prints, logs and
-// marshals as "REDACTED". The store never logs a value.
+// garbage and never the value. The store remembers, in memory, each key
+// seen not to open — by CheckSeals, which the daemon runs with its
+// integrity check, or by any read — until a new value or a delete
+// replaces it (UnreadableSecrets), so a status read can say so without
+// opening anything. Values are Secret, which prints, logs and marshals as
+// "REDACTED". The store never logs a value.
 //
 // The master key never enters the database, so a copied snugd.db alone (or
 // a backup of it) discloses no credential. snugd_meta keeps a key check (a

@@ -76,6 +76,7 @@ func (tx *Tx) PutSecret(key string, value Secret) error {
 	if err != nil {
 		return fmt.Errorf("put secret %q: %w", key, err)
 	}
+	tx.s.unreadable.forget(key)
 	return nil
 }
 
@@ -91,7 +92,9 @@ func (tx *Tx) Secret(key string) (Secret, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get secret %q: %w", key, err)
 	}
-	return tx.s.sealer.open(key, blob)
+	v, err := tx.s.sealer.open(key, blob)
+	tx.s.unreadable.note(key, err)
+	return v, err
 }
 
 // SecretKeys lists, in byte order, the keys that start with prefix (all keys
@@ -111,6 +114,7 @@ func (tx *Tx) DeleteSecret(key string) error {
 	if err != nil {
 		return fmt.Errorf("delete secret %q: %w", key, err)
 	}
+	tx.s.unreadable.forget(key)
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("secret %q: %w", key, ErrNotFound)
 	}
@@ -158,6 +162,7 @@ func (tx *Tx) SlotSecrets(appID, slot string) (map[string]Secret, error) {
 			continue
 		}
 		v, err := tx.s.sealer.open(key, blob)
+		tx.s.unreadable.note(key, err)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +199,7 @@ func (tx *Tx) deleteKeys(keys []string) (int64, error) {
 		if err != nil {
 			return n, fmt.Errorf("delete secret %q: %w", k, err)
 		}
+		tx.s.unreadable.forget(k)
 		d, _ := res.RowsAffected()
 		n += d
 	}

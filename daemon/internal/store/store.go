@@ -114,6 +114,8 @@ type Store struct {
 	// damaged is the first damage seen (Check, or SQLite reporting a
 	// damaged file in any transaction); from then on Update refuses.
 	damaged atomic.Pointer[error]
+	// unreadable is the sealed values seen not to open (unreadable.go).
+	unreadable unreadableKeys
 }
 
 // Open opens (creating when needed) the store in o.Dir: it checks or creates
