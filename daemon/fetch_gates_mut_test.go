@@ -3,6 +3,7 @@ package daemon
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +211,39 @@ func TestRegrantComparesSlotAndKind(t *testing.T) {
 			}
 			if n := r.reads.Load() - reads; n != 0 {
 				t.Errorf("the refused request read credentials %d times", n)
+			}
+		})
+	}
+}
+
+// TestTransportRefusalSaysWhy: a transport's failure is NET_FETCH_FAILED
+// whatever the cause, and the fixed sentence says which cause: a name
+// with no address, or a device that did not present its paired
+// certificate (another one, or a row with no pin), never "could not be
+// reached".
+//
+// conformance: P3-C12.11-14, P3-X14-22
+func TestTransportRefusalSaysWhy(t *testing.T) {
+	const noAddress, notPaired = "the host has no address", "the device's certificate is not the paired one"
+	t.Run("no address", func(t *testing.T) {
+		r := newRig(t)
+		r.connect(t, "app1", apiKeyReq("ex", apiHost), nil)
+		r.resolver.Script(apiHost)
+		res, resp := r.net(t, "app1", frame("GET", "https://api.example.com/", nil))
+		if res.Code != errcode.NetFetchFailed || resp.Error.Message != noAddress {
+			t.Fatalf("Net = %q %q, want NET_FETCH_FAILED %q", res.Code, resp.Error.Message, noAddress)
+		}
+	})
+	for _, tc := range []struct{ name, pin string }{{"another certificate", strings.Repeat("ab", 32)}, {"no pin", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
+			if tc.pin != "" {
+				r.setPin(t, "app1", "hue", tc.pin)
+			}
+			res, resp := r.net(t, "app1", frame("GET", "https://192.168.1.20/clip/v2/resource", nil))
+			if res.Code != errcode.NetFetchFailed || resp.Error.Message != notPaired {
+				t.Fatalf("Net = %q %q, want NET_FETCH_FAILED %q", res.Code, resp.Error.Message, notPaired)
 			}
 		})
 	}
