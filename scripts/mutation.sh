@@ -32,15 +32,19 @@ usage() {
 case "${1:-}" in -h | --help) usage ;; esac
 command -v go >/dev/null || { echo "mutation: go is not on PATH" >&2; exit 1; }
 
-# The package list: "PKG [FILE…]" per line; FILEs, when given, are the
-# only files of PKG mutated (the composite package daemon holds more than
-# the executor).
-declare -A files=()
+# The package list: "PKG [FILE…] [+ TESTPKG…]" per line. FILEs, when
+# given, are the only files of PKG mutated. TESTPKGs are packages whose
+# tests count too: most of the executor's tests are in the composite
+# package daemon, which reaches its parts' unexported state, so a run of
+# daemon/fetch's own tests alone would see nearly every mutant uncovered.
+declare -A files=() tests=()
 listed=()
 while read -r pkg rest; do
 	case "$pkg" in '' | '#'*) continue ;; esac
 	listed+=("$pkg")
-	files[$pkg]=$rest
+	files[$pkg]=${rest%%+*}
+	tests[$pkg]=""
+	case "$rest" in *+*) tests[$pkg]=${rest#*+} ;; esac
 done <"$pkgfile"
 if [ $# -eq 0 ]; then
 	set -- "${listed[@]}"
@@ -77,7 +81,7 @@ done <"$eqfile"
 # an edit made during the run changes neither the coverage nor a mutant.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/snugd-mutation.XXXXXX")
 snap=$tmp/src
-trap 'rm -rf "$snap"' EXIT
+trap 'rm -rf "$snap" "$tmp/trim"' EXIT
 mkdir "$snap"
 tar -C "$root" --exclude=./.git -cf - . | tar -C "$snap" -xf -
 echo "mutation: logs in $tmp"
@@ -117,7 +121,39 @@ for pkg in "$@"; do
 		done
 	fi
 	start=$SECONDS
-	if ! (cd "$snap" && nice go run "$gremlins" unleash --workers "$workers" --timeout-coefficient "$coefficient" "${excl[@]}" "$snap/$pkg") >"$log" 2>&1; then
+	# A row with TESTPKGs runs in gremlins' integration mode, whose every
+	# test run is "go test ./..." at the module root, with -coverpkg so the
+	# coverage of PKG counts every test package's runs. The whole module's
+	# tests would take hours per mutant, so the run gets a copy of the
+	# snapshot trimmed to what PKG's and the TESTPKGs' tests build: the Go
+	# files of every other package go, and so do the test files of every
+	# package but those. "./..." then runs exactly those tests.
+	src=$snap
+	mode=()
+	if [ -n "${tests[$pkg]:-}" ]; then
+		src=$tmp/trim
+		rm -rf "$src"
+		cp -a "$snap" "$src"
+		mod=$(sed -n 's/^module //p' "$src/go.mod")
+		keep=" $pkg ${tests[$pkg]} "
+		declare -A need=()
+		while read -r p; do
+			need[$p]=1
+		done < <(cd "$src" && go list -deps -test "./$pkg" $(printf './%s ' ${tests[$pkg]}) |
+			sed -n -E "s#^$mod(/[^ ]*)?( .*)?\$#\1#p" | sed -E 's#^/##; s#\.test$##; s#^$#.#' | sort -u)
+		while read -r d; do
+			d=${d#./}
+			d=${d:-.}
+			if [ -z "${need[$d]+set}" ]; then
+				find "$src/$d" -maxdepth 1 -name '*.go' -delete
+			elif [[ $keep != *" $d "* ]]; then
+				find "$src/$d" -maxdepth 1 -name '*_test.go' -delete
+			fi
+		done < <(cd "$src" && find . -name '*.go' -printf '%h\n' | sort -u)
+		unset need
+		mode=(--integration --coverpkg "$mod/$pkg")
+	fi
+	if ! (cd "$src" && nice go run "$gremlins" unleash --workers "$workers" --timeout-coefficient "$coefficient" "${mode[@]}" "${excl[@]}" "$src/$pkg") >"$log" 2>&1; then
 		tail -n 20 "$log" >&2
 		summary+=("FAILED   $pkg: gremlins did not finish (log $log)")
 		status=1
