@@ -64,7 +64,7 @@ func TestClaimCommitNeedsTheSameRow(t *testing.T) {
 				}
 				io.WriteString(w, access)
 			}
-			_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, b.NewSetupToken())
+			_, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, b.NewSetupToken(), false)
 			if got := reasonOf(t, err); got != claim.ReasonConnectionChanged {
 				t.Errorf("reason = %s (%v), want %s", got, err, claim.ReasonConnectionChanged)
 			}
