@@ -33,6 +33,13 @@ if [ "${#targets[@]}" -eq 0 ]; then
 	exit 1
 fi
 
+# Every run appends a row per target to the ledger (when, target, CPU
+# seconds, execs, new corpus entries, crashers), checked in beside the
+# corpus, so the hours a parser has been fuzzed add up across runs.
+ledger=scripts/fuzz/ledger.tsv
+mkdir -p scripts/fuzz
+[ -f "$ledger" ] || printf '# at\ttarget\tcpu_seconds\texecs\tnew_corpus\tcrashers\n' >"$ledger"
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -57,7 +64,7 @@ for t in "${targets[@]}"; do
 		fi
 	fi
 	if [ "${built[$dir]}" = failed ]; then
-		rows+=("$(printf '%-32s %-28s %12s %5s %5s %8s' "$dir" "$name" "-" "-" "-" "no build")")
+		rows+=("$(printf '%-32s %-28s %12s %7s %5s %5s %8s' "$dir" "$name" "-" "-" "-" "-" "no build")")
 		failed=$((failed + 1))
 		continue
 	fi
@@ -72,8 +79,17 @@ for t in "${targets[@]}"; do
 	# The binary runs in its package directory, as go test runs it, so
 	# it finds testdata/fuzz. The cache directory starts empty: every
 	# input the fuzzer keeps there widened coverage beyond the seeds.
-	(cd "$dir" && "$bin" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$fuzztime" \
-		-test.fuzzcachedir="$cachedir" -test.parallel="$(nproc)" >"$log" 2>&1) || rc=$?
+	# The subshell's `times` gives the CPU the binary and its fuzzing
+	# workers used (each is waited for, so their use adds up).
+	(
+		cd "$dir" || exit 1
+		r=0
+		"$bin" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$fuzztime" \
+			-test.fuzzcachedir="$cachedir" -test.parallel="$(nproc)" >"$log" 2>&1 || r=$?
+		times >"$work/times"
+		exit "$r"
+	) || rc=$?
+	cpu=$(tail -n 1 "$work/times" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] } printf "%d", t }')
 	execs=$(grep -Eo 'execs: [0-9]+' "$log" | tail -n 1 | grep -Eo '[0-9]+' || echo 0)
 	new=0
 	for f in "$cache"/*; do
@@ -92,7 +108,8 @@ for t in "${targets[@]}"; do
 		echo "fuzz: $dir $name failed (exit $rc):" >&2
 		tail -n 30 "$log" >&2
 	fi
-	rows+=("$(printf '%-32s %-28s %12s %5s %5s %8s' "$dir" "$name" "$execs" "$before" "$new" "$crash")")
+	rows+=("$(printf '%-32s %-28s %12s %7s %5s %5s %8s' "$dir" "$name" "$execs" "$cpu" "$before" "$new" "$crash")")
+	printf '%s\t%s/%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$dir" "$name" "$cpu" "$execs" "$new" "$crash" >>"$ledger"
 	total_execs=$((total_execs + execs))
 	total_new=$((total_new + new))
 	if [ "$crash" != "?" ]; then total_crash=$((total_crash + crash)); fi
@@ -100,9 +117,14 @@ for t in "${targets[@]}"; do
 done
 
 echo
-printf '%-32s %-28s %12s %5s %5s %8s\n' package target execs corpus new crashers
+printf '%-32s %-28s %12s %7s %5s %5s %8s\n' package target execs cpu-s corpus new crashers
 printf '%s\n' "${rows[@]}"
-printf '%-32s %-28s %12s %5s %5s %8s\n' total "${#targets[@]} targets" "$total_execs" "" "$total_new" "$total_crash"
+printf '%-32s %-28s %12s %7s %5s %5s %8s\n' total "${#targets[@]} targets" "$total_execs" "" "" "$total_new" "$total_crash"
+
+# The ledger's sum per target: the CPU every run has given it so far.
+echo
+echo "CPU-hours so far per target (all runs in $ledger):"
+awk -F '\t' '!/^#/ { cpu[$2] += $3; execs[$2] += $4 } END { for (t in cpu) printf "  %-56s %6.2f h %14d execs\n", t, cpu[t] / 3600, execs[t] }' "$ledger" | sort
 if [ "$failed" -ne 0 ]; then
 	echo "fuzz: $failed targets failed (a crasher's input is in its testdata/fuzz directory)" >&2
 	exit 1
