@@ -31,11 +31,11 @@ func (c *ctl) replaceCeremony(ctx context.Context, appID, slot string, yes bool,
 	}
 	since := c.workingSince(ctx, appID, slot)
 	if !interactive(c.e.stdin) {
-		fmt.Fprintf(c.e.stderr, "%s: %s/%s is already %s%s; pass --yes to replace it (the old %s keeps working until the new one is in place)\n",
+		fmt.Fprintf(c.e.stderr, "%s: %s/%s is already %s%s; pass --yes to replace it (until the new one is in place, snugd keeps using the old %s)\n",
 			c.name, trustName(appID), trustName(slot), what, since, keeps)
 		return exitUsage, false
 	}
-	if ok, code := c.confirm(false, fmt.Sprintf("%s/%s is %s%s; replace it? The old %s keeps working until the new one is in place.",
+	if ok, code := c.confirm(false, fmt.Sprintf("%s/%s is %s%s; replace it? Until the new one is in place, snugd keeps using the old %s.",
 		trustName(appID), trustName(slot), what, since, keeps)); !ok {
 		return code, false
 	}

@@ -111,7 +111,7 @@ func TestSimpleFINE2E(t *testing.T) {
 
 	t.Run("the same token again is the bridge's 403, sent once", func(t *testing.T) {
 		mark := h.pub.mark()
-		code, _, errOut := s.ctl(t, setup, "pair", "claim", app, "bank")
+		code, _, errOut := s.ctl(t, setup, "pair", "claim", app, "bank", "--yes")
 		if code != 1 || !strings.Contains(errOut, "setupToken: token-refused") {
 			t.Errorf("second claim = %d\n%s", code, errOut)
 		}
