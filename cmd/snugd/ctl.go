@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/snug/snugd/api"
+	"github.com/snug/snugd/daemon/errcode"
 )
 
 // ctl is one snugd ctl invocation: where it talks, how it answers.
@@ -238,6 +239,17 @@ func (c *ctl) args(fs *flag.FlagSet, args []string, names ...string) ([]string, 
 // fail reports err and returns the exit status for it: 1, with a hint when
 // the daemon is not answering. An API refusal prints its code, message and
 // details; no refusal carries a credential (the API never echoes one).
+// plainCodes are the generic codes ctl leaves out of an error line: their
+// sentence says it all, and "BAD_REQUEST:" in front of it is jargon. A
+// specific code stays, as a name a person can search for.
+var plainCodes = map[errcode.Code]bool{
+	errcode.BadRequest:     true,
+	errcode.Internal:       true,
+	errcode.NotFound:       true,
+	errcode.RequestTimeout: true,
+	errcode.StorageFull:    true,
+}
+
 func (c *ctl) fail(err error) int {
 	var apiErr *api.Error
 	switch {
@@ -254,7 +266,12 @@ func (c *ctl) fail(err error) int {
 			}
 		}
 	case errors.As(err, &apiErr):
-		fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", shownArgs([]any{c.name, string(apiErr.Code), apiErr.Message})...)
+		if plainCodes[apiErr.Code] {
+			// A generic code says nothing the sentence does not.
+			fmt.Fprintf(c.e.stderr, "%s: %s\n", shownArgs([]any{c.name, apiErr.Message})...)
+		} else {
+			fmt.Fprintf(c.e.stderr, "%s: %s: %s\n", shownArgs([]any{c.name, string(apiErr.Code), apiErr.Message})...)
+		}
 		for _, d := range apiErr.Details {
 			fmt.Fprintf(c.e.stderr, "  %s: %s\n", shownArgs([]any{d.Path, d.Rule})...)
 		}
