@@ -1,10 +1,12 @@
 package api
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 	"github.com/snug/snugd/daemon/errcode"
@@ -70,7 +72,7 @@ func (s *Server) importDB(c echo.Context) error {
 		err = cerr
 	}
 	if err != nil {
-		return bodyError(err)
+		return spoolError(err)
 	}
 	r, err := s.records.Import(c.Request().Context(), path)
 	if err != nil {
@@ -84,4 +86,13 @@ func (s *Server) importDB(c echo.Context) error {
 		out.Dropped = append(out.Dropped, DroppedRow{AppID: d.AppID, Slot: d.Slot, Reason: d.Reason})
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// spoolError maps a failure to spool an upload: the disk refusing the
+// write is STORAGE_FULL (nothing was imported), anything else the body's.
+func spoolError(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) {
+		return errcode.New(errcode.StorageFull, "the disk holding snugd's data is full or read-only; nothing was imported")
+	}
+	return bodyError(err)
 }
