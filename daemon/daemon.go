@@ -231,6 +231,7 @@ func newBuild(ctx context.Context, cfg Config, build string) (*Daemon, error) {
 	if cfg.Helpers != nil {
 		cfg.Helpers.Subscribe(d.devices.HelperEvent) // the supervisor's events reach the device links
 		d.services.add("helpers", cfg.Helpers)
+		d.devices.FinishSwaps(ctx) // before any request or relink of a slot
 	}
 	if err := d.pairing.SweepFlows(ctx); err != nil { // a restart ended every OAuth flow
 		d.Close()

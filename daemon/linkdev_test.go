@@ -53,6 +53,11 @@ type simRig struct {
 	*rig
 	sup *linkdevice.Supervisor
 	key linkdevice.SessionKey
+	// cfg, supCfg and target rebuild the daemon and its supervisor on
+	// the same directories (restart).
+	cfg    Config
+	supCfg linkdevice.Config
+	target *atomic.Pointer[Daemon]
 }
 
 func newSimRig(t *testing.T, simArgs ...string) *simRig {
@@ -61,8 +66,8 @@ func newSimRig(t *testing.T, simArgs ...string) *simRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var target atomic.Pointer[Daemon]
-	sup, err := linkdevice.New(linkdevice.Config{
+	target := &atomic.Pointer[Daemon]{}
+	supCfg := linkdevice.Config{
 		Helpers:  map[string]linkdevice.Spec{"sim": {Executable: filepath.Base(exe), Args: simArgs}},
 		Dir:      filepath.Dir(exe),
 		StateDir: filepath.Join(t.TempDir(), "helpers"),
@@ -72,7 +77,8 @@ func newSimRig(t *testing.T, simArgs ...string) *simRig {
 				d.devices.HelperEvent(ev)
 			}
 		},
-	})
+	}
+	sup, err := linkdevice.New(supCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +86,9 @@ func newSimRig(t *testing.T, simArgs ...string) *simRig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var cfg *Config
 	r := newRig(t, func(c *Config) {
+		cfg = c // newRig's own, final once New has run
 		c.ConfirmTimeout = time.Hour
 		c.Helpers = sup
 		c.Now = time.Now // the flow's deadline is a real context deadline
@@ -89,7 +97,7 @@ func newSimRig(t *testing.T, simArgs ...string) *simRig {
 	})
 	target.Store(r.d)
 	r.connectSim(t, "app1", "chat", nil)
-	return &simRig{rig: r, sup: sup, key: linkdevice.SessionKey{HelperID: "sim", AppID: "app1", Slot: "chat"}}
+	return &simRig{rig: r, sup: sup, key: linkdevice.SessionKey{HelperID: "sim", AppID: "app1", Slot: "chat"}, cfg: *cfg, supCfg: supCfg, target: target}
 }
 
 // waitFlow waits until the flow satisfies ok and returns it.
@@ -352,6 +360,8 @@ func (f fakeHelpers) Helpers() []string { return f.ids }
 func (fakeHelpers) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 
 func (fakeHelpers) Subscribe(func(linkdevice.Event)) {}
+
+func (fakeHelpers) Swaps() []linkdevice.SessionKey { return nil }
 
 func (fakeHelpers) Confinement() linkdevice.Confinement { return linkdevice.Confinement{} }
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/snug/snugd/daemon/errcode"
+	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/linkdevice"
@@ -236,4 +239,140 @@ func TestLinkLostIsSaid(t *testing.T) {
 		t.Fatalf("state after linking again = %+v", st)
 	}
 	r.readThreads(t, "after linking again")
+}
+
+// restart closes the daemon and its helpers and opens a new daemon and
+// supervisor on the same data and state directories: a start after a
+// crash, seeing the disk as the crash left it.
+func (r *simRig) restart(t *testing.T) {
+	t.Helper()
+	r.d.Close()
+	sup, err := linkdevice.New(r.supCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := r.cfg
+	cfg.Helpers = sup
+	d, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("New after the crash: %v", err)
+	}
+	r.target.Store(d)
+	run(t, d)
+	t.Cleanup(func() { d.Close() })
+	r.d, r.sup = d, sup
+}
+
+// linkStaged links a relink's staged session straight through the
+// supervisor, as a relink flow does up to its verify, and returns its
+// token.
+func (r *simRig) linkStaged(t *testing.T) linkdevice.Token {
+	t.Helper()
+	staged := r.key.At(linkdevice.StageNew)
+	if err := r.sup.StartLink(t.Context(), staged); err != nil {
+		t.Fatalf("StartLink(staged) = %v", err)
+	}
+	scanned := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		p, err := r.sup.PollLink(t.Context(), staged)
+		switch {
+		case err != nil:
+			t.Fatalf("PollLink(staged) = %v", err)
+		case !p.Token.IsZero():
+			return p.Token
+		case p.QR != nil && !scanned:
+			if err := os.WriteFile(filepath.Join(r.sup.SessionDir(staged), "scan"), []byte(p.QR.Payload), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			scanned = true
+		}
+	}
+	t.Fatal("the staged session never linked")
+	return linkdevice.Token{}
+}
+
+// TestRelinkCrashKeepsTheCommittedLink: a crash (kill -9) at any point of
+// a relink, from Promote's first step to the end of its settling, never
+// loses the link. After the restart exactly the committed link works:
+// the old one when the new token's commit had not happened, the new one
+// when it had; the other token is refused, nothing is left staged or
+// retired, and the journal gains nothing (a restored old link is logged).
+// Each case builds the disk and store a crash leaves from a real Promote
+// (and, past the commit point, the commit's own write).
+func TestRelinkCrashKeepsTheCommittedLink(t *testing.T) {
+	r := newSimRig(t)
+	if f := r.link(t); f.State != pairing.FlowLinked {
+		t.Fatalf("first link = %+v\n%s", f, r.logs.String())
+	}
+	secrets, _ := r.state(t)
+	oldTok, err := linkdevice.NewToken(string(secrets["helper_token"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, live, staged, old := t, r.key, r.key.At(linkdevice.StageNew), r.key.At(linkdevice.StageOld)
+	rename := func(from, to linkdevice.SessionKey) {
+		t.Helper()
+		if err := os.Rename(r.sup.SessionDir(from), r.sup.SessionDir(to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// crash turns what a whole Promote leaves into what the crash
+		// leaves.
+		crash        func()
+		committed    bool // the new token's commit went through
+		wantRestored bool
+	}{
+		{name: "before Promote's first rename", crash: func() { rename(live, staged); rename(old, live) }},
+		{name: "between Promote's renames", crash: func() { rename(live, staged) }, wantRestored: true},
+		{name: "after Promote, before the commit", crash: func() {}, wantRestored: true},
+		{name: "after the commit, before the old session is retired", crash: func() {}, committed: true},
+		{name: "after the old session is retired, before the swap is marked done", crash: func() { os.RemoveAll(r.sup.SessionDir(old)) }, committed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			newTok := r.linkStaged(t)
+			if err := r.sup.Promote(staged, newTok); err != nil {
+				t.Fatalf("Promote = %v", err)
+			}
+			tc.crash()
+			want, other := oldTok, newTok
+			if tc.committed {
+				want, other = newTok, oldTok
+				err := r.d.store.Update(t.Context(), func(tx *store.Tx) error {
+					return grants.WriteVerified(tx, "app1", "chat", "helper_token", store.Secret(newTok.Reveal()), func(s *grants.ConnState, at int64) { s.LinkVerifiedAt = &at })
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			const restoredLine = "the previous link is live again"
+			before := strings.Count(r.logs.String(), restoredLine)
+			r.restart(top) // the new daemon outlives the case
+
+			r.readThreads(t, "after the restart")
+			if s, st := r.state(t); string(s["helper_token"]) != want.Reveal() || st.Status != grants.ConnConnected {
+				t.Fatalf("stored link after the restart: the committed token %v, state %+v", string(s["helper_token"]) == want.Reveal(), st)
+			}
+			_, err := r.sup.Do(t.Context(), live, linkdevice.Request{Method: "GET", PathAndQuery: "/v1/threads", Token: other})
+			if !errors.Is(err, linkdevice.ErrUnauthorized) {
+				t.Fatalf("the uncommitted token after the restart = %v, want ErrUnauthorized", err)
+			}
+			for _, k := range []linkdevice.SessionKey{staged, old} {
+				if _, err := os.Stat(r.sup.SessionDir(k)); !os.IsNotExist(err) {
+					t.Errorf("session directory %q after the restart: %v, want retired", k.Stage, err)
+				}
+			}
+			if got := r.sup.Swaps(); len(got) != 0 {
+				t.Errorf("unsettled swaps after the restart: %v", got)
+			}
+			if got := strings.Count(r.logs.String(), restoredLine) > before; got != tc.wantRestored {
+				t.Errorf("log says the previous link is live again: %v, want %v\n%s", got, tc.wantRestored, r.logs.String())
+			}
+			if n := len(r.acts(t, journal.ActRelink)); n != 0 {
+				t.Errorf("%d relink acts journaled by the restart", n)
+			}
+			oldTok = want
+		})
+	}
 }

@@ -3,6 +3,7 @@ package linkdevice
 import (
 	"errors"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -35,7 +36,7 @@ func TestRelinkStagesBesideTheLiveSession(t *testing.T) {
 		t.Fatal("the stages share a session directory")
 	}
 
-	if err := s.Promote(live); err != nil {
+	if err := s.Promote(live, newTok); err != nil {
 		t.Fatalf("Promote = %v", err)
 	}
 	if err := threadsWith(t, s, live, newTok); err != nil {
@@ -48,8 +49,14 @@ func TestRelinkStagesBesideTheLiveSession(t *testing.T) {
 		t.Errorf("staged directory after Promote: %v, want moved", err)
 	}
 
+	if _, err := os.Stat(s.swapPath(live)); err != nil {
+		t.Errorf("swap record after Promote: %v, want written", err)
+	}
 	if err := s.Restore(live); err != nil {
 		t.Fatalf("Restore = %v", err)
+	}
+	if _, err := os.Stat(s.swapPath(live)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("swap record after Restore: %v, want removed", err)
 	}
 	if err := threadsWith(t, s, live, oldTok); err != nil {
 		t.Fatalf("the old token after Restore = %v, want served", err)
@@ -74,7 +81,7 @@ func TestRelinkStagesBesideTheLiveSession(t *testing.T) {
 		t.Fatalf("after a swap cut short = %v, want the previous session served", err)
 	}
 
-	if err := s.Promote(live); err == nil {
+	if err := s.Promote(live, newTok); err == nil {
 		t.Error("Promote with nothing staged succeeded")
 	}
 	if err := threadsWith(t, s, live, oldTok); err != nil {
@@ -82,5 +89,79 @@ func TestRelinkStagesBesideTheLiveSession(t *testing.T) {
 	}
 	if err := s.StartLink(t.Context(), SessionKey{HelperID: "sim", AppID: "a", Slot: "b", Stage: "../x"}); err == nil {
 		t.Error("a key of an unknown stage was served")
+	}
+}
+
+// A crash can stop a relink at any point between Promote's first step
+// and the end of its settling; FinishSwap, given the token the caller
+// committed, keeps exactly that link: the committed token is served, the
+// other refused, nothing is left beside the live session, and the swap
+// record is gone. Each case builds the state the crash leaves from a real
+// Promote, then settles it as a restart would (the sessions stopped,
+// Swaps listing the slot).
+func TestFinishSwapKeepsTheCommittedLink(t *testing.T) {
+	h := testHelper(t, "sim", "--rotate=2s")
+	s, live := h.s, simKey
+	staged, old := live.At(StageNew), live.At(StageOld)
+	oldTok := linkSim(t, s, live)
+	rename := func(from, to SessionKey) {
+		t.Helper()
+		if err := os.Rename(s.SessionDir(from), s.SessionDir(to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// crash turns the state a whole Promote leaves into the one the
+		// crash leaves.
+		crash        func()
+		commitNew    bool // the commit happened
+		wantRestored bool
+	}{
+		{name: "record written, no rename yet", crash: func() { rename(live, staged); rename(old, live) }},
+		{name: "between the two renames", crash: func() { rename(live, staged) }, wantRestored: true},
+		{name: "after Promote, before the commit", crash: func() {}, wantRestored: true},
+		{name: "after the commit, before the old session is retired", crash: func() {}, commitNew: true},
+		{name: "after the commit and the retirement, before the record goes", crash: func() { os.RemoveAll(s.SessionDir(old)) }, commitNew: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			newTok := linkSim(t, s, staged)
+			if err := s.Promote(live, newTok); err != nil {
+				t.Fatalf("Promote = %v", err)
+			}
+			tc.crash()
+			for _, st := range []Stage{StageLive, StageNew, StageOld} {
+				s.stopSession(live.At(st)) // the processes die with the crash
+			}
+			committed, other := oldTok, newTok
+			if tc.commitNew {
+				committed, other = newTok, oldTok
+			}
+			if got := s.Swaps(); !slices.Equal(got, []SessionKey{live}) {
+				t.Fatalf("Swaps = %v, want the slot", got)
+			}
+			restored, err := s.FinishSwap(t.Context(), live, committed)
+			if err != nil || restored != tc.wantRestored {
+				t.Fatalf("FinishSwap = %v, %v; want restored %v", restored, err, tc.wantRestored)
+			}
+			if err := threadsWith(t, s, live, committed); err != nil {
+				t.Fatalf("the committed token after settling = %v, want served", err)
+			}
+			if err := threadsWith(t, s, live, other); !errors.Is(err, ErrUnauthorized) {
+				t.Fatalf("the other token after settling = %v, want ErrUnauthorized", err)
+			}
+			for _, k := range []SessionKey{staged, old} {
+				if _, err := os.Stat(s.SessionDir(k)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%q directory after settling: %v, want retired", k.Stage, err)
+				}
+			}
+			if got := s.Swaps(); len(got) != 0 {
+				t.Errorf("Swaps after settling = %v, want none", got)
+			}
+			if restored, err := s.FinishSwap(t.Context(), live, committed); restored || err != nil {
+				t.Errorf("FinishSwap again = %v, %v; want nothing to do", restored, err)
+			}
+			oldTok = committed
+		})
 	}
 }

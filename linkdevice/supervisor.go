@@ -964,18 +964,22 @@ func (s *Supervisor) Unlink(ctx context.Context, k SessionKey) error {
 }
 
 // Promote makes the staged session of k's slot (StageNew, linked beside
-// the live one) the live session, so that a relink never drops the
-// working link before the new one exists: every session of the slot
-// stops, the live directory is renamed to the StageOld directory and the
-// staged one to the live directory. Each rename is atomic; a crash
-// between them leaves no live directory, and the next start of the live
-// session puts the old one back (recoverSwap). The retired session stays
-// in the StageOld directory for Unlink (or Restore) to deal with. While
-// the renames run, calls for the slot answer ErrSwapping.
-func (s *Supervisor) Promote(k SessionKey) error {
+// the live one, answering token) the live session, so that a relink
+// never drops the working link before the new one exists: every session
+// of the slot stops, the live directory is renamed to the StageOld
+// directory and the staged one to the live directory. Before the first
+// rename it writes the slot's swap record (the hash of token), which
+// says the swap is undecided until FinishSwap (after the caller's
+// commit) or Restore (after a failed one) removes it; a crash anywhere
+// in between is decided by FinishSwap at the next start. While the
+// renames run, calls for the slot answer ErrSwapping.
+func (s *Supervisor) Promote(k SessionKey, token Token) error {
 	live := k.At(StageLive)
 	if _, err := s.checkKey(live); err != nil {
 		return err
+	}
+	if token.IsZero() {
+		return errors.New("promote a session: no token")
 	}
 	if !s.beginSwap(live) {
 		return ErrSwapping
@@ -988,13 +992,24 @@ func (s *Supervisor) Promote(k SessionKey) error {
 	if err := os.RemoveAll(oldDir); err != nil {
 		return fmt.Errorf("promote a session: clear the retired directory: %w", err)
 	}
-	if err := os.Rename(liveDir, oldDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	// A live directory that is gone stands as an empty one, so that a
+	// StageOld directory always means the first rename happened.
+	if err := ensurePrivateDir(liveDir); err != nil {
+		return fmt.Errorf("promote a session: %w", err)
+	}
+	if err := s.writeSwap(live, token); err != nil {
+		return fmt.Errorf("promote a session: %w", err)
+	}
+	if err := os.Rename(liveDir, oldDir); err != nil {
+		s.removeSwap(live)
 		return fmt.Errorf("promote a session: retire the live directory: %w", err)
 	}
 	if err := os.Rename(newDir, liveDir); err != nil {
-		if rerr := os.Rename(oldDir, liveDir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		if rerr := os.Rename(oldDir, liveDir); rerr != nil {
 			s.log.Error("put a live session back", "helper", k.HelperID, "app_id", k.AppID, "slot", k.Slot, "err", rerr)
+			return fmt.Errorf("promote a session: %w", err) // the record stays for FinishSwap
 		}
+		s.removeSwap(live)
 		return fmt.Errorf("promote a session: %w", err)
 	}
 	syncDir(filepath.Dir(liveDir))
@@ -1002,8 +1017,8 @@ func (s *Supervisor) Promote(k SessionKey) error {
 }
 
 // Restore undoes a Promote whose commit failed: the live directory goes
-// back to StageNew (for Unlink to retire) and the StageOld directory, if
-// any, becomes the live one again.
+// back to StageNew (for Unlink to retire), the StageOld directory becomes
+// the live one again, and the swap record goes.
 func (s *Supervisor) Restore(k SessionKey) error {
 	live := k.At(StageLive)
 	if _, err := s.checkKey(live); err != nil {
@@ -1024,7 +1039,7 @@ func (s *Supervisor) Restore(k SessionKey) error {
 		return fmt.Errorf("restore a session: %w", err)
 	}
 	syncDir(filepath.Dir(liveDir))
-	return nil
+	return s.removeSwap(live)
 }
 
 // beginSwap marks live's slot as swapping and stops its sessions; it
@@ -1051,7 +1066,9 @@ func (s *Supervisor) endSwap(live SessionKey) {
 
 // recoverSwap finishes what a crash cut short between Promote's or
 // Restore's two renames: with no live directory but a retired one, the
-// retired one is the last committed link and becomes live again.
+// retired one is the last committed link and becomes live again (no
+// commit follows a Promote cut short, so FinishSwap would decide the
+// same; it still removes the swap record and the staged session).
 func (s *Supervisor) recoverSwap(live SessionKey) {
 	liveDir, oldDir := s.SessionDir(live), s.SessionDir(live.At(StageOld))
 	if _, err := os.Lstat(liveDir); !errors.Is(err, os.ErrNotExist) {

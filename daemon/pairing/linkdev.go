@@ -44,10 +44,15 @@ type Helpers interface {
 	CancelLink(ctx context.Context, k linkdevice.SessionKey) error
 	Verify(ctx context.Context, k linkdevice.SessionKey, token linkdevice.Token) (linkdevice.Verification, error)
 	Unlink(ctx context.Context, k linkdevice.SessionKey) error
-	// Promote swaps a relink's staged session in for the live one and
-	// Restore swaps it back (linkdevice.Supervisor's).
-	Promote(k linkdevice.SessionKey) error
+	// Promote swaps a relink's staged session (answering token) in for
+	// the live one, Restore swaps it back after a failed commit, and
+	// FinishSwap settles the swap by the committed token: after the
+	// commit, and at start for each slot Swaps lists (a crash cut the
+	// swap short). linkdevice.Supervisor's.
+	Promote(k linkdevice.SessionKey, token linkdevice.Token) error
 	Restore(k linkdevice.SessionKey) error
+	FinishSwap(ctx context.Context, k linkdevice.SessionKey, committed linkdevice.Token) (restored bool, err error)
+	Swaps() []linkdevice.SessionKey
 	// HasSession reports whether k's session directory holds anything.
 	HasSession(k linkdevice.SessionKey) bool
 	HelperStatus() []linkdevice.HelperSummary
@@ -390,7 +395,7 @@ func (d *Devices) finishLink(ctx context.Context, before grants.Connection, key 
 	}
 	relink := key.Stage == linkdevice.StageNew
 	if relink {
-		if err := d.helpers.Promote(key); err != nil {
+		if err := d.helpers.Promote(key, p.Token); err != nil {
 			d.log.Warn("swap in a relinked device session", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "err", err.Error())
 			d.failLink(key, flowID, "the new link could not be put in place; the old link is kept")
 			return
@@ -412,13 +417,14 @@ func (d *Devices) finishLink(ctx context.Context, before grants.Connection, key 
 		return
 	}
 	if relink {
-		// The old device session is retired: its helper is told, so the
-		// provider forgets the old device too (best effort: the directory
-		// goes regardless).
-		old := key.At(linkdevice.StageOld)
+		// The swap is settled by the token just committed: the new
+		// session stays live and the old one is retired, its helper told
+		// so the provider forgets the old device too (best effort: the
+		// directory goes regardless). A crash before this is settled the
+		// same way at the next start (FinishSwaps).
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkCallTimeout)
-		if err := d.helpers.Unlink(uctx, old); err != nil {
-			d.log.Warn("unlink the replaced device session", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "err", err.Error())
+		if _, err := d.helpers.FinishSwap(uctx, key, p.Token); err != nil {
+			d.log.Warn("retire the replaced device session", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "err", err.Error())
 		}
 		cancel()
 	}
@@ -426,6 +432,70 @@ func (d *Devices) finishLink(ctx context.Context, before grants.Connection, key 
 		f.State, f.Label, f.QR, f.QRExpiresAt, f.Message = FlowLinked, label, "", time.Time{}, ""
 	})
 	d.log.Info("device linked", "app", key.AppID, "slot", key.Slot, "helper", key.HelperID, "relink", relink)
+}
+
+// FinishSwaps settles, at start, every relink a crash cut short between
+// the swap of its sessions and the end of its settling: the session
+// whose token the store holds is the live one, the other is unlinked. So
+// a crash anywhere in a relink keeps the link that was committed (the
+// new one once its commit, with its relink entry, went through; else the
+// old one). A restored old link is logged, not journaled: the journal
+// never recorded the relink that did not commit.
+func (d *Devices) FinishSwaps(ctx context.Context) {
+	if d.helpers == nil {
+		return
+	}
+	for _, k := range d.helpers.Swaps() {
+		tok, err := d.committedToken(ctx, k)
+		if err != nil {
+			// Undecidable now: the swap record stays for the next start.
+			d.log.Error("read a device link's token to settle its relink", "app", k.AppID, "slot", k.Slot, "helper", k.HelperID, "err", err.Error())
+			continue
+		}
+		uctx, cancel := context.WithTimeout(ctx, linkCallTimeout)
+		restored, err := d.helpers.FinishSwap(uctx, k, tok)
+		cancel()
+		if err != nil {
+			d.log.Error("settle a device relink cut short", "app", k.AppID, "slot", k.Slot, "helper", k.HelperID, "err", err.Error())
+			continue
+		}
+		if restored {
+			d.log.Warn("a device relink was cut short before it was stored; the previous link is live again", "app", k.AppID, "slot", k.Slot, "helper", k.HelperID)
+		} else {
+			d.log.Info("a device relink cut short was settled", "app", k.AppID, "slot", k.Slot, "helper", k.HelperID)
+		}
+	}
+}
+
+// committedToken reads the helper token the store holds for k's slot:
+// zero when the row is gone, is no approved device link through k's
+// helper or holds no token; an error when the store cannot say.
+func (d *Devices) committedToken(ctx context.Context, k linkdevice.SessionKey) (linkdevice.Token, error) {
+	var tok linkdevice.Token
+	err := d.store.View(ctx, func(tx *store.Tx) error {
+		row, err := tx.Connection(k.AppID, k.Slot)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		c := grants.FromRow(row)
+		if c.Status != grants.StatusApproved || c.Requirement == nil {
+			return nil
+		}
+		p, ok := d.registry.Pairing(c.Requirement)
+		if !ok || p.Family != registry.FamilyDeviceLink || p.HelperID != k.HelperID {
+			return nil
+		}
+		secrets, err := tx.SlotSecrets(k.AppID, k.Slot)
+		if err != nil {
+			return err
+		}
+		tok, _ = linkdevice.NewToken(string(secrets[p.Field]))
+		return nil
+	})
+	return tok, err
 }
 
 // failLink ends a flow failed and forgets the helper's session. A
