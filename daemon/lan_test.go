@@ -12,6 +12,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/grants"
+	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/journal"
 	"github.com/snug/snugd/daemon/pairing"
 	"github.com/snug/snugd/internal/testutil"
@@ -439,4 +440,144 @@ func TestLANRelocate(t *testing.T) {
 	if res.Code != "" || res.Status != 200 {
 		t.Fatalf("request at the new address = %+v", res)
 	}
+}
+
+// hueKey reads app1/hue's stored application key.
+func (h *hueRig) hueKey(t *testing.T) string {
+	t.Helper()
+	var key string
+	err := h.d.store.View(t.Context(), func(tx *store.Tx) error {
+		s, err := tx.SlotSecrets("app1", "hue")
+		key = string(s["application_key"])
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// pairedHue is a hueRig whose bridge is paired, with the key and pin it
+// stored.
+func pairedHue(t *testing.T) (h *hueRig, key, pin string) {
+	t.Helper()
+	h = startHue(t, huesim.Config{})
+	h.declareHue(t)
+	h.collectApprove(t)
+	if f := h.pair(t, pairing.LANPairOptions{}); f.State != pairing.FlowPaired {
+		t.Fatalf("first pairing = %+v", f)
+	}
+	h.sim.EndLinkWindow() // a re-pair needs a new press
+	return h, h.hueKey(t), h.sim.Fingerprint()
+}
+
+// oldKeyServes fails the test unless the key and pin stored before a
+// re-pair are still stored, still serve a request at the bridge, the
+// connection still says connected, and no replacement was journaled.
+func (h *hueRig) oldKeyServes(t *testing.T, key, pin, when string) {
+	t.Helper()
+	if got := h.hueKey(t); got != key {
+		t.Fatalf("%s: the stored application key changed", when)
+	}
+	st, _, err := h.d.grants.ConnectionState(t.Context(), "app1", "hue")
+	if err != nil || st.Status != grants.ConnConnected || st.LastError != "" || st.LANPin == nil || st.LANPin.Fingerprint != pin {
+		t.Fatalf("%s: state = %+v (pin %+v), %v; want connected with the old pin", when, st, st.LANPin, err)
+	}
+	if res, n := h.lights(t); res.Code != "" || res.Status != 200 || n != 1 {
+		t.Fatalf("%s: CLIP v2 = %+v (%d at the bridge), want the old key serving", when, res, n)
+	}
+	if n := lanReplaceActs(t, h); n != 0 {
+		t.Fatalf("%s: %d credential-replace acts", when, n)
+	}
+}
+
+// TestLANRepairKeepsTheOldKey: a re-pair of a paired, working bridge
+// (repin with the fingerprint the person accepted) that never completes
+// leaves the old application key and pin stored and serving, the
+// connection connected, and journals nothing: the button never pressed
+// (the link window runs out), the bridge answering the pairing with an
+// error, the bridge vanishing while it waits for the button, and snugd
+// stopping meanwhile (which ends every flow; there is no other way to
+// cancel a LAN pairing: a ctl that is interrupted leaves the flow to run
+// out). Nothing is written before the one commit.
+func TestLANRepairKeepsTheOldKey(t *testing.T) {
+	ctx := t.Context()
+	repair := func(t *testing.T, h *hueRig) pairing.Flow {
+		t.Helper()
+		f, err := h.d.devices.PairLAN(ctx, "app1", "hue", pairing.LANPairOptions{Repin: true, Accept: h.sim.Fingerprint()})
+		if err != nil {
+			t.Fatalf("re-pair: %v", err)
+		}
+		f = h.waitFlow(t, f.ID, func(f pairing.Flow) bool { return f.State == pairing.FlowPressButton || f.State.Ended() })
+		if f.State != pairing.FlowPressButton {
+			t.Fatalf("re-pair = %+v, want press-button", f)
+		}
+		return f
+	}
+
+	// The button never pressed: the 30 s link window runs out. It runs
+	// on a bridge of its own beside the other cases.
+	slow, slowKey, slowPin := pairedHue(t)
+	unpressed := repair(t, slow)
+
+	h, key, pin := pairedHue(t)
+	h.oldKeyServes(t, key, pin, "after the first pairing")
+
+	t.Run("the bridge answers the pairing with an error", func(t *testing.T) {
+		f := repair(t, h)
+		h.sim.FailLinks(901)
+		defer h.sim.FailLinks(0)
+		if f = h.waitFlow(t, f.ID, ended); f.State != pairing.FlowFailed || f.Message != lan.ErrPairingRefused.Error() {
+			t.Fatalf("re-pair the bridge refused = %s %q", f.State, f.Message)
+		}
+		h.oldKeyServes(t, key, pin, "after a refused re-pair")
+	})
+
+	t.Run("the bridge vanishes while it waits for the button", func(t *testing.T) {
+		// Another listener with the bridge's own certificate takes its
+		// address for the re-pair, then goes away mid-wait.
+		twin, err := huesim.Start(huesim.Config{BridgeID: h.sim.BridgeID(), Certificate: h.sim.Certificate()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(twin.Close)
+		h.dial.route(hueAddr, twin)
+		f := repair(t, h)
+		twin.Vanish()
+		f = h.waitFlow(t, f.ID, ended)
+		h.dial.route(hueAddr, h.sim)
+		if f.State != pairing.FlowFailed || f.Message != lan.ErrVanished.Error() {
+			t.Fatalf("re-pair whose bridge vanished = %s %q", f.State, f.Message)
+		}
+		h.oldKeyServes(t, key, pin, "after a re-pair whose bridge vanished")
+	})
+
+	t.Run("snugd stops while it waits for the button", func(t *testing.T) {
+		f := repair(t, h)
+		h.d.pairing.Close() // Daemon.Close's first step: every flow ends
+		if f = h.waitFlow(t, f.ID, ended); f.State != pairing.FlowFailed {
+			t.Fatalf("re-pair at shutdown = %s %q, want failed", f.State, f.Message)
+		}
+		h.sim.PressButton() // too late: the exchange has stopped
+		time.Sleep(1500 * time.Millisecond)
+		h.oldKeyServes(t, key, pin, "after a re-pair cut by shutdown")
+		h.sim.EndLinkWindow()
+	})
+
+	t.Run("the button is never pressed", func(t *testing.T) {
+		var f pairing.Flow
+		for deadline := time.Now().Add(lan.MaxPairWindow + 10*time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			var err error
+			if f, err = slow.d.pairing.Flow(ctx, unpressed.ID); err != nil {
+				t.Fatal(err)
+			}
+			if f.State.Ended() {
+				break
+			}
+		}
+		if f.State != pairing.FlowFailed || f.Message != lan.ErrLinkTimeout.Error() {
+			t.Fatalf("re-pair whose button was never pressed = %s %q", f.State, f.Message)
+		}
+		slow.oldKeyServes(t, slowKey, slowPin, "after a re-pair whose button was never pressed")
+	})
 }

@@ -69,6 +69,7 @@ type Sim struct {
 	mu         sync.Mutex
 	cert       *tls.Certificate
 	linkUntil  time.Time
+	failLinks  int // FailLinks' error type; 0: none
 	keys       map[string]bool
 	requests   []string // "METHOD path" of every request served
 	links      []Link   // every well-formed POST /api body
@@ -130,6 +131,22 @@ func (s *Sim) PressButton() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.linkUntil = time.Now().Add(LinkWindow)
+}
+
+// EndLinkWindow closes the link window at once, as if it had run out.
+func (s *Sim) EndLinkWindow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.linkUntil = time.Time{}
+}
+
+// FailLinks makes POST /api answer the Hue error of type code (901 is
+// the bridge's internal error) instead of a key or 101, as a bridge in
+// trouble does; 0 restores the normal answers.
+func (s *Sim) FailLinks(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failLinks = code
 }
 
 // Rotate replaces the certificate with a new self-signed one for the same
@@ -294,9 +311,13 @@ func (s *Sim) serveLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	open := time.Now().Before(s.linkUntil)
+	open, fail := time.Now().Before(s.linkUntil), s.failLinks
 	s.links = append(s.links, Link{DeviceType: *req.DeviceType, GenerateClientKey: req.GenerateClientKey})
 	s.mu.Unlock()
+	if fail != 0 {
+		writeJSON(w, http.StatusOK, []any{hueError(fail, "", "internal error")})
+		return
+	}
 	if !open {
 		writeJSON(w, http.StatusOK, []any{hueError(101, "", "link button not pressed")})
 		return
