@@ -344,6 +344,31 @@ func TestClaimSimpleFIN(t *testing.T) {
 			t.Errorf("%d credential-replace acts after a failed replacement", acts)
 		}
 	})
+	t.Run("a new claim the bridge answers 5xx", func(t *testing.T) {
+		// The claim URL answers 503: the new token may or may not be
+		// spent, and nothing of it is stored; the old credentials serve.
+		r.bridge.OnClaim = func(w http.ResponseWriter, _ *http.Request, _ string) { w.WriteHeader(http.StatusServiceUnavailable) }
+		defer func() { r.bridge.OnClaim = nil }()
+		before := r.bridge.Claims()
+		if _, err := r.d.pairing.ClaimSetupToken(t.Context(), claimApp, claimSlot, r.bridge.NewSetupToken(), true); err == nil {
+			t.Fatal("a claim the bridge answered 503 succeeded")
+		}
+		if n := r.bridge.Claims() - before; n != 1 {
+			t.Errorf("the claim sent %d POSTs, want exactly 1", n)
+		}
+		if got := r.stored(t); !maps1(got, "access_credentials", creds[0]) {
+			t.Error("a failed claim changed the stored credentials")
+		}
+		if st, _ := r.state(t); st.Status != grants.ConnConnected || st.LastError != "" {
+			t.Errorf("state after a failed replacement = %+v, want connected", st)
+		}
+		if res, _ := r.get(t, "https://bridge.simplefin.org/simplefin/accounts"); res.Code != "" || res.Status != 200 {
+			t.Errorf("accounts after a failed replacement = %s; want the old credentials serving", res.Frame)
+		}
+		if acts := r.replaceActs(t); acts != 0 {
+			t.Errorf("%d credential-replace acts after a failed replacement", acts)
+		}
+	})
 	t.Run("403 marks the connection error", func(t *testing.T) {
 		r.bridge.RevokeAll()
 		res, resp := r.get(t, "https://bridge.simplefin.org/simplefin/accounts")

@@ -780,6 +780,34 @@ func TestOAuthNewSignInReplacesOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("callback with a refused code = %+v, %v", f, err)
 	}
 	served(t, old, "after a failed new sign-in")
+
+	// Abandoned: started, never signed in (the browser closed); the flow
+	// waits and the old tokens serve meanwhile.
+	if _, err := o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, true); err != nil {
+		t.Fatal(err)
+	}
+	served(t, old, "while an abandoned new sign-in waits")
+
+	// Signed in, but the token endpoint fails the exchange (503). The
+	// new flow replaces the abandoned one.
+	st, err = o.d.pairing.StartOAuth(ctx, "app1", "music", 4747, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
+	o.op.SetFault(oauthtest.Unavailable)
+	f, err = o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery)
+	o.op.SetFault(nil)
+	if err != nil || f.State != pairing.FlowFailed {
+		t.Fatalf("callback whose exchange failed = %+v, %v", f, err)
+	}
+	if o.secret(t, accessKey) != old {
+		t.Fatal("a new sign-in whose exchange failed changed the tokens")
+	}
+	served(t, old, "after a new sign-in whose exchange failed")
+	if cs, _, err := o.d.grants.ConnectionState(ctx, "app1", "music"); err != nil || cs.Status != grants.ConnConnected || cs.LastError != "" {
+		t.Fatalf("state after failed new sign-ins = %+v, %v; want connected", cs, err)
+	}
 	if n := replaceActs(t); n != 0 {
 		t.Fatalf("%d credential-replace acts before a replacement completed", n)
 	}
@@ -789,7 +817,7 @@ func TestOAuthNewSignInReplacesOnlyWhenAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb := o.op.SignIn(ctx, t, st.AuthorizeURL)
+	cb = o.op.SignIn(ctx, t, st.AuthorizeURL)
 	if f, err := o.d.pairing.OAuthLoopbackCallback(ctx, cb.RawQuery); err != nil || f.State != pairing.FlowConnected {
 		t.Fatalf("callback = %+v, %v", f, err)
 	}
