@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,51 @@ func TestLinkDeviceE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("a crash between a relink's swap and its commit keeps the link", func(t *testing.T) {
+		read := func(t *testing.T, id, when string) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			if r, err := s.net(ctx, token, id, "GET", "https://sim.sidecar.invalid/v1/threads", ""); err != nil || !r.OK || r.Status != http.StatusOK {
+				t.Fatalf("a request %s = %+v, %v; want served through the link\n%s", when, r, err, s.log.String())
+			}
+		}
+		// A relink shows its code: its staged session exists beside the
+		// live one. kill -9 snugd, then leave the disk as a crash right
+		// after the swap and before the commit would: the staged session
+		// in the live directory, the live one retired, the swap record
+		// naming a token the database never stored.
+		var start struct {
+			FlowID string `json:"flowId"`
+		}
+		if st, raw, err := s.call(t, http.MethodPost, "/v1/apps/"+app+"/connections/chat/link/start", token, map[string]any{"replace": true}, &start); err != nil || st != http.StatusOK {
+			t.Fatalf("link/start with replace = %d %s, %v", st, raw, err)
+		}
+		s.flowOf(t, token, start.FlowID, func(f map[string]any) bool { q, _ := f["qr"].(string); return q != "" })
+		s.cmd.Process.Kill()
+		<-s.done
+		waitNoProcessIn(t, dirs[0], dirs[0]+".new")
+		for _, mv := range [][2]string{{dirs[0], dirs[0] + ".old"}, {dirs[0] + ".new", dirs[0]}} {
+			if err := os.Rename(mv[0], mv[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		record := `{"app_id":"` + app + `","slot":"chat","token_sha256":"` + strings.Repeat("ab", 32) + `"}`
+		if err := os.WriteFile(dirs[0]+".swap", []byte(record), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		restartSnugd(t, h, s)
+		read(t, "read-after-crash", "after a crash between the swap and the commit")
+		for _, left := range []string{dirs[0] + ".old", dirs[0] + ".new", dirs[0] + ".swap"} {
+			if _, err := os.Stat(left); !os.IsNotExist(err) {
+				t.Errorf("%s after the restart: %v, want gone", filepath.Base(left), err)
+			}
+		}
+		if !strings.Contains(s.log.String(), "the previous link is live again") {
+			t.Errorf("the log does not say the previous link is live again\n%s", s.log.String())
+		}
+	})
+
 	t.Run("revoke unlinks", func(t *testing.T) {
 		if code, out, errOut := s.ctl(t, "", "revoke", app, "chat"); code != 0 {
 			t.Fatalf("snugd ctl revoke = %d\n%s%s", code, out, errOut)
@@ -229,4 +275,23 @@ func TestLinkDeviceE2E(t *testing.T) {
 			t.Error("the log names a token value")
 		}
 	})
+}
+
+// waitNoProcessIn waits until no process runs in any of dirs (its working
+// directory): the helpers of a killed snugd end when their input closes.
+func waitNoProcessIn(t *testing.T, dirs ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		busy := false
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && slices.Contains(dirs, cwd) {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+	}
+	t.Fatalf("a process still runs in %v", dirs)
 }
