@@ -3,10 +3,8 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,47 +15,13 @@ import (
 	"github.com/snug/snugd/daemon/fetch"
 	"github.com/snug/snugd/daemon/internal/store"
 	"github.com/snug/snugd/daemon/journal"
+	"github.com/snug/snugd/internal/testutil"
 )
 
-// fullDiskEnv names the tmpfs mount point for TestJournalFullDiskChild.
-const fullDiskEnv = "SNUGD_DAEMON_TEST_FULL_DISK_DIR"
-
 // TestJournalFullDisk runs a daemon on a small tmpfs in a mount namespace
-// of its own (the test re-executes itself under unshare -m; the child
-// refuses to mount anything unless its mount namespace differs from the
-// one the test started in) and fills it: see TestJournalFullDiskChild.
+// of its own (testutil.RunInTmpfs): see TestJournalFullDiskChild.
 func TestJournalFullDisk(t *testing.T) {
-	if testing.Short() {
-		t.Skip("mounts a tmpfs in a child mount namespace")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a mount namespace")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("needs unshare (util-linux)")
-	}
-	parentNS, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil {
-		t.Skipf("cannot read this process's mount namespace: %v", err)
-	}
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, unshare, "--mount", "--propagation", "private", "--",
-		os.Args[0], "-test.run=^TestJournalFullDiskChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fullDiskEnv+"="+dir, "SNUGD_DAEMON_TEST_PARENT_NS="+parentNS)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestJournalFullDiskChild") {
-		t.Fatalf("child in a mount namespace: %v\n%s", err, out)
-	}
-	t.Logf("child:\n%s", out)
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-		t.Errorf("the child's tmpfs shows in the parent's namespace: %v, %v", ents, err)
-	}
+	testutil.RunInTmpfs(t, "TestJournalFullDiskChild", "8m", 3*time.Minute)
 }
 
 // TestJournalFullDiskChild is TestJournalFullDisk's child. With the data
@@ -67,22 +31,7 @@ func TestJournalFullDisk(t *testing.T) {
 // Space returns: the next request works, with no restart, and the state
 // clears.
 func TestJournalFullDiskChild(t *testing.T) {
-	mnt := os.Getenv(fullDiskEnv)
-	parentNS := os.Getenv("SNUGD_DAEMON_TEST_PARENT_NS")
-	if mnt == "" || parentNS == "" {
-		t.Skip("child process helper")
-	}
-	ns, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil || ns == parentNS {
-		t.Fatalf("not in a mount namespace of its own (%q, parent %q, %v): refusing to mount", ns, parentNS, err)
-	}
-	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		t.Fatalf("make mounts private: %v", err)
-	}
-	if err := syscall.Mount("snugd-test", mnt, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=8m,mode=0700"); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
+	mnt := testutil.TmpfsChild(t)
 
 	r := newRig(t, func(c *Config) { c.DataDir = filepath.Join(mnt, "data") })
 	r.connect(t, "app1", apiKeyReq("ex", apiHost), map[string]string{"api_key": secretKey})
@@ -94,7 +43,7 @@ func TestJournalFullDiskChild(t *testing.T) {
 	}
 
 	filler := filepath.Join(mnt, "filler")
-	fillDisk(t, filler)
+	testutil.FillDisk(t, filler)
 	// Requests go on while SQLite still has room in its WAL; the first
 	// whose row cannot be committed gets the refusal, not the answer.
 	refusedAt := -1
@@ -130,7 +79,7 @@ func TestJournalFullDiskChild(t *testing.T) {
 	}
 
 	// A writer: 507 STORAGE_FULL with its fixed sentence, nothing changed.
-	err = r.d.grants.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": "another-" + secretKey})
+	err := r.d.grants.SetCredentials(t.Context(), "app1", "ex", map[string]string{"api_key": "another-" + secretKey})
 	var ce *errcode.Error
 	if !errors.As(err, &ce) || ce.Code != errcode.StorageFull || ce.Msg != "the disk holding snugd's data is full; nothing was changed" {
 		t.Fatalf("SetCredentials on a full disk = %v, want STORAGE_FULL", err)
@@ -198,31 +147,4 @@ func TestJournalFullDiskChild(t *testing.T) {
 	if res.Code != errcode.NetFetchFailed || resp.Error == nil || resp.Error.Message != journal.MsgDiskReadOnly {
 		t.Fatalf("a POST on a read-only disk = %+v %+v, want %q", res, resp.Error, journal.MsgDiskReadOnly)
 	}
-}
-
-// fillDisk writes path until the file system holding it is full (ENOSPC),
-// at most 64 MiB.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for range 1024 {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v", path, err)
-			}
-			// Then byte by byte into the last block.
-			for range 64 << 10 {
-				if _, err := f.Write(chunk[:512]); err != nil {
-					break
-				}
-			}
-			return
-		}
-	}
-	t.Fatalf("%s: 64 MiB written and the disk is not full", path)
 }

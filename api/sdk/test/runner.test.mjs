@@ -214,3 +214,56 @@ test("pair refuses an invitation on the web surface before asking snugd", async 
   await assert.rejects(pair({ name: "page", surface: "web", origin: "https://snug.example", invitation: "snugi_" + "A".repeat(43) }), (e) => e.code === "BAD_REQUEST");
   assert.equal(fake.requests.length, 0);
 });
+
+// conformance: P1-OU4-01, P1-OU4-02, P1-OU4-03, P1-OU4-04, P1-OU4-05, P1-OU4-06
+test("an open-url-request is strict: each way a frame or its url can be wrong refuses it", () => {
+  const base = { type: "snug:open-url-request", v: 1, requestId: "x", instanceId: "i" };
+  const ok = (url) => checkOpenURL({ ...base, url });
+  assert.equal(ok("https://a.example/path?q=1"), "https://a.example/path?q=1");
+  const long = "https://a.example/" + "a".repeat(2048 - "https://a.example/".length);
+  assert.equal(long.length, 2048);
+  assert.equal(ok(long), long, "a 2048-character url is allowed");
+  const cases = {
+    "an unknown key": { ...base, url: "https://a.example/", extra: 1 },
+    "a target": { ...base, url: "https://a.example/", target: "_blank" },
+    "window features": { ...base, url: "https://a.example/", features: "noopener" },
+    "a navigation seat": { ...base, url: "https://a.example/", navigate: true },
+    "an empty url": { ...base, url: "" },
+    "a 2049-character url": { ...base, url: long + "a" },
+    "a url that does not parse": { ...base, url: "not a url" },
+    "a url that is not a string": { ...base, url: ["https://a.example/"] },
+    "http:": { ...base, url: "http://a.example/" },
+    "javascript:": { ...base, url: "javascript:alert(1)" },
+    "data:": { ...base, url: "data:text/html,<b>x</b>" },
+    "a username": { ...base, url: "https://user@a.example/" },
+    "a username and password": { ...base, url: "https://user:pw@a.example/" },
+    "a password alone": { ...base, url: "https://:pw@a.example/" },
+  };
+  for (const [what, frame] of Object.entries(cases)) {
+    assert.equal(checkOpenURL(frame), null, what);
+  }
+});
+
+// conformance: P1-R2-01
+test("a frame of an unknown snug:* type is ignored: no answer, no error, the app goes on", async () => {
+  const { r, app, win } = mounted(fakeSnugd());
+  dispatch(win, { type: "snug:future", v: 1 });
+  dispatch(win, { type: "snug:future-thing", v: 1, requestId: "f1", instanceId: app.instanceId });
+  await tick();
+  assert.deepEqual(win.posted.map((p) => p.frame.type).filter((t) => t !== "snug:host-ready"), []);
+  dispatch(win, { type: "snug:app-message", v: 1, requestId: "m1", instanceId: app.instanceId, appId: "x", action: "go" });
+  await tick();
+  assert.deepEqual(win.posted.map((p) => p.frame.type).filter((t) => t !== "snug:host-ready"), ["snug:app-response"]);
+  r.close();
+});
+
+// conformance: P1-F2-14, P1-R6-07
+test("this host offers no storage: an unknown op and an artifact over 5 MiB are refused like every db-request", async () => {
+  const { r, app, win } = mounted(fakeSnugd());
+  dispatch(win, { type: "snug:db-request", v: 1, requestId: "d1", instanceId: app.instanceId, op: "drop" });
+  dispatch(win, { type: "snug:db-request", v: 1, requestId: "d2", instanceId: app.instanceId, op: "import", artifact: "a".repeat(5 * 1024 * 1024 + 1) });
+  await tick();
+  const answers = win.posted.map((p) => p.frame).filter((f) => f.type === "snug:db-response");
+  assert.deepEqual(answers.map((f) => [f.requestId, f.ok]), [["d1", false], ["d2", false]]);
+  r.close();
+});

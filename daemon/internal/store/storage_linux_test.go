@@ -3,16 +3,16 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/snug/snugd/internal/testutil"
 )
 
 // TestStorageFullOnTmpfs fills a small tmpfs under a live store and checks
@@ -23,62 +23,12 @@ import (
 // the child refuses to mount anything unless its mount namespace differs
 // from the one the test started in.
 func TestStorageFullOnTmpfs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("mounts a tmpfs in a child mount namespace")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create a mount namespace")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("needs unshare (util-linux)")
-	}
-	parentNS, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil {
-		t.Skipf("cannot read this process's mount namespace: %v", err)
-	}
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	// --propagation private (unshare's default, spelled out): nothing
-	// mounted in the child propagates back to this namespace.
-	cmd := exec.CommandContext(ctx, unshare, "--mount", "--propagation", "private", "--",
-		os.Args[0], "-test.run=^TestStorageFullChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir, "SNUGD_STORE_TEST_PARENT_NS="+parentNS)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestStorageFullChild") {
-		t.Fatalf("child in a mount namespace: %v\n%s", err, out)
-	}
-	t.Logf("child:\n%s", out)
-	// Nothing leaked into this namespace: dir is still an empty directory
-	// on the test's own file system.
-	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
-		t.Errorf("the child's tmpfs shows in the parent's namespace: %v, %v", ents, err)
-	}
+	testutil.RunInTmpfs(t, "TestStorageFullChild", "8m", 2*time.Minute)
 }
 
 // TestStorageFullChild is TestStorageFullOnTmpfs's child.
 func TestStorageFullChild(t *testing.T) {
-	mnt := os.Getenv(childEnv)
-	parentNS := os.Getenv("SNUGD_STORE_TEST_PARENT_NS")
-	if mnt == "" || parentNS == "" {
-		t.Skip("child process helper")
-	}
-	ns, err := os.Readlink("/proc/self/ns/mnt")
-	if err != nil || ns == parentNS {
-		t.Fatalf("not in a mount namespace of its own (%q, parent %q, %v): refusing to mount", ns, parentNS, err)
-	}
-	// Belt and braces: make every mount here private before mounting.
-	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		t.Fatalf("make mounts private: %v", err)
-	}
-	if err := syscall.Mount("snugd-test", mnt, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=8m,mode=0700"); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
+	mnt := testutil.TmpfsChild(t)
 	dir := filepath.Join(mnt, "data")
 	ctx := t.Context()
 	s, err := Open(ctx, Options{Dir: dir})
@@ -105,7 +55,7 @@ func TestStorageFullChild(t *testing.T) {
 	}
 
 	filler := filepath.Join(mnt, "filler")
-	fill(t, filler)
+	testutil.FillDisk(t, filler)
 	if free, size, err := DiskSpace(dir); err != nil || size < 7<<20 || size > 9<<20 || free > 64<<10 {
 		t.Errorf("DiskSpace of the full 8 MiB tmpfs = %d free of %d, %v", free, size, err)
 	}
@@ -182,25 +132,4 @@ func TestStorageFullChild(t *testing.T) {
 	if err := write(failedAt + 2); err != nil {
 		t.Fatalf("a write once the file system is writable again = %v", err)
 	}
-}
-
-// fill writes path until the file system holding it is full (ENOSPC),
-// at most 64 MiB.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for range 1024 {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v", path, err)
-			}
-			return
-		}
-	}
-	t.Fatalf("fill %s: 64 MiB written and the disk is not full", path)
 }
