@@ -19,13 +19,15 @@ import (
 // collected address it discovers and lets the person pick; it collects the
 // address, shows the review and approves exactly it (--yes without a
 // terminal), then starts the pairing and says to press the link button,
-// counting down to the flow's deadline. --repin shows the pinned and the
-// presented certificate fingerprints and asks before pairing again.
+// counting down to the flow's deadline. On a bridge already paired it
+// shows the pinned and the presented certificate fingerprints and asks
+// before pairing again (--yes: without asking); --repin says so even
+// before the row is read.
 func ctlPairLAN(ctx context.Context, c *ctl, args []string) int {
 	fs := c.flags("pair lan APP SLOT [--address A] [--repin] [--yes] [--json]")
 	address := fs.String("address", "", "the bridge's RFC-1918 IPv4 address; without it snugd discovers bridges and asks")
-	repin := fs.Bool("repin", false, "replace the pinned certificate of a bridge already paired (shows both fingerprints first)")
-	yes := fs.Bool("yes", false, "approve and re-pin without asking (needed without a terminal)")
+	repin := fs.Bool("repin", false, "pair a bridge already paired again, for a new key or a changed certificate (shows both fingerprints and asks; the default on a paired bridge)")
+	yes := fs.Bool("yes", false, "approve, and pair a paired bridge again, without asking (needed without a terminal)")
 	pos, code, ok := c.args(fs, args, "APP", "SLOT")
 	if !ok {
 		return code
@@ -64,19 +66,24 @@ func ctlPairLAN(ctx context.Context, c *ctl, args []string) int {
 		}
 	}
 	req := api.LANPairRequest{}
-	if *repin {
+	if *repin || (cn.State != nil && cn.State.LANPin != nil) {
+		// A paired bridge: pairing again replaces its application key
+		// (and its pin, when the certificate changed), so ask first. The
+		// old key keeps working until the new one is stored.
 		probe, err := c.client.ProbeLAN(ctx, appID, slot)
 		if err != nil {
 			return c.fail(err)
 		}
 		c.out("pinned certificate     sha256 %s", orDash(probe.PreviousFingerprint))
 		c.out("presented certificate  sha256 %s (bridge %s, %s)", probe.Fingerprint, orDash(probe.BridgeID), orDash(probe.ModelID))
+		question := "pin the presented certificate and pair again?"
 		if probe.PreviousFingerprint == probe.Fingerprint {
-			c.out("the bridge presents the pinned certificate; nothing to re-pin")
-			return exitOK
+			c.out("%s/%s is paired with this bridge; pairing again replaces its application key (the old key keeps working until the new one is stored)", appID, slot)
+			question = "pair again for a new application key?"
+		} else {
+			c.out("a changed certificate means the bridge was reset, or another device answers at its address")
 		}
-		c.out("a changed certificate means the bridge was reset, or another device answers at its address")
-		if ok, code := c.confirm(*yes, "pin the presented certificate and pair again?"); !ok {
+		if ok, code := c.confirm(*yes, question); !ok {
 			return code
 		}
 		req = api.LANPairRequest{Repin: true, Fingerprint: probe.Fingerprint}

@@ -78,8 +78,9 @@ func pressWhenAsked(sim *huesim.Sim, before int) {
 
 // TestCtlPairLAN: discover (the only selectable bridge, --yes), collect,
 // approve the review, press the button, paired; connections shows the pin
-// and when it was verified; --repin after a certificate change shows both
-// fingerprints and pairs again.
+// and when it was verified; pairing the paired bridge again asks first;
+// --repin after a certificate change shows both fingerprints and pairs
+// again.
 //
 // conformance: P3-C12.11-09
 func TestCtlPairLAN(t *testing.T) {
@@ -107,6 +108,22 @@ func TestCtlPairLAN(t *testing.T) {
 	// Paired and pinned: nothing about the row needs attention any more.
 	if code, out, _ = ctl("apps"); code != exitOK || strings.Contains(out, "app/hue:") {
 		t.Errorf("apps after pairing still hints at the row = %d\n%s", code, out)
+	}
+
+	// Pairing a paired bridge again (a new application key, the same
+	// certificate) asks first: without a terminal or --yes it refuses,
+	// having sent the bridge no link request; with --yes it pairs again.
+	posts := sim.Count("POST /api")
+	if code, out, errOut := ctl("pair", "lan", "app", "hue"); code != exitUsage || !strings.Contains(out, "pairing again replaces its application key") {
+		t.Errorf("pair lan on a paired bridge without a terminal or --yes = %d\n%s%s", code, out, errOut)
+	}
+	if n := sim.Count("POST /api"); n != posts {
+		t.Errorf("the unanswered question sent the bridge %d link requests", n-posts)
+	}
+	pressWhenAsked(sim, posts)
+	code, out, errOut = ctl("pair", "lan", "app", "hue", "--yes")
+	if code != exitOK || !strings.Contains(out, "pinned certificate     sha256 "+sim.Fingerprint()) || !strings.Contains(out, "paired app/hue") {
+		t.Fatalf("pair lan --yes on a paired bridge = %d\n%s%s", code, out, errOut)
 	}
 
 	old := sim.Fingerprint()
