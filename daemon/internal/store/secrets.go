@@ -76,7 +76,7 @@ func (tx *Tx) PutSecret(key string, value Secret) error {
 	if err != nil {
 		return fmt.Errorf("put secret %q: %w", key, err)
 	}
-	tx.s.unreadable.forget(key)
+	tx.forgetUnreadable(key)
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (tx *Tx) Secret(key string) (Secret, error) {
 		return nil, fmt.Errorf("get secret %q: %w", key, err)
 	}
 	v, err := tx.s.sealer.open(key, blob)
-	tx.s.unreadable.note(key, err)
+	tx.s.unreadable.note(key, err, tx.since)
 	return v, err
 }
 
@@ -114,7 +114,7 @@ func (tx *Tx) DeleteSecret(key string) error {
 	if err != nil {
 		return fmt.Errorf("delete secret %q: %w", key, err)
 	}
-	tx.s.unreadable.forget(key)
+	tx.forgetUnreadable(key)
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("secret %q: %w", key, ErrNotFound)
 	}
@@ -162,7 +162,7 @@ func (tx *Tx) SlotSecrets(appID, slot string) (map[string]Secret, error) {
 			continue
 		}
 		v, err := tx.s.sealer.open(key, blob)
-		tx.s.unreadable.note(key, err)
+		tx.s.unreadable.note(key, err, tx.since)
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +199,7 @@ func (tx *Tx) deleteKeys(keys []string) (int64, error) {
 		if err != nil {
 			return n, fmt.Errorf("delete secret %q: %w", k, err)
 		}
-		tx.s.unreadable.forget(k)
+		tx.forgetUnreadable(k)
 		d, _ := res.RowsAffected()
 		n += d
 	}
@@ -239,4 +239,13 @@ func prefixEnd(prefix string) (upper string, bounded bool) {
 		}
 	}
 	return "", false
+}
+
+// forgetUnreadable takes key out of the unreadable set for a write of it:
+// at once, for reads later in this transaction, and once more when the
+// transaction commits, stamping the key so that a read which began before
+// the commit (and may have met the replaced value) cannot mark it again.
+func (tx *Tx) forgetUnreadable(key string) {
+	tx.s.unreadable.forget(key)
+	tx.OnCommit(func() { tx.s.unreadable.written(key) })
 }

@@ -364,11 +364,12 @@ func (s *Store) runTx(ctx context.Context, db *sql.DB, writable bool, fn func(*T
 }
 
 func (s *Store) runTxOn(ctx context.Context, begin func(context.Context, *sql.TxOptions) (*sql.Tx, error), writable bool, fn func(*Tx) error) (err error) {
+	since := s.unreadable.begin() // before the snapshot
 	stx, err := begin(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{ctx: ctx, tx: stx, s: s, writable: writable, now: s.stamp()}
+	tx := &Tx{ctx: ctx, tx: stx, s: s, writable: writable, now: s.stamp(), since: since}
 	committed := false
 	defer func() {
 		if !committed {
@@ -406,6 +407,9 @@ type Tx struct {
 	writable bool
 	now      time.Time
 	onCommit []func()
+	// since is the unreadable set's sequence number when the transaction
+	// began (unreadableKeys.begin).
+	since uint64
 }
 
 // Now returns the transaction's timestamp: the clock read once when the

@@ -55,3 +55,47 @@ func TestUnreadableSecrets(t *testing.T) {
 		t.Errorf("after the delete: %q, want none", got)
 	}
 }
+
+// TestUnreadableNotMarkedFromAReplacedValue: a read that began before a
+// new value of its key committed meets the old, altered value on its
+// snapshot; it must not mark the key, or a slow check that started before
+// a person stored the credential again would call the new one unreadable.
+// A read that began after the commit and meets an altered value still
+// marks it; so does one that began before an unrelated write.
+func TestUnreadableNotMarkedFromAReplacedValue(t *testing.T) {
+	s := openStore(t)
+	putSecrets(t, s, map[string]string{"auth:a:s:k": "value", "auth:a:s:j": "other"})
+	alter := func(key string) {
+		t.Helper()
+		blob := flip(rawSecret(t, s, key), 14)
+		update(t, s, func(tx *Tx) error {
+			_, err := tx.exec("UPDATE snug_secrets SET value = ? WHERE key = ?", blob, key)
+			return err
+		})
+	}
+	alter("auth:a:s:k")
+	alter("auth:a:s:j")
+	view(t, s, func(tx *Tx) error {
+		if _, err := tx.SecretKeys(""); err != nil { // the snapshot begins
+			return err
+		}
+		putSecrets(t, s, map[string]string{"auth:a:s:k": "stored again"}) // commits meanwhile
+		if _, err := tx.Secret("auth:a:s:k"); err == nil {
+			t.Error("the snapshot's altered value opened")
+		}
+		if _, err := tx.Secret("auth:a:s:j"); err == nil {
+			t.Error("the altered value of the other key opened")
+		}
+		return nil
+	})
+	if got := s.UnreadableSecrets(""); !slices.Equal(got, []string{"auth:a:s:j"}) {
+		t.Errorf("UnreadableSecrets after a read of a replaced value = %q, want only the key not written meanwhile", got)
+	}
+	alter("auth:a:s:k")
+	if bad, err := s.CheckSeals(t.Context()); err != nil || !slices.Equal(bad, []string{"auth:a:s:j", "auth:a:s:k"}) {
+		t.Fatalf("CheckSeals = %q, %v", bad, err)
+	}
+	if got := s.UnreadableSecrets(""); !slices.Equal(got, []string{"auth:a:s:j", "auth:a:s:k"}) {
+		t.Errorf("UnreadableSecrets after a check that began after the write = %q", got)
+	}
+}
