@@ -228,7 +228,8 @@ export interface RunnerHooks {
   openUrl?: (url: string, app: MountedApp) => Promise<boolean>;
   onError?: (err: SnugdError, app: MountedApp | null) => void;
   /**
-   * snugd refused the host's token with `NOT_PAIRED`: called once. The hint
+   * snugd refused the host's token (`NOT_PAIRED` for a web page,
+   * `UNAUTHORIZED` for a desktop host): called once. The hint
    * stream has stopped and the apps' net requests are answered with a
    * `NOT_PAIRED` error frame (not retryable). Forget the token; pair again.
    */

@@ -557,9 +557,10 @@ async function readSSE(body, onEvent) {
  *   openUrl(url, app) → Promise<boolean> — show the full URL; resolve true
  *     only on the person's click (a user gesture), then the runner opens it.
  *   onError(err, app) — a net call that failed at the API level.
- *   onNotPaired(err) — snugd refused the host's token with NOT_PAIRED (its
- *     pairing ended): called once; the hint stream has stopped, and every
- *     net request of the apps is answered NOT_PAIRED. Forget the token and
+ *   onNotPaired(err) — snugd refused the host's token (its pairing ended):
+ *     `NOT_PAIRED` for a web page, `UNAUTHORIZED` for a desktop host. Called
+ *     once; the hint stream has stopped, and every net request of the apps
+ *     is answered NOT_PAIRED (never NETWORK_ERROR). Forget the token and
  *     show "pair again".
  *   onAnnounce(app, frame) — the app described itself (display metadata).
  */
@@ -579,9 +580,11 @@ export class Runner {
     this._notPaired = false;
   }
 
-  // _refused reports whether err is NOT_PAIRED, and tells the host once.
+  // _refused reports whether snugd refused the host's token (NOT_PAIRED
+  // for a page, UNAUTHORIZED for a desktop host: both mean pair again),
+  // and tells the host once.
   _refused(err) {
-    if (!(err instanceof SnugdError) || err.code !== NOT_PAIRED) return false;
+    if (!(err instanceof SnugdError) || (err.code !== NOT_PAIRED && err.code !== "UNAUTHORIZED")) return false;
     if (!this._notPaired) {
       this._notPaired = true;
       if (this.hooks.onNotPaired) this.hooks.onNotPaired(err);

@@ -113,6 +113,28 @@ test("the runner tells the host once and answers its apps NOT_PAIRED", async (t)
   r.close();
 });
 
+test("a desktop host whose token snugd refuses (401 UNAUTHORIZED) is told to pair again too, never NETWORK_ERROR", async (t) => {
+  t.mock.method(globalThis, "fetch", async () =>
+    new Response(JSON.stringify({ error: { code: "UNAUTHORIZED", message: "the token is not valid", retryable: false } }), {
+      status: 401,
+      headers: { "Content-Type": "application/json", "WWW-Authenticate": 'Bearer realm="snugd"' },
+    }));
+  const told = [];
+  const errors = [];
+  const r = new Runner(new Snugd({ token: "snugh_old" }), { onNotPaired: (e) => told.push(e.code), onError: (e) => errors.push(e.code) });
+  const app = r.mount({ appendChild() {} }, { appId: "mine", html: "<p>hi</p>" });
+  const win = app.iframe.contentWindow;
+  dispatch(win, { type: "snug:net-request", v: 1, requestId: "r1", instanceId: app.instanceId, url: "snug-connection://x/", method: "GET" });
+  await until(() => win.posted.some((f) => f.type === "snug:net-response"));
+  const answer = win.posted.find((f) => f.type === "snug:net-response");
+  assert.equal(answer.ok, false);
+  assert.equal(answer.error.code, "NOT_PAIRED");
+  assert.equal(answer.error.retryable, false);
+  assert.deepEqual(told, ["UNAUTHORIZED"]);
+  assert.deepEqual(errors, []);
+  r.close();
+});
+
 test("a runner without a confirm hook leaves other runners' confirms alone", async (t) => {
   const decided = [];
   const confirms = { c1: { id: "c1", appId: "theirs" }, c2: { id: "c2", appId: "mine" } };
