@@ -112,8 +112,10 @@ func (tx *Tx) retainInserted(added map[journalClass]int) error {
 const metaJournalCounted = "journal_counted_to"
 
 // journalCountedSince counts, per class, the entries past id, and their
-// newest id.
-const journalCountedSince = `SELECT app_id, user_act, COUNT(*), MAX(id) FROM snugd_journal WHERE id > ? GROUP BY app_id, user_act`
+// newest id. It walks the rowid from id (NOT INDEXED) and groups the few
+// rows it finds: the planner would otherwise take (app_id, user_act, id)
+// for its GROUP BY order and read the whole index.
+const journalCountedSince = `SELECT app_id, user_act, COUNT(*), MAX(id) FROM snugd_journal NOT INDEXED WHERE id > ? GROUP BY app_id, user_act`
 
 // journalCounted reads the newest id the retention counts include; ok is
 // false when every entry is counted (no uncounted append ever happened).
