@@ -268,32 +268,43 @@ type journalOp struct {
 	complete int64 // >0: the row to complete with e
 	id       int64 // the row written (or counting the repeat)
 	err      error
-	wake     chan bool // true: lead the next commit; false: committed
+	wake     chan bool // true: lead the next commit; false: committed (made only for an op that waits)
 }
 
 // do commits o, leading a commit or waiting for one, and returns with
 // o.id and o.err set.
 func (c *committer) do(o *journalOp) {
-	o.wake = make(chan bool, 1)
 	c.mu.Lock()
-	c.queue = append(c.queue, o)
-	if c.busy {
+	if !c.busy {
+		// No commit in flight, so none queued: o leads, alone.
+		c.busy = true
 		c.mu.Unlock()
-		if lead := <-o.wake; !lead {
-			return
-		}
-		c.mu.Lock()
+		alone := [1]*journalOp{o}
+		c.lead(alone[:])
+		return
 	}
-	c.busy = true
-	// o is queue[0]: busy was false (so the queue was empty), or the
-	// last leader handed over to the oldest op.
+	// Every op queued while busy waits, and only those: a leader wakes
+	// queue[0] to lead next and the rest of its batch once committed.
+	o.wake = make(chan bool, 1)
+	c.queue = append(c.queue, o)
+	c.mu.Unlock()
+	if lead := <-o.wake; !lead {
+		return
+	}
+	c.mu.Lock()
+	// o is queue[0]: the last leader handed over to the oldest op.
 	n := min(len(c.queue), journalBatch)
 	batch := c.queue[:n:n]
 	if c.queue = c.queue[n:]; len(c.queue) == 0 {
 		c.queue = nil
 	}
 	c.mu.Unlock()
+	c.lead(batch)
+}
 
+// lead commits batch (the leader's op first, busy set), hands the lead
+// to the oldest op queued meanwhile, if any, and wakes the ops of batch.
+func (c *committer) lead(batch []*journalOp) {
 	c.write(batch)
 
 	c.mu.Lock()
@@ -390,7 +401,8 @@ func (c *committer) commit(ops []*journalOp) error {
 			r.extra++
 			r.lastAt = e.At
 			c.recent[k], touched[k] = r, true
-			slots = append(slots, slot{op: o, key: &k})
+			key := k // a copy, so only a repeat's key goes to the heap
+			slots = append(slots, slot{op: o, key: &key})
 			continue
 		}
 		c.recent[k], touched[k] = repeatEntry{idx: len(fresh), first: e.At, e: e}, true

@@ -244,8 +244,11 @@ func TestJournalQueriesUseIndexes(t *testing.T) {
 	}{
 		{JournalQuery{}, "SCAN snugd_journal"}, // newest first along the rowid, stopping at the limit
 		{JournalQuery{Before: 10}, "USING INTEGER PRIMARY KEY"},
-		{JournalQuery{AppID: "a"}, "USING INDEX snugd_journal_app (app_id=?)"},
-		{JournalQuery{AppID: "a", Before: 10}, "USING INDEX snugd_journal_app (app_id=? AND id<?)"},
+		// One app's page: its two classes merged, each walked newest first.
+		{JournalQuery{AppID: "a"}, "MERGE (UNION ALL); LEFT; SEARCH snugd_journal USING INDEX snugd_journal_retain (app_id=? AND user_act=?); RIGHT; SEARCH snugd_journal USING INDEX snugd_journal_retain (app_id=? AND user_act=?)"},
+		{JournalQuery{AppID: "a", Before: 10}, "MERGE (UNION ALL); LEFT; SEARCH snugd_journal USING INDEX snugd_journal_retain (app_id=? AND user_act=? AND id<?); RIGHT; SEARCH snugd_journal USING INDEX snugd_journal_retain (app_id=? AND user_act=? AND id<?)"},
+		{JournalQuery{AppID: "a", Kind: "acts"}, "SEARCH snugd_journal USING INDEX snugd_journal_retain (app_id=? AND user_act=?)"},
+		{JournalQuery{AppID: "a", Kind: "requests", Before: 10}, "SEARCH snugd_journal USING INDEX snugd_journal_retain (app_id=? AND user_act=? AND id<?)"},
 		{JournalQuery{UnattendedOnly: true, Before: 10}, "snugd_journal_unattended"},
 	} {
 		view(t, s, func(tx *Tx) error {

@@ -78,7 +78,7 @@ func TestInvitationsMigrationKeepsPairings(t *testing.T) {
 		if _, err := tx.InsertPairing(Pairing{ID: "p1", Code: "C1", Challenge: "c", Name: "old", Surface: SurfaceDesktop, ExpiresAt: c.Now().Add(time.Minute)}); err != nil {
 			return err
 		}
-		_, err := tx.exec("DROP INDEX snugd_pairings_pending; DROP INDEX snugd_pairings_pending_expiry; DROP INDEX snugd_pairings_done; DROP TABLE snugd_invitations; ALTER TABLE snugd_pairings DROP COLUMN invited; UPDATE snugd_meta SET value = 9 WHERE key = 'schema_version'")
+		_, err := tx.exec("DROP INDEX snugd_pairings_pending; DROP INDEX snugd_pairings_pending_expiry; DROP INDEX snugd_pairings_done; DROP TABLE snugd_invitations; ALTER TABLE snugd_pairings DROP COLUMN invited; CREATE INDEX snugd_journal_app ON snugd_journal (app_id, id); UPDATE snugd_meta SET value = 9 WHERE key = 'schema_version'")
 		return err
 	})
 	s.Close()

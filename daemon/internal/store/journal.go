@@ -112,8 +112,10 @@ func (tx *Tx) retainInserted(added map[journalClass]int) error {
 const metaJournalCounted = "journal_counted_to"
 
 // journalCountedSince counts, per class, the entries past id, and their
-// newest id.
-const journalCountedSince = `SELECT app_id, user_act, COUNT(*), MAX(id) FROM snugd_journal WHERE id > ? GROUP BY app_id, user_act`
+// newest id. It walks the rowid from id (NOT INDEXED) and groups the few
+// rows it finds: the planner would otherwise take (app_id, user_act, id)
+// for its GROUP BY order and read the whole index.
+const journalCountedSince = `SELECT app_id, user_act, COUNT(*), MAX(id) FROM snugd_journal NOT INDEXED WHERE id > ? GROUP BY app_id, user_act`
 
 // journalCounted reads the newest id the retention counts include; ok is
 // false when every entry is counted (no uncounted append ever happened).
@@ -411,8 +413,11 @@ func (tx *Tx) Journal(q JournalQuery) ([]JournalEntry, error) {
 	return tx.scanJournal(query, args...)
 }
 
-// journalQuery builds Journal's statement. Every form is served by an index:
-// the rowid alone, (app_id, id), or the partial index of unattended entries.
+// journalQuery builds Journal's statement. Every form is served by an index
+// in id order, with no sort: the rowid alone, the partial index of
+// unattended entries, or (app_id, user_act, id): one app's page of one
+// kind walks its class, and of both kinds is the merge of its two classes'
+// walks (UNION ALL under one ORDER BY), each stopping at the limit.
 func journalQuery(q JournalQuery) (string, []any) {
 	limit := q.Limit
 	if limit <= 0 {
@@ -421,17 +426,8 @@ func journalQuery(q JournalQuery) (string, []any) {
 	limit = min(limit, 1000)
 	var where []string
 	var args []any
-	if q.AppID != "" {
-		where, args = append(where, "app_id = ?"), append(args, q.AppID)
-	}
 	if q.UnattendedOnly {
 		where = append(where, "unattended = 1")
-	}
-	switch q.Kind {
-	case "acts":
-		where = append(where, "user_act = 1")
-	case "requests":
-		where = append(where, "user_act = 0")
 	}
 	if q.Before > 0 {
 		where, args = append(where, "id < ?"), append(args, q.Before)
@@ -439,11 +435,40 @@ func journalQuery(q JournalQuery) (string, []any) {
 	if q.VisibleTo != "" {
 		where, args = append(where, visibleApps), append(args, q.VisibleTo, q.VisibleTo)
 	}
+	var kinds []string
+	switch q.Kind {
+	case "acts":
+		kinds = []string{"user_act = 1"}
+	case "requests":
+		kinds = []string{"user_act = 0"}
+	default:
+		if q.AppID != "" {
+			kinds = []string{"user_act = 0", "user_act = 1"}
+		}
+	}
+	if len(kinds) == 0 {
+		return journalSelect(where) + " ORDER BY id DESC LIMIT ?", append(args, limit)
+	}
+	var arms []string
+	var armArgs []any
+	for _, k := range kinds {
+		w := append([]string{k}, where...)
+		a := args
+		if q.AppID != "" {
+			w, a = append([]string{"app_id = ?"}, w...), append([]any{q.AppID}, args...)
+		}
+		arms, armArgs = append(arms, journalSelect(w)), append(armArgs, a...)
+	}
+	return strings.Join(arms, " UNION ALL ") + " ORDER BY id DESC LIMIT ?", append(armArgs, limit)
+}
+
+// journalSelect is the SELECT of Journal's rows under where.
+func journalSelect(where []string) string {
 	query := "SELECT " + journalColumns + " FROM snugd_journal"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
-	return query + " ORDER BY id DESC LIMIT ?", append(args, limit)
+	return query
 }
 
 // JournalEntry returns entry id, or ErrNotFound.

@@ -22,7 +22,7 @@ func TestAppOwnersMigrationKeepsASingleHostsApps(t *testing.T) {
 			if _, err := tx.UpsertConnection(declared("old-app", "mail")); err != nil {
 				return err
 			}
-			_, err := tx.exec("DROP INDEX snugd_pairings_pending; DROP INDEX snugd_pairings_pending_expiry; DROP INDEX snugd_pairings_done; DROP TABLE snugd_invitations; ALTER TABLE snugd_pairings DROP COLUMN invited; DROP TABLE snugd_journal_size; DROP TABLE snugd_journal_counts; DROP INDEX snugd_journal_retain; ALTER TABLE snugd_journal DROP COLUMN user_act; ALTER TABLE snugd_journal DROP COLUMN act; ALTER TABLE snugd_journal DROP COLUMN count; ALTER TABLE snugd_journal DROP COLUMN last_at; DROP TABLE snugd_replaced; DROP TABLE snugd_app_shares; DROP TABLE snugd_app_owners; ALTER TABLE snugd_journal DROP COLUMN resolved_host; UPDATE snugd_meta SET value = 6 WHERE key = 'schema_version'")
+			_, err := tx.exec("DROP INDEX snugd_pairings_pending; DROP INDEX snugd_pairings_pending_expiry; DROP INDEX snugd_pairings_done; DROP TABLE snugd_invitations; ALTER TABLE snugd_pairings DROP COLUMN invited; DROP TABLE snugd_journal_size; DROP TABLE snugd_journal_counts; DROP INDEX snugd_journal_retain; ALTER TABLE snugd_journal DROP COLUMN user_act; ALTER TABLE snugd_journal DROP COLUMN act; ALTER TABLE snugd_journal DROP COLUMN count; ALTER TABLE snugd_journal DROP COLUMN last_at; DROP TABLE snugd_replaced; DROP TABLE snugd_app_shares; DROP TABLE snugd_app_owners; ALTER TABLE snugd_journal DROP COLUMN resolved_host; CREATE INDEX snugd_journal_app ON snugd_journal (app_id, id); UPDATE snugd_meta SET value = 6 WHERE key = 'schema_version'")
 			return err
 		})
 		s.Close()

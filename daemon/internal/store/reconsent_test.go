@@ -58,7 +58,7 @@ func TestReconsentMigration(t *testing.T) {
 		if err := tx.PutReconsentRecord("written-by-no-pass"); err != nil {
 			return err
 		}
-		_, err := tx.exec("DROP INDEX snugd_pairings_pending; DROP INDEX snugd_pairings_pending_expiry; DROP INDEX snugd_pairings_done; UPDATE snugd_meta SET value = 10 WHERE key = 'schema_version'")
+		_, err := tx.exec("DROP INDEX snugd_pairings_pending; DROP INDEX snugd_pairings_pending_expiry; DROP INDEX snugd_pairings_done; CREATE INDEX snugd_journal_app ON snugd_journal (app_id, id); UPDATE snugd_meta SET value = 10 WHERE key = 'schema_version'")
 		return err
 	})
 	s.Close()

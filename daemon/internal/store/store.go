@@ -228,8 +228,12 @@ func (s *Store) Close() error {
 			errs = append(errs, s.r.Close())
 		}
 		if s.w != nil {
-			// Best effort: leave the planner statistics fresh.
+			// Best effort: leave the planner statistics fresh, but none
+			// of the journal's: taken while it was small, they would
+			// have every journal statement scan once it is large (its
+			// statements are planned, and tested, on the defaults).
 			_, _ = s.w.Exec("PRAGMA optimize")
+			_, _ = s.w.Exec("DELETE FROM sqlite_stat1 WHERE tbl = 'snugd_journal'")
 			errs = append(errs, s.w.Close())
 		}
 		if s.lock != nil {
