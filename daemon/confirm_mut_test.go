@@ -3,8 +3,11 @@ package daemon
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/hints"
 	"github.com/snug/snugd/daemon/journal"
 )
 
@@ -39,5 +42,40 @@ func TestWithdrawnConfirmJournaled(t *testing.T) {
 				t.Errorf("journal note = %q, want %q", es[0].Note, tc.note)
 			}
 		})
+	}
+}
+
+// TestDecidedConfirmsRemembered: the broker remembers the last 1024
+// decided confirms, so a late second decision on any of them is a no-op
+// (nil); only an id older than those is NOT_FOUND.
+//
+// conformance: P3-L16-12
+func TestDecidedConfirmsRemembered(t *testing.T) {
+	const keep = 1024
+	b := fetch.NewConfirmBroker(time.Hour, hints.NewBus(), time.Now)
+	ids := make([]string, 0, keep+1)
+	for range keep + 1 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b.Ask(t.Context(), fetch.Confirm{AppID: "app1", Host: "h", Method: "POST"})
+		}()
+		var p []fetch.Confirm
+		for p = b.Pending(); len(p) == 0; p = b.Pending() {
+			time.Sleep(10 * time.Microsecond)
+		}
+		if err := b.DecideConfirm(p[0].ID, false, fetch.RememberOnce, nil); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		ids = append(ids, p[0].ID)
+	}
+	if err := b.DecideConfirm(ids[0], true, fetch.RememberOnce, nil); !errorsIsCode(err, errcode.NotFound) {
+		t.Errorf("deciding the oldest of %d again = %v, want NOT_FOUND", keep+1, err)
+	}
+	for _, i := range []int{1, keep} {
+		if err := b.DecideConfirm(ids[i], true, fetch.RememberOnce, nil); err != nil {
+			t.Errorf("deciding confirm %d of %d again = %v, want a no-op", i+1, keep+1, err)
+		}
 	}
 }

@@ -278,9 +278,13 @@ func TestConfirmQueueBounded(t *testing.T) {
 	for len(b.Pending()) < fetch.MaxParked {
 		<-hints // each ask rings after it parked; a dropped ring means more are buffered
 	}
-	if got, _ := b.Ask(bctx, fetch.Confirm{AppID: "late", Host: "h", Method: "POST"}); got != fetch.AskFull {
+	// The ask beyond the bound must come back at once: one that parks
+	// instead waits out this deadline and ends denied, not askFull.
+	lctx, lcancel := context.WithTimeout(bctx, 5*time.Second)
+	if got, _ := b.Ask(lctx, fetch.Confirm{AppID: "late", Host: "h", Method: "POST"}); got != fetch.AskFull {
 		t.Errorf("ask beyond maxParked = %d, want askFull", got)
 	}
+	lcancel()
 	bcancel()
 	wg.Wait()
 }
