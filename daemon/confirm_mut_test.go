@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +79,45 @@ func TestDecidedConfirmsRemembered(t *testing.T) {
 			t.Errorf("deciding confirm %d of %d again = %v, want a no-op", i+1, keep+1, err)
 		}
 	}
+}
+
+// TestParkedBytesBoundInclusive: confirms may hold exactly
+// MaxParkedBytes in total; past it (here by the smallest confirm, five
+// bytes) one is denied at once, unparked.
+//
+// conformance: P3-X14-24, P3-X14-27
+func TestParkedBytesBoundInclusive(t *testing.T) {
+	b := fetch.NewConfirmBroker(time.Hour, hints.NewBus(), time.Now)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	sized := func(app string, n int) fetch.Confirm {
+		c := fetch.Confirm{AppID: app, Host: "h", Method: "POST"}
+		c.Body = strings.Repeat("x", n-fetch.ConfirmBytes(c))
+		return c
+	}
+	done := make(chan struct{}, 2)
+	park := func(c fetch.Confirm, want int) {
+		go func() {
+			b.Ask(ctx, c)
+			done <- struct{}{}
+		}()
+		for end := time.Now().Add(20 * time.Second); len(b.Pending()) < want; time.Sleep(100 * time.Microsecond) {
+			if time.Now().After(end) {
+				t.Fatalf("a confirm of %d bytes, %d in all, was not parked", fetch.ConfirmBytes(c), want)
+			}
+		}
+	}
+	park(sized("app1", fetch.MaxParkedBytes-10), 1)
+	late, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	park(sized("app2", 10), 2) // the total is now exactly the bound
+	if got, _ := b.Ask(late, sized("app3", 5)); got != fetch.AskFull {
+		t.Errorf("a confirm past %d parked bytes = %d, want askFull", fetch.MaxParkedBytes, got)
+	}
+	if n := len(b.Pending()); n != 2 {
+		t.Errorf("parked = %d, want 2", n)
+	}
+	cancel()
+	<-done
+	<-done
 }
