@@ -87,6 +87,10 @@ func TestDecidedConfirmsRemembered(t *testing.T) {
 //
 // conformance: P3-X14-24, P3-X14-27
 func TestParkedBytesBoundInclusive(t *testing.T) {
+	// What a parked confirm holds of its request: every field counts.
+	if n := fetch.ConfirmBytes(fetch.Confirm{AppID: "app1", Body: "bbbbb", URL: "uuuu", Host: "hhh", Method: "PUT", Slot: "ss"}); n != 5+4+3+3+2 {
+		t.Errorf("ConfirmBytes = %d, want %d: body, URL, host, method and slot", n, 5+4+3+3+2)
+	}
 	b := fetch.NewConfirmBroker(time.Hour, hints.NewBus(), time.Now)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
