@@ -190,3 +190,32 @@ func TestStandingWindowEnds(t *testing.T) {
 		t.Fatalf("a send a window after the first = prompted %v, %q; want it unattended", p, code)
 	}
 }
+
+// TestHostKillSwitchIsItsOwn: a paired host's kill switch disarms the
+// standing approvals of the apps it holds and no other; the
+// administrator's disarms every one.
+//
+// conformance: P3-S17-12
+func TestHostKillSwitchIsItsOwn(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.ConfirmTimeout = time.Hour
+		c.StandingTargets = chatTargets
+	})
+	owner := ownedApp(t, r.d, "app1")
+	other := ownedApp(t, r.d, "other")
+	r.connect(t, "app1", chatReq(), map[string]string{"api_key": secretKey})
+	arm(t, r, "T1", nil)
+	if n := r.d.exec.KillStanding(other); n != 0 {
+		t.Fatalf("another host's kill switch = %d, want 0", n)
+	}
+	if !r.d.exec.StandingArmed("app1", "chat") {
+		t.Fatal("another host's kill switch disarmed app1's standing approval")
+	}
+	if n := r.d.exec.KillStanding(owner); n != 1 || r.d.exec.StandingArmed("app1", "chat") {
+		t.Fatalf("the holder's kill switch = %d, armed %v; want 1, disarmed", n, r.d.exec.StandingArmed("app1", "chat"))
+	}
+	arm(t, r, "T1", nil)
+	if n := r.d.exec.KillStanding(t.Context()); n != 1 || r.d.exec.StandingArmed("app1", "chat") {
+		t.Fatalf("the administrator's kill switch = %d, want 1", n)
+	}
+}
