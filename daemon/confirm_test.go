@@ -232,7 +232,11 @@ func TestConfirmQueueBounded(t *testing.T) {
 		parked = append(parked, r.parkedNet(ctx, t, "app1", post("{}")))
 	}
 	waitConfirms(t, r.d, fetch.MaxParkedPerApp)
-	res, resp := r.net(t, "app1", post("{}"))
+	// Denied at once: one that parks instead waits out this deadline and
+	// ends denied as a caller gone, not "too many".
+	late, stop := context.WithTimeout(ctx, 20*time.Second)
+	res, resp := r.netCtx(t, late, "app1", post("{}"), fetch.DeliveryApp)
+	stop()
 	if res.Code != errcode.NetConfirmDenied || !strings.Contains(resp.Error.Message, "too many") {
 		t.Fatalf("request beyond the bound = %q %+v, want NET_CONFIRM_DENIED at once", res.Code, resp.Error)
 	}
@@ -278,9 +282,13 @@ func TestConfirmQueueBounded(t *testing.T) {
 	for len(b.Pending()) < fetch.MaxParked {
 		<-hints // each ask rings after it parked; a dropped ring means more are buffered
 	}
-	if got, _ := b.Ask(bctx, fetch.Confirm{AppID: "late", Host: "h", Method: "POST"}); got != fetch.AskFull {
+	// The ask beyond the bound must come back at once: one that parks
+	// instead waits out this deadline and ends denied, not askFull.
+	lctx, lcancel := context.WithTimeout(bctx, 20*time.Second)
+	if got, _ := b.Ask(lctx, fetch.Confirm{AppID: "late", Host: "h", Method: "POST"}); got != fetch.AskFull {
 		t.Errorf("ask beyond maxParked = %d, want askFull", got)
 	}
+	lcancel()
 	bcancel()
 	wg.Wait()
 }

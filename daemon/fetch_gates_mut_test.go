@@ -248,3 +248,25 @@ func TestTransportRefusalSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestKeylessLANRowIsPinned: a LAN row that injects no credential still
+// has its slot's state read for the device's pin, so a device showing
+// another certificate than the recorded one is refused, and plain http,
+// which cannot check a pin, is refused once a pin is recorded.
+//
+// conformance: P3-C12.11-14
+func TestKeylessLANRowIsPinned(t *testing.T) {
+	r := newRig(t)
+	req := lanReq("hue", "192.168.1.20")
+	req["kind"], req["request"] = "none", map[string]any{}
+	delete(req, "fields")
+	r.connect(t, "app1", req, nil)
+	r.setPin(t, "app1", "hue", strings.Repeat("ab", 32))
+	res, resp := r.net(t, "app1", frame("GET", "https://192.168.1.20/clip/v2/resource", nil))
+	if res.Code != errcode.NetFetchFailed || resp.Error.Message != "the device's certificate is not the paired one" {
+		t.Fatalf("Net to a device with another certificate = %q %+v, want NET_FETCH_FAILED", res.Code, resp.Error)
+	}
+	if res, _ := r.net(t, "app1", frame("GET", "http://192.168.1.20/api", nil)); res.Code == "" {
+		t.Fatal("plain http went out to a pinned device")
+	}
+}

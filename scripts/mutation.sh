@@ -81,10 +81,14 @@ done <"$eqfile"
 # an edit made during the run changes neither the coverage nor a mutant.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/snugd-mutation.XXXXXX")
 snap=$tmp/src
-trap 'rm -rf "$snap" "$tmp/trim"' EXIT
+trap 'rm -rf "$snap" "$tmp/trim" "$tmp/bin" "$tmp"/select-*/*.test "$tmp"/select-*/index' EXIT
 mkdir "$snap"
 tar -C "$root" --exclude=./.git -cf - . | tar -C "$snap" -xf -
 echo "mutation: logs in $tmp"
+
+# gremlins is built once, not run with go run: go run puts GOROOT/bin
+# first on its child's PATH, which would hide the wrapper "go" below.
+GOBIN=$tmp/bin go install "$gremlins"
 
 optoken='^([-+*/%<>=!&|^]+)'
 # key prints the equivalents-file line for the mutant of TYPE at
@@ -102,6 +106,99 @@ key() {
 	src=${src#"${src%%[![:space:]]*}"}
 	src=${src%"${src##*[![:space:]]}"}
 	printf '%s %s: %s\n' "$file" "$type" "$src"
+}
+
+# select_tests PKG SRC MOD: for a row with TESTPKGs, which tests each
+# mutant runs. A test that never executes a statement can change nothing
+# a mutant of that statement does, so it cannot kill the mutant: leaving
+# it out loses no kill, it only saves its time. (gremlins reasons the
+# same way when it calls a mutant on a line no test runs "not covered".)
+# So each test package of the row is built once with -coverpkg=PKG, each
+# of its top-level tests (fuzz seeds and examples too) runs alone with a
+# coverage profile, and the blocks of PKG's mutated files it executed go
+# into an index. Every test that executes any of them is kept, however
+# slow; none is dropped for touching PKG only in passing. A wrapper "go"
+# ahead on PATH then gives gremlins' coverage run the tests that cover
+# PKG at all, and each mutant's run only the tests whose executed blocks
+# hold a line the mutant changed (gremlins rewrites the whole file, so
+# the lines are found with diff -w against the snapshot). When a mutant's
+# lines cannot be found, its run gets every test that covers PKG. A test
+# that fails when run alone stops the run: it would fail every mutant's.
+select_tests() {
+	local pkg=$1 src=$2 mod=$3 sel=$tmp/select-${1//\//_} tp bin t n=0 kept=0 mfiles="" f
+	rm -rf "$sel"
+	mkdir -p "$sel/bin"
+	for f in "$src/$pkg"/*.go; do
+		f=${f##*/}
+		case "$f" in *_test.go) continue ;; esac
+		if [ -z "${files[$pkg]// /}" ] || [[ " ${files[$pkg]} " == *" $f "* ]]; then
+			mfiles+="$f "
+		fi
+	done
+	: >"$sel/index"
+	for tp in $pkg ${tests[$pkg]}; do
+		bin=$sel/${tp//\//_}.test
+		(cd "$src" && nice go test -c -o "$bin" -coverpkg "$mod/$pkg" "./$tp") >>"$sel/build.log" 2>&1 || {
+			tail -n 20 "$sel/build.log" >&2
+			echo "mutation: go test -c ./$tp failed" >&2
+			exit 1
+		}
+		[ -x "$bin" ] || continue # no test files
+		for t in $(cd "$src/$tp" && "$bin" -test.list '.*' 2>/dev/null); do
+			n=$((n + 1))
+			if ! (cd "$src/$tp" && /usr/bin/time -f '%U %S' -o "$sel/cpu" nice "$bin" -test.run "^$t\$" -test.count=1 -test.coverprofile "$sel/one.cov") >"$sel/one.out" 2>&1; then
+				tail -n 20 "$sel/one.out" >&2
+				echo "mutation: $tp's $t fails when run alone; every mutant would seem killed" >&2
+				exit 1
+			fi
+			awk -v t="$t" -v p="$mod/$pkg/" -v fs=" $mfiles" '
+				NR > 1 && $NF > 0 && index($1, p) == 1 {
+					split(substr($1, length(p) + 1), a, ":")
+					if (index(fs, " " a[1] " ") == 0) next
+					split(a[2], r, ",")
+					split(r[1], s, "."); split(r[2], e, ".")
+					print t, a[1], s[1], e[1]
+				}' "$sel/one.cov" >>"$sel/index"
+			if grep -q "^$t " "$sel/index"; then
+				kept=$((kept + 1))
+				awk -v t="$t" '{ printf "%s %.2f\n", t, $1 + $2 }' "$sel/cpu" >>"$sel/cpu.txt"
+			fi
+		done
+	done
+	cut -d' ' -f1 "$sel/index" | sort -u >"$sel/tests"
+	[ -s "$sel/tests" ] || { echo "mutation: no test of $pkg's row executes $pkg" >&2; exit 1; }
+	echo "mutation: $kept of $n top-level tests of $pkg$(printf " %s" ${tests[$pkg]}) execute $pkg's mutated files"
+	cat >"$sel/bin/go" <<-'WRAP'
+		#!/usr/bin/env bash
+		# go, as scripts/mutation.sh's wrapper: a go test run of gremlins
+		# gets -run with the tests that can kill the mutant (see there).
+		set -u
+		real=$MUTATION_REAL_GO
+		[ "${1:-}" = test ] || exec "$real" "$@"
+		sel=$MUTATION_SELECT
+		run=$(paste -sd'|' "$sel/tests")
+		if [[ " $* " == *" -failfast "* ]]; then
+			picked=$(for f in $MUTATION_FILES; do
+				cmp -s "$MUTATION_SRC/$MUTATION_PKG/$f" "$MUTATION_PKG/$f" && continue
+				diff -w "$MUTATION_SRC/$MUTATION_PKG/$f" "$MUTATION_PKG/$f" |
+					sed -n -E 's/^([0-9]+)(,([0-9]+))?[acd].*$/\1 \3/p' |
+					while read -r a b; do
+						awk -v f="$f" -v a="$a" -v b="${b:-$a}" '$2 == f && $3 <= b && $4 >= a { print $1 }' "$sel/index"
+					done
+			done | sort -u)
+			where=$(for f in $MUTATION_FILES; do cmp -s "$MUTATION_SRC/$MUTATION_PKG/$f" "$MUTATION_PKG/$f" || echo "$f"; done | paste -sd' ')
+			if [ -n "$picked" ]; then
+				run=$(paste -sd'|' <<<"$picked")
+				echo "$where $(wc -l <<<"$picked") $(awk 'NR == FNR { p[$1]; next } $1 in p { s += $2 } END { printf "%.1f", s }' <(echo "$picked") "$sel/cpu.txt")" >>"$sel/mutants"
+			else
+				echo "$where all" >>"$sel/mutants"
+			fi
+		fi
+		exec "$real" test "-run=^($run)\$" "${@:2}"
+	WRAP
+	chmod +x "$sel/bin/go"
+	genv=(PATH="$sel/bin:$PATH" MUTATION_REAL_GO="$(command -v go)" MUTATION_SELECT="$sel"
+		MUTATION_SRC="$snap" MUTATION_PKG="$pkg" MUTATION_FILES="$mfiles")
 }
 
 summary=()
@@ -130,6 +227,7 @@ for pkg in "$@"; do
 	# package but those. "./..." then runs exactly those tests.
 	src=$snap
 	mode=()
+	genv=(MUTATION_NONE=)
 	if [ -n "${tests[$pkg]:-}" ]; then
 		src=$tmp/trim
 		rm -rf "$src"
@@ -152,8 +250,9 @@ for pkg in "$@"; do
 		done < <(cd "$src" && find . -name '*.go' -printf '%h\n' | sort -u)
 		unset need
 		mode=(--integration --coverpkg "$mod/$pkg")
+		select_tests "$pkg" "$src" "$mod"
 	fi
-	if ! (cd "$src" && nice go run "$gremlins" unleash --workers "$workers" --timeout-coefficient "$coefficient" "${mode[@]}" "${excl[@]}" "$src/$pkg") >"$log" 2>&1; then
+	if ! (cd "$src" && export "${genv[@]}" && nice "$tmp/bin/gremlins" unleash --workers "$workers" --timeout-coefficient "$coefficient" "${mode[@]}" "${excl[@]}" "$src/$pkg") >"$log" 2>&1; then
 		tail -n 20 "$log" >&2
 		summary+=("FAILED   $pkg: gremlins did not finish (log $log)")
 		status=1
@@ -189,6 +288,13 @@ for pkg in "$@"; do
 	efficacy=$(awk -v k="$killed" -v t="$tested" 'BEGIN { if (t == 0) print "n/a"; else printf "%.2f", 100 * k / t }')
 	line="$pkg: efficacy $efficacy% (killed $killed, lived $lived of which $equiv equivalent, timed out $timedout, not covered $notcovered, not viable $notviable; $((SECONDS - start)) s)"
 	echo "$line"
+	sel=$tmp/select-${pkg//\//_}
+	if [ -s "$sel/mutants" ]; then
+		awk -v all="$(wc -l <"$sel/tests")" -v cpu="$(awk '{ s += $2 } END { printf "%.1f", s }' "$sel/cpu.txt")" '
+			$2 == "all" { w++; t += all; c += cpu; next }
+			{ n++; t += $2; c += $3 }
+			END { printf "mutation: %d mutant runs took %.1f of the %d covering tests on average, %.1f s of their CPU alone (all: %s s); %d ran them all\n", n + w, t / (n + w), all, c / (n + w), cpu, w }' "$sel/mutants"
+	fi
 	if [ "$efficacy" = n/a ] || awk -v e="$efficacy" -v m="$min" 'BEGIN { exit !(e < m) }'; then
 		summary+=("BELOW    $line")
 		status=1
