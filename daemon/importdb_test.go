@@ -95,7 +95,7 @@ func TestImportLandsChangedRowsDeclared(t *testing.T) {
 			t.Fatalf("%s: an imported row grants", slot)
 		}
 	}
-	// Approval clears imported (R11).
+	// Approval clears imported.
 	if c, err := d.grants.Approve(ctx, "app", "wy"); err != nil || c.Imported {
 		t.Fatalf("approve of an imported row = %+v, %v", c, err)
 	}

@@ -25,7 +25,7 @@ const (
 )
 
 // ParseSetupToken decodes a pasted setup token leniently and checks the
-// claim URL inside it strictly (§12.12). Lenient: standard or URL-safe
+// claim URL inside it strictly. Lenient: standard or URL-safe
 // base64, with or without padding, with surrounding whitespace. Strict:
 // the decoded URL is printable ASCII, https, without userinfo, on a host
 // that (normalized) is exactly a member of ceiling on the default port,

@@ -74,7 +74,7 @@ const (
 
 // The pairing ceremonies' own refusals (api/API.md).
 const (
-	// ClaimRefused: a token claim (§12.12) was refused. The message is
+	// ClaimRefused: a token claim was refused. The message is
 	// one of daemon/claim's fixed sentences.
 	ClaimRefused Code = "CLAIM_REFUSED"
 )
@@ -146,7 +146,7 @@ const numCodes = 62
 //
 // Retryable answers one question: may the same request, sent again
 // unchanged, succeed? Part I names the flag but Appendix A, which would
-// list it, is not available (ruling R1), so these are snugd's readings:
+// list it, is not available, so these are snugd's readings:
 // transient failures are retryable; refusals that need the user, the
 // app's author or a different request are not.
 func table() [numCodes]Entry {

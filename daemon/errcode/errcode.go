@@ -1,7 +1,7 @@
 package errcode
 
 // A Code is part of the public API: never rename, reuse, or delete one.
-// Codes are open strings on the wire (Part I R5): a receiver that meets a
+// Codes are open strings on the wire: a receiver that meets a
 // code it does not know treats it per the error's retryable flag and
 // renders it as HostError.
 type Code string

@@ -65,7 +65,7 @@ const (
 	RememberOnce Remember = iota
 	// RememberSession also allows later requests with the same (app, host,
 	// method) until snugd restarts or any of the app's connections is
-	// written (ruling R10). Never consulted by probes or standing approvals.
+	// written. Never consulted by probes or standing approvals.
 	RememberSession
 )
 
@@ -330,7 +330,7 @@ func (b *ConfirmBroker) SessionAllows(app, host, method string) bool {
 }
 
 // forgetApp clears appID's session memory; it runs after every committed
-// write to the app's connections (ruling R10).
+// write to the app's connections.
 func (b *ConfirmBroker) ForgetApp(appID string) {
 	b.Mu.Lock()
 	defer b.Mu.Unlock()

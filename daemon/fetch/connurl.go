@@ -8,7 +8,7 @@ import (
 	"github.com/snug/snugd/daemon/scrub"
 )
 
-// Connection-relative addressing (spec §15, ruling R7): an app addresses
+// Connection-relative addressing: an app addresses
 // its OWN declared connection by slot,
 //
 //	snug-connection://<slot><pathAndQuery>

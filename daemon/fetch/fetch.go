@@ -21,14 +21,14 @@ import (
 	"github.com/snug/snugd/transports"
 )
 
-// The connected-fetch executor (spec §14). This is the one place that both
+// The connected-fetch executor. This is the one place that both
 // reads credential values and calls the network (P3-X14-01): nothing else
 // in snugd calls readSecrets and a transport for the same request.
 //
 // # The pipeline
 //
 // Every request, the app's and the chat lane's alike, and the wizard's
-// probe, runs the ordered gate list in gates(): shape → resolution (§15) →
+// probe, runs the ordered gate list in gates(): shape → resolution →
 // binding → grant → ceiling → SSRF → confirm → local (6a) → journal (6b)
 // → strip → inject → fetch → read. Each gate either ends the request with its
 // registry code or passes it on; gates() is the only place the order is
@@ -37,7 +37,7 @@ import (
 // for a local helper; strip, inject, send and read then run for every
 // transport. Gate 8 asks the credential source of the grant's kind
 // (fetch_inject.go). There is no strictness knob: Config can choose the
-// transport policy between the spec's two profiles (ruling R19) and
+// transport policy between the spec's two profiles and
 // nothing else that a gate reads.
 //
 // Decisions that do not need the network or a credential come first: the
@@ -65,7 +65,7 @@ import (
 // An upstream error status is a response, not an executor verdict: the app
 // gets the status and the scrubbed body. NetResult.ProviderError carries,
 // beside it, a ≤160-character extract for a host that shows the error to a
-// human (§14.3); it is never put into the frame.
+// human; it is never put into the frame.
 //
 // # Files
 //
@@ -74,7 +74,7 @@ import (
 // credential read; fetch_inject.go: gate 8's credential sources, one per
 // kind (templates, the OAuth bearer, the helper token); fetch_transport.go:
 // the transports of gate 9 (public, LAN, local helper); connurl.go: §15;
-// confirm.go: the confirm broker, the session memory (R10) and the
+// confirm.go: the confirm broker, the session memory and the
 // withdrawal of a host's confirms; standing.go: standing approvals (§17,
 // R20); side.go: the guarded client of side calls; fetch_journal.go: a
 // request's journal entry. The grant index gates 3–4 read is
@@ -144,7 +144,7 @@ type NetResult struct {
 	// when Answer is false.
 	Frame []byte
 	// Answer is false when gate 1 recovered no requestId: the frame is
-	// never answered (Part I R1).
+	// never answered.
 	Answer bool
 	// Code is the registry code of an error answer, "" for a response
 	// (whatever its upstream status).
@@ -152,7 +152,7 @@ type NetResult struct {
 	// Status is the upstream status of a response, 0 otherwise.
 	Status int
 	// ProviderError is, for an upstream status of 400 or more, a scrubbed
-	// extract of the provider's error of at most 160 characters (§14.3) for
+	// extract of the provider's error of at most 160 characters for
 	// a host that shows it to a human. It is never in Frame.
 	ProviderError string
 
@@ -209,7 +209,7 @@ type TokenRequest struct {
 	Slice map[string]store.Secret
 }
 
-// executor is the connected-fetch executor (§14): the gate pipeline and
+// executor is the connected-fetch executor: the gate pipeline and
 // every dependency it has, fixed at New. It is the one place that both
 // reads credential values and calls the network (P3-X14-01). *Daemon
 // holds one and forwards Net and TestConnection to it; nothing else in
@@ -220,7 +220,7 @@ type Executor struct {
 	index    Snapshots
 	owners   Owners           // who may see a confirm or a standing approval
 	confirms *ConfirmBroker   // gate 6
-	standing *StandingGate    // gate 6, before the session memory (§17)
+	standing *StandingGate    // gate 6, before the session memory
 	journal  *journal.Journal // one entry per request
 	// readSecrets is the one credential read (the grant book's cache):
 	// gate 8 calls it at most once per request.
@@ -493,7 +493,7 @@ func (e *Executor) answer(f *Fetch) NetResult {
 		return NetResult{Frame: b, Answer: b != nil, Code: errcode.HostError}
 	}
 	if replaced {
-		// Encode turned an oversized frame into NET_SIZE_EXCEEDED (R6).
+		// Encode turned an oversized frame into NET_SIZE_EXCEEDED.
 		code := errcode.NetSizeExceeded
 		f.failedGate, f.err = "read", errcode.New(code, "the response exceeds the net frame size class")
 		return NetResult{Frame: b, Answer: true, Code: code}

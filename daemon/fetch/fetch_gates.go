@@ -101,7 +101,7 @@ func (e *Executor) checkShape(_ context.Context, f *Fetch) *errcode.Error {
 	return nil
 }
 
-// Resolution (§15, ruling R7): a connection URL selects the acting app's
+// Resolution: a connection URL selects the acting app's
 // own slot and is rebuilt against its one ceiling host. Translation only:
 // the rebuilt URL still runs gates 2–10. Any other URL is parsed as it is.
 func (e *Executor) resolveConnection(_ context.Context, f *Fetch) *errcode.Error {
@@ -153,7 +153,7 @@ func (e *Executor) bindApp(_ context.Context, f *Fetch) *errcode.Error {
 	return nil
 }
 
-// Gate 3: grant (ruling R6). The decision order, on the acting app's rows:
+// Gate 3: grant. The decision order, on the acting app's rows:
 //
 //  1. approved rows whose frozen ceiling holds the host: exactly one is the
 //     grant; two or more refuse NET_AMBIGUOUS_CONNECTION (never a
@@ -166,7 +166,7 @@ func (e *Executor) bindApp(_ context.Context, f *Fetch) *errcode.Error {
 //
 // A host that does not normalize (an IP literal other than an RFC-1918
 // dotted quad, a numeric spelling, a trailing dot) is claimed by nobody.
-// The pending requirement of a staged change is never read (§12.3).
+// The pending requirement of a staged change is never read.
 func (e *Executor) checkGrant(_ context.Context, f *Fetch) *errcode.Error {
 	host, ok := RequestHost(f.Target)
 	if ok {
@@ -233,7 +233,7 @@ func RequestHost(u *url.URL) (string, bool) {
 // Gate 4: ceiling. https only, and exact membership of the normalized host
 // in the grant's frozen ceiling (no suffix, no wildcard). The one
 // admission: http or https to an RFC-1918 literal in the ceiling of a row
-// that declares lanHost, under the desktop policy (§12.11, ruling R19).
+// that declares lanHost, under the desktop policy.
 // The request is sent to the normalized host (punycode), the form the
 // ceiling and the TLS check use.
 func (e *Executor) checkCeiling(_ context.Context, f *Fetch) *errcode.Error {
@@ -265,7 +265,7 @@ func (e *Executor) checkCeiling(_ context.Context, f *Fetch) *errcode.Error {
 const sidecarZone = ".sidecar.invalid"
 
 // Gate 5: SSRF, and the network transport's choice. The public transport
-// resolves the host once and checks every answer (ruling R8); its send
+// resolves the host once and checks every answer; its send
 // later dials only those addresses. Exactly two classes stand this gate
 // down, and only this gate: the LAN class admitted at gate 4 (sent by the
 // LAN transport), and the sidecar symbolic host of a registered helper on
@@ -308,8 +308,8 @@ func mutating(method string) bool {
 }
 
 // Gate 6: confirm. A mutating request needs the user's answer before any
-// credential is read. The standing gate (§17) is consulted first and wraps
-// the session memory (ruling R10); neither is consulted on the probe path,
+// credential is read. The standing gate is consulted first and wraps
+// the session memory; neither is consulted on the probe path,
 // whose confirm carries no slot and no body.
 //
 // Gates 3 and 4 decided on the index snapshot taken when the request
@@ -530,7 +530,7 @@ func (e *Executor) credentials(ctx context.Context, f *Fetch) (map[string]string
 
 // Gate 9: fetch. The request departs by the transport gate 5 or 6a chose,
 // bounded by the request timeout. Redirects are never followed on any
-// transport: a 3xx, 304 included, is NET_REDIRECT_BLOCKED (ruling R9).
+// transport: a 3xx, 304 included, is NET_REDIRECT_BLOCKED.
 func (e *Executor) send(ctx context.Context, f *Fetch) *errcode.Error {
 	if f.via == nil { // unreachable: gate 5 or 6a chose one
 		return refuse(errcode.NetFetchFailed, "the upstream could not be reached")
@@ -586,7 +586,7 @@ func encoded(h http.Header) bool {
 // transports, ruling R5). Every injected value is scrubbed from the body
 // and from the whitelisted header values, raw and percent-encoded; a
 // model-bound result loses every RFC-1918 literal too (§14.2); the headers
-// are whitelist-filtered and content-length recomputed (R21). An upstream
+// are whitelist-filtered and content-length recomputed. An upstream
 // status outside 100–599 is NET_FETCH_FAILED, and so is a body in a
 // content coding (gzip and the like): the scrub would be blind to it.
 func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {

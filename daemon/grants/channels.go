@@ -21,7 +21,7 @@ import (
 	"github.com/snug/snugd/daemon/requirement"
 )
 
-// The proposer channels (spec §12.1, §12.13, ruling R18). A running app has
+// The proposer channels. A running app has
 // none: requirements arrive only from the user, from the builder assistant
 // as a connection_requirement directive, or from a vouched starter install.
 // Each channel computes provenance and confidence itself; a directive's
@@ -29,7 +29,7 @@ import (
 // requirement passes the strict parser (the template lint included) and the
 // registry's borrow ban before the proposer entry point writes it.
 //
-// userLayer is accepted only from registry substitution (§12.10): every
+// userLayer is accepted only from registry substitution: every
 // channel parses with the zero requirement.Options, so a userLayer arriving
 // on any of them is refused whatever it says. No shipped registry entry
 // synthesizes one; stored rows are re-read the same way.
@@ -58,7 +58,7 @@ type ProposeResult struct {
 	Disclosure string
 	EntryID    string
 	// ClaimedProvenance and ClaimedConfidence are what a directive claimed:
-	// display-only, never a gating input (§12.13).
+	// display-only, never a gating input.
 	ClaimedProvenance string
 	ClaimedConfidence *float64
 }
@@ -100,7 +100,7 @@ type directive struct {
 // ProposeDirective is the assistant channel: a connection_requirement
 // directive { v: 1, kind, requirement, confidence?, provenance? } from the
 // build conversation. Provenance is computed from the channel and the rung
-// the registry resolved (R18): registry on a borrow hit, user_docs when the
+// the registry resolved: registry on a borrow hit, user_docs when the
 // host says the user supplied the docs, inference otherwise.
 func (d *Proposers) ProposeDirective(ctx context.Context, appID string, raw []byte, userDocs bool) (ProposeResult, error) {
 	var dir directive

@@ -297,7 +297,7 @@ func ruleList(vs []requirement.Violation) string {
 
 // Export writes a copy of the user DB to dest: snug_connections only, every
 // secret dropped and the file vacuumed so freed pages carry nothing (spec
-// §13; DESIGN.md Storage). Exports never carry secrets in v1 (R19).
+// §13; DESIGN.md Storage). Exports never carry secrets in v1.
 func (d *Records) Export(ctx context.Context, dest string) error {
 	if err := d.store.Export(ctx, dest); err != nil {
 		return Internal(d.log, "export", err)

@@ -264,7 +264,7 @@ func PostureOf(c Connection, borrowed bool) Posture {
 }
 
 // diffJSON compares two JSON documents leaf by leaf. Array elements are
-// leaves by index: order is significant (§12.3).
+// leaves by index: order is significant.
 func diffJSON(oldJSON, newJSON string) ([]FieldChange, error) {
 	oldLeaves, err := leaves(oldJSON)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/snug/snugd/transports"
 )
 
-// The token-claim pairing family (spec §12.12), SimpleFIN's: the user
+// The token-claim pairing family, SimpleFIN's: the user
 // pastes a one-time setup token; snugd decodes its claim URL, proves the
 // counterparty is a SimpleFIN Bridge, POSTs the claim URL once, and keeps
 // the user name and password of the access URL the bridge answers as the

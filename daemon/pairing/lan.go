@@ -20,7 +20,7 @@ import (
 	"github.com/snug/snugd/lan"
 )
 
-// The exchange pairing family (spec §12.12), Philips Hue's: discover
+// The exchange pairing family, Philips Hue's: discover
 // bridges on the user's network, collect one's address into a lanHost row,
 // approve (which freezes it), then pair — in that order (§12.11,
 // P3-C12.11-09). Pairing is verify before claim: the verify probe

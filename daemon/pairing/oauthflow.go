@@ -54,7 +54,7 @@ type OAuthStart struct {
 // A web host's flow uses the origin-callback surface, only when the
 // registry vouches it for the row's endpoints; any other caller (a
 // desktop host, snugd ctl) uses the desktop loopback redirect on port,
-// only when the registry vouches the loopback posture (ruling R24), and
+// only when the registry vouches the loopback posture, and
 // only with PKCE. One live flow per (app, slot): a newer one replaces it.
 // A connection that holds working tokens (connected) signs in again only
 // with replace, else ALREADY_CONNECTED; its tokens keep working until the

@@ -20,13 +20,13 @@
 // An entry file has these keys:
 //
 //	id                      required  ^[a-z0-9][a-z0-9-]{0,39}$, and the file is <id>.json
-//	displayName             required  a valid provider.name (§12.6)
+//	displayName             required  a valid provider.name
 //	aliases                 optional  ≤ 16 further provider names that trigger the borrow
 //	homepageUrl, docsUrl    optional  the provider block a borrow writes
 //	sources                 required  ≥ 1 × {url (https), checked (YYYY-MM-DD), note?}: the
 //	                                  documentation the entry was checked against
 //	hosts                   see below the pinned hosts, already normalized
-//	lanHost                 optional  {class, label}: a LAN entry (§12.11)
+//	lanHost                 optional  {class, label}: a LAN entry
 //	registration            optional  the entry walkthrough {consoleUrl?, instructions?}
 //	scopes                  optional  the entry-level scope pin
 //	testRequest             optional  {method: "GET", pathAndQuery}
@@ -149,7 +149,7 @@
 // record provenance "registry".
 //
 // ResolveOption is the same with the option picked by the user among the
-// entry's alternative flows (§12.13); Lookup and Entries list them.
+// entry's alternative flows; Lookup and Entries list them.
 //
 // A requirement that triggers nothing comes back unchanged, after
 // requirement.Parse of its canonical form without AllowUserLayer, so a

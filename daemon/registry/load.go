@@ -30,7 +30,7 @@ func optionFlowKeys() []string {
 }
 
 // identityKeys are the seats that belong to the entry and never to an auth
-// option (§12.12): which hosts may receive a credential, under which name
+// option: which hosts may receive a credential, under which name
 // and with which privilege breadth is a per-provider decision, never a
 // per-flow one.
 func identityKeys() []string {
@@ -217,7 +217,7 @@ func (l *loader) hosts(e *entry, isLAN bool) {
 }
 
 // registrationBlock validates a walkthrough ({consoleUrl?, instructions?})
-// with the rules requirement.Parse applies to registration (§12.7).
+// with the rules requirement.Parse applies to registration.
 func (l *loader) registrationBlock(raw json.RawMessage, path, rule string) (requirement.Registration, bool) {
 	doc, _ := json.Marshal(map[string]any{
 		"slot": "registration-check", "provider": map[string]string{"name": "check"},
@@ -392,7 +392,7 @@ func (l *loader) helperRules(e *entry) {
 	}
 }
 
-// pairingSeat decodes and checks the pairing seat (§12.12).
+// pairingSeat decodes and checks the pairing seat.
 func (l *loader) pairingSeat(e *entry, m map[string]json.RawMessage) *Pairing {
 	raw, ok := m["pairing"]
 	if !ok {
@@ -547,7 +547,7 @@ func (l *loader) desktop(e *entry, m map[string]json.RawMessage) {
 }
 
 // web checks the web-surface seats: webRedirectPosture and webRegistration
-// require each other and an OAuth kind (§12.12).
+// require each other and an OAuth kind.
 func (l *loader) web(e *entry, m map[string]json.RawMessage) {
 	_, hasPosture := m["webRedirectPosture"]
 	raw, hasReg := m["webRegistration"]

@@ -132,7 +132,7 @@ func TestParseKindNone(t *testing.T) {
 // conformance: P3-C12.5-38, P3-C12.5-39, P3-C12.5-40
 func TestParseKindLinkedDevice(t *testing.T) {
 	checkAccepted(t, linkedDoc, func(doc) {}, Options{})
-	checkAccepted(t, linkedDoc, field(0, "type", "text"), Options{}) // any type (ruling R14)
+	checkAccepted(t, linkedDoc, field(0, "type", "text"), Options{}) // any type
 	tests := []struct {
 		name string
 		mut  func(doc)

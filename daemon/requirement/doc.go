@@ -6,7 +6,7 @@
 // Every path that lets a requirement into snugd goes through Parse: the
 // five writers and reconnect, import reconciliation (§12.4: "validates
 // strictly"), the re-validation reapproveConnection owes a pending
-// requirement (§12.3), the registry's substitution, and the API's
+// requirement, the registry's substitution, and the API's
 // validation answers (a 422's details are Parse's violations). Other
 // packages import the rules from here and never restate them: ValidSlot
 // for the slot rule (§15's connection URLs, the API), NormalizeHost for
@@ -18,7 +18,7 @@
 //
 // # The document
 //
-// A requirement is one JSON object (ruling R23) with these keys; every
+// A requirement is one JSON object with these keys; every
 // length counts UTF-16 code units, as the spec's TypeScript schema and the
 // template lint count a string's length (a character outside the Basic
 // Multilingual Plane, such as an emoji, counts twice), and every object at
@@ -40,10 +40,10 @@
 //	  required        optional  boolean; absent stays absent
 //	registration      optional  {consoleUrl?, instructions?}
 //	  consoleUrl      optional  https URL ≤ 300
-//	  instructions    optional  ≤ 10 × 1–300, plain prose (§12.7)
+//	  instructions    optional  ≤ 10 × 1–300, plain prose
 //	endpoints         optional  {authorize?, token?, refresh?, revoke?}: https URLs ≤ 300, no fragment
 //	scopes            optional  ≤ 64 × 1–200 RFC 6749 scope-tokens, each listed once
-//	pkce              optional  boolean; true when absent on both OAuth kinds (R14)
+//	pkce              optional  boolean; true when absent on both OAuth kinds
 //	authorizeParams   optional  ≤ 16 × name ^[A-Za-z0-9_.\[\]-]{1,64}$ → 1–300 plain characters,
 //	                            never a parameter snugd sets (ReservedAuthorizeParams)
 //	request           optional  {headerTemplate?, queryTemplate?}: objects of name → template
@@ -78,7 +78,7 @@
 //
 // The seven kinds are append-only constants (Kinds); widening the set is a
 // code change, never configuration, and no Options value admits another
-// kind. Coherence rules enforced at parse (§12.5, ruling R14):
+// kind. Coherence rules enforced at parse:
 //
 //   - none carries no fields (key present at all, even []) and no
 //     headerTemplate or queryTemplate (an empty request object is fine), and
@@ -109,7 +109,7 @@
 //
 // Beside a lanHost the one host must be a canonical RFC-1918 dotted quad
 // (IsRFC1918Literal) and is kept as written. Everywhere else a host must be
-// a DNS hostname (ruling R8): NormalizeHost refuses IP literals in every
+// a DNS hostname: NormalizeHost refuses IP literals in every
 // spelling and the numeric spellings browsers read as IPv4 (127.1, 0x7f.1,
 // 2130706433), and normalizes the rest (IDNA non-transitional ToASCII
 // under a strict lookup profile, lowercase: "API.Bücher.de" becomes
@@ -142,7 +142,7 @@
 // characters, line and paragraph separators and noncharacters; leading or
 // trailing whitespace; and text not in NFC. Hosts render these seats as
 // plain text: registration.instructions as a numbered list, never HTML,
-// never links (§12.7), and consoleUrl with its full host visible. Because a
+// never links, and consoleUrl with its full host visible. Because a
 // rendering mistake would otherwise become phishing dressed in the host's
 // chrome, the prose seats (instructions, field labels and descriptions,
 // lanHost.label, provider.name) also refuse markup: HTML/XML tags, comments
@@ -151,7 +151,7 @@
 // prose are allowed and stay text. Placeholders are sample input, so
 // "<your API key>" is allowed there.
 //
-// provider.name is printable ASCII, U+0020–U+007E (§12.6): it stops
+// provider.name is printable ASCII, U+0020–U+007E: it stops
 // non-ASCII homoglyphs (Cyrillic "ѕ", fullwidth letters, zero-width and
 // bidi characters) and the registry-key evasion they enable; leading,
 // trailing and doubled spaces are refused for the same reason. It does not
@@ -162,7 +162,7 @@
 //
 // # Credentials
 //
-// A requirement never contains a credential value (§13, ruling R17).
+// A requirement never contains a credential value.
 // DetectCredential runs over every string the requirement holds but the
 // fixed vocabularies (kind, field type, lanHost class, testRequest method)
 // — slot, provider name and URLs, field keys, labels, descriptions,
@@ -176,7 +176,7 @@
 //
 // # userLayer
 //
-// The embedded org→user second layer (§12.10) is registry-synthesized
+// The embedded org→user second layer is registry-synthesized
 // only: Parse refuses it (user-layer.channel) unless Options.AllowUserLayer
 // is set, and only the registry's substitution code sets it. The decision
 // rests on the channel and never on the content, so on a refusing channel

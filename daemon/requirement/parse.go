@@ -41,7 +41,7 @@ const (
 // cares.
 type Options struct {
 	// AllowUserLayer admits the userLayer seat. Only the registry's
-	// substitution code sets it (spec §12.10, ruling R18): the decision
+	// substitution code sets it: the decision
 	// rests on the channel a requirement came from, never on what it says,
 	// so every other caller — the user, assistant, starter-manifest and
 	// user-docs channels, import, the writers' re-validation of a stored
@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // The key sets of each object. Anything else is key.unknown: the schema is
-// strict at every level (§12.5), and the registry-only seats of §12.12
+// strict at every level, and the registry-only seats of §12.12
 // (pairing, webRegistration, webRedirectPosture, browserCallable, auth
 // options, aliases) are simply not among them.
 func topKeys() []string {
@@ -70,7 +70,7 @@ func userLayerKeys() []string {
 
 // ReservedAuthorizeParams returns the authorization-request parameters
 // snugd sets (or must never let an author set) itself; authorizeParams may
-// not name any of them, compared case-insensitively (ruling R23). Beyond
+// not name any of them, compared case-insensitively. Beyond
 // the parameters of RFC 6749 and RFC 7636 it reserves nonce (a fixed nonce
 // defeats replay protection; an OpenID flow mints its own), response_mode
 // (it could move the code out of the callback snugd serves), request and
@@ -288,7 +288,7 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 		// host would join the collected address in the ceiling, freezing
 		// a public host into a row reviewed as a device on the user's own
 		// network, and a pre-collection row would derive a non-empty
-		// ceiling before any address exists (§12.5).
+		// ceiling before any address exists.
 		if s, ok := m["endpoints"]; ok {
 			p.add(s.path, RuleLANHostOffClass, "beside a lanHost there are no endpoints: the collected address is the row's only host")
 		}
@@ -322,7 +322,7 @@ type flow struct {
 }
 
 // flow reads the shared seats of one layer and applies the per-kind rules
-// that concern them (§12.5): none carries no fields, linked_device at least
+// that concern them: none carries no fields, linked_device at least
 // one field and no endpoints, and the OAuth kinds default pkce to true.
 func (p *parser) flow(m map[string]seat, parent string) flow {
 	var f flow
@@ -404,7 +404,7 @@ func (p *parser) provider(s seat) Provider {
 // name look like — or dodge the registry key of — another provider. Pure
 // ASCII lookalikes ("5potify") pass; §12.6 says so and the registry's host
 // trigger carries them. Surrounding and doubled spaces are refused too:
-// the registry compares names case-insensitively (ruling R22), and "Spotify "
+// the registry compares names case-insensitively, and "Spotify "
 // would otherwise be a registry key of its own.
 func (p *parser) providerName(path, name string) {
 	p.length(path, name, maxProviderName)
@@ -436,7 +436,7 @@ func (p *parser) optionalURL(m map[string]seat, name string, endpoint bool) stri
 }
 
 // url validates an https URL seat. Every URL in a requirement is held to
-// the rules its host would face in the ceiling (ruling R8): the display URLs
+// the rules its host would face in the ceiling: the display URLs
 // (homepageUrl, docsUrl, consoleUrl) as well as the endpoints, because a
 // reviewer reads all of them as "where this goes". The URL must be
 // printable ASCII without spaces or backslashes, start with exactly

@@ -9,7 +9,7 @@ import "github.com/snug/snugd/daemon/internal/ident"
 const SlotPattern = ident.SlotPattern
 
 // ValidSlot reports whether s matches SlotPattern. Mixed case is rejected,
-// never folded (ruling R13).
+// never folded.
 func ValidSlot(s string) bool { return ident.ValidSlot(s) }
 
 // ValidFieldKey reports whether s has the shape of a field key,

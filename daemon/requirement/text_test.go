@@ -49,7 +49,7 @@ func TestParseProviderName(t *testing.T) {
 }
 
 // TestParsePlainText: free-text seats refuse invisible characters and
-// non-NFC text; the prose seats also refuse markup (§12.7), and the
+// non-NFC text; the prose seats also refuse markup, and the
 // placeholder keeps its angle brackets.
 func TestParsePlainText(t *testing.T) {
 	prose := []struct {

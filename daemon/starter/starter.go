@@ -26,7 +26,7 @@ var data embed.FS
 const (
 	// MaxHTML is the largest starter HTML: the artifact limit of Part I R6.
 	MaxHTML = 5 << 20
-	// MaxRequirements is AUTH_MAX_SLOTS_PER_APP (§12.2): a starter cannot
+	// MaxRequirements is AUTH_MAX_SLOTS_PER_APP: a starter cannot
 	// declare more slots than an app may hold.
 	MaxRequirements = 8
 )

@@ -131,7 +131,7 @@ type operand struct {
 // A part is one piece of a compiled template: static text, a placed
 // operand, or one helper call over operands. An argument is an operand,
 // never a part, so a nested call has no representation and cannot be
-// evaluated (§12.8).
+// evaluated.
 type part struct {
 	helper helper
 	args   []operand // hValue: exactly one
@@ -526,7 +526,7 @@ func unknownHelperMessage(name string) string {
 
 // resolve maps an identifier to an operand through the requirement's one
 // resolution of its field keys. Anything else is an unknown identifier:
-// there is no fallback that reads it as text (§12.8).
+// there is no fallback that reads it as text.
 func (p *parser) resolve(at int, name string) operand {
 	if k, ok := lookupToken(name); ok {
 		return operand{kind: k}

@@ -73,7 +73,7 @@ func (r *renderer) appendCDPJWT(dst []byte, keyName, privateKey operand) ([]byte
 
 // ed25519Key reads a cdp_jwt private key: standard base64 (padded or not) of
 // 64 bytes, seed ‖ public key, as the CDP SDK issues it, or of a 32-byte
-// seed (ruling R16). A 64-byte key whose public half is not its seed's is
+// seed. A 64-byte key whose public half is not its seed's is
 // refused: it would sign with one key and claim another. why says what is
 // wrong, without the value.
 func ed25519Key(b64 []byte) (key ed25519.PrivateKey, why string) {

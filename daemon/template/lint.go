@@ -45,7 +45,7 @@ const (
 )
 
 // resolver is the one resolution of the declared field keys that both
-// placements are linted against (§12.9). It also numbers the keys the
+// placements are linted against. It also numbers the keys the
 // templates reference, in first-reference order, for the compiled Set.
 type resolver struct {
 	declared []string // usable declared keys, in the order given
@@ -55,7 +55,7 @@ type resolver struct {
 }
 
 // newResolver resolves the declared field keys once. A key that spells a
-// helper or the request namespace is refused and left out (ruling R15): it
+// helper or the request namespace is refused and left out: it
 // would read as something it is not.
 func newResolver(fieldKeys []string) (*resolver, []Finding) {
 	r := &resolver{isKey: make(map[string]bool, len(fieldKeys)), index: make(map[string]int)}
@@ -158,7 +158,7 @@ func queryPlacement() placement {
 	return placement{seat: querySeat, nameRule: RuleQueryName, name: isQueryName}
 }
 
-// isHeaderName matches ^[A-Za-z0-9-]{1,64}$ (§12.5).
+// isHeaderName matches ^[A-Za-z0-9-]{1,64}$.
 func isHeaderName(s string) bool {
 	if len(s) == 0 || len(s) > maxNameLen {
 		return false
@@ -172,7 +172,7 @@ func isHeaderName(s string) bool {
 	return true
 }
 
-// isQueryName matches ^[A-Za-z0-9_.\[\]-]{1,64}$ (§12.9).
+// isQueryName matches ^[A-Za-z0-9_.\[\]-]{1,64}$.
 func isQueryName(s string) bool {
 	if len(s) == 0 || len(s) > maxNameLen {
 		return false

@@ -7,7 +7,7 @@
 // # Parsing
 //
 // ParseNetRequest is the one frame parser snugd runs. Every frame carries
-// v: 1 (R1). net-request is strict (R4): any unknown key and any
+// v: 1. net-request is strict: any unknown key and any
 // duplicate key rejects the frame.
 //
 // A refused frame is a *ParseError carrying the code an answer would
@@ -42,7 +42,7 @@
 // to the body delivered, the body valid UTF-8 as ValidText makes it);
 // NetErrorResponse builds an error answer whose envelope (ErrorBodyOf)
 // always has code, message and retryable, and never a reserved code. EncodeNetResponse turns a net-response over its size
-// class into the NET_SIZE_EXCEEDED answer (R6) and says that it did.
+// class into the NET_SIZE_EXCEEDED answer and says that it did.
 //
 // # Schemas
 //

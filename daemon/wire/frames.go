@@ -39,7 +39,7 @@ func FrameTypes() []string {
 	}
 }
 
-// Size classes (R6), measured on the serialized UTF-8 bytes of a frame
+// Size classes, measured on the serialized UTF-8 bytes of a frame
 // (ruling R3), and Part I's other limits. Lengths in characters count
 // Unicode code points, as JSON Schema's maxLength does.
 const (
@@ -61,7 +61,7 @@ const (
 	maxScanBytes = 2 * MaxDBFrameBytes
 )
 
-// FrameLimit returns the size class of frameType in bytes (R6): 8 MiB for
+// FrameLimit returns the size class of frameType in bytes: 8 MiB for
 // the db pair, MaxNetFrameBytes for the net pair and 256 KiB for every
 // other type, unknown ones included.
 func FrameLimit(frameType string) int {
@@ -139,7 +139,7 @@ func Encode(f Frame) ([]byte, error) {
 
 // EncodeNetResponse encodes r as Encode does. When r is over the net
 // size class, b is instead the NET_SIZE_EXCEEDED answer to the same
-// request (R6) and replaced is true, so the caller records the refusal
+// request and replaced is true, so the caller records the refusal
 // without reading the bytes.
 //
 // It writes the frame with appendNetResponse (byte for byte what

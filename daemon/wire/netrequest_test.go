@@ -38,7 +38,7 @@ func TestParseNetRequestAccepts(t *testing.T) {
 }
 
 // TestParseNetRequestStrict: the key set is exactly {type, v, requestId,
-// instanceId, url, method, headers, body} (ruling R3); keys are matched
+// instanceId, url, method, headers, body}; keys are matched
 // exactly, as JavaScript matches them.
 //
 // conformance: P1-NET3-01, P1-NET3-09
@@ -161,7 +161,7 @@ func TestParseNetRequestBodyOnGetOrHead(t *testing.T) {
 
 // TestParseNetRequestStripHeaders: a credential-shaped header makes the
 // whole frame malformed (C1), compared after lowercasing and mapping '_'
-// to '-' (ruling R3), however the name is spelled in JSON.
+// to '-', however the name is spelled in JSON.
 //
 // conformance: P1-NET3-08, P1-F2-02
 func TestParseNetRequestStripHeaders(t *testing.T) {
@@ -478,7 +478,7 @@ func netFrameOfSize(t testing.TB, n int) []byte {
 	return f
 }
 
-// TestCredentialHeader is gate 7's predicate (ruling R17).
+// TestCredentialHeader is gate 7's predicate.
 //
 // conformance: P1-NET3-08
 func TestCredentialHeader(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Status is a connection row's status: exactly three values (spec §12.2).
+// Status is a connection row's status: exactly three values.
 type Status string
 
 const (
@@ -20,7 +20,7 @@ const (
 	StatusRevoked  Status = "revoked"
 )
 
-// Provenance says which channel proposed a requirement (spec §12.2).
+// Provenance says which channel proposed a requirement.
 type Provenance string
 
 const (
@@ -333,7 +333,7 @@ func eachText(tx *Tx, fn func(*ConnectionText) error) error {
 }
 
 // CountConnections counts every row of appID, revoked tombstones included:
-// the number the per-app slot cap is checked against (§12.2, R13).
+// the number the per-app slot cap is checked against.
 func (tx *Tx) CountConnections(appID string) (int, error) {
 	var n int
 	if err := tx.queryRow("SELECT count(*) FROM snug_connections WHERE app_id = ?", appID).Scan(&n); err != nil {

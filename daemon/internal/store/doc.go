@@ -141,6 +141,6 @@
 // ReadUserDB reads an untrusted user DB read-only and immutable, with
 // trusted_schema off and bounds on rows and value sizes, and returns its
 // snug_connections rows raw, reporting structurally unusable ones instead of
-// failing; it never reads snug_secrets. The daemon reconciles (R12) and
+// failing; it never reads snug_secrets. The daemon reconciles and
 // applies the result with UpsertConnection inside one Update.
 package store

@@ -151,7 +151,7 @@ PRAGMA cell_size_check = ON;
 PRAGMA mmap_size = 0;`
 
 // ReadUserDB reads the snug_connections rows of the user DB at path, an
-// untrusted file (spec §12.4). It opens the file read-only and immutable,
+// untrusted file. It opens the file read-only and immutable,
 // with trusted_schema off; refuses (ErrNotUserDB) a file that is not SQLite,
 // whose user_version is not 6, whose snug_connections is missing, a view, a
 // virtual table, lacks a column or computes one, holds more than
