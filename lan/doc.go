@@ -89,7 +89,7 @@
 //
 // Trust on first use: an attacker already on the LAN at the moment of first
 // pairing, answering at the collected address with a Hue-shaped config, is
-// pinned instead of the bridge. The host discloses this (§12.11); later
+// pinned instead of the bridge. The host discloses this; later
 // certificate changes are refused, never silently accepted.
 //
 // Imports: the standard library, zeroconf, miekg/dns, x/net/ipv4 and

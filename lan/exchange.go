@@ -45,7 +45,7 @@ type Candidate struct {
 	CN      string       // the leaf's common name: diagnostic only, never a trust input
 }
 
-// Verify is the verify probe of the exchange family (§12.12): it asks the
+// Verify is the verify probe of the exchange family: it asks the
 // device at addr for GET https://<addr>/api/0/config and returns a
 // Candidate when the answer looks like a Hue bridge (a bridge id, a Hue
 // model id, a software and an API version). It records the leaf
@@ -133,7 +133,7 @@ type Progress struct {
 // hue-application-key header), the client key (entertainment streaming;
 // empty on old firmware), the pin of the certificate the bridge presented
 // throughout, and its diagnostic CN. Write them together, with
-// lanVerifiedAt, in one transaction (§12.12, §13).
+// lanVerifiedAt, in one transaction.
 type Credentials struct {
 	BridgeID  string
 	Username  Secret

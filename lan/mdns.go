@@ -16,7 +16,7 @@ const (
 	flagResponse  = 0x8000 // QR
 	opcodeMask    = 0x7800
 	rcodeMask     = 0x000f
-	classMask     = 0x7fff // the top bit is the cache-flush bit (§10.2)
+	classMask     = 0x7fff // the top bit is the cache-flush bit (RFC 6762 §10.2)
 	hueServiceFQN = hueService + ".local."
 )
 

@@ -46,7 +46,7 @@ type block struct {
 
 func b(prefix, reason string) block { return block{netip.MustParsePrefix(prefix), reason} }
 
-// The refused prefixes (ruling R8). An address is judged by the LONGEST prefix
+// The refused prefixes. An address is judged by the LONGEST prefix
 // that contains it, so a metadata /32 inside link-local reports "metadata" and
 // the loopback /128 inside ::/96 reports "loopback". Only these tables decide;
 // CheckAddr adds nothing but the embedded-IPv4 rule and the zone rule.
@@ -74,7 +74,7 @@ func b(prefix, reason string) block { return block{netip.MustParsePrefix(prefix)
 // 192.31.196.0/24 (AS112-v4), 192.52.193.0/24 (AMT), 192.175.48.0/24 (AS112
 // direct delegation), 2620:4f:8000::/48 (AS112 direct delegation).
 //
-// THE ONE EXCEPTION (ruling R8): the documentation blocks 192.0.2.0/24,
+// THE ONE EXCEPTION: the documentation blocks 192.0.2.0/24,
 // 198.51.100.0/24, 203.0.113.0/24 (RFC 5737), 2001:db8::/32 (RFC 3849) and
 // 3fff::/20 (RFC 9637) are allowed. They are never routed on the Internet, so
 // nothing is deployed there, and the end-to-end tests place their "public"
@@ -140,7 +140,7 @@ var refused6 = [...]block{
 // nat64WKP is the NAT64 well-known prefix (RFC 6052 §2.1).
 var nat64WKP = netip.MustParsePrefix("64:ff9b::/96")
 
-// rfc1918 holds the three private-use blocks the LAN class admits (§12.11).
+// rfc1918 holds the three private-use blocks the LAN class admits.
 var rfc1918 = [...]netip.Prefix{
 	netip.MustParsePrefix("10.0.0.0/8"),
 	netip.MustParsePrefix("172.16.0.0/12"),
@@ -148,7 +148,7 @@ var rfc1918 = [...]netip.Prefix{
 }
 
 // CheckAddr reports whether a may be dialed by the public transport: nil, or a
-// *BlockedError naming the class that refuses it (§14 gate 5, ruling R8).
+// *BlockedError naming the class that refuses it.
 //
 // An address with a zone is refused. An IPv4-mapped address (::ffff:0:0/96)
 // and an address in the NAT64 well-known prefix (64:ff9b::/96) are judged by

@@ -328,7 +328,7 @@ func TestCheckHost(t *testing.T) {
 		// Single labels depend on the search list.
 		{"metadata", reasonSingleLabel},
 		{"intranet", reasonSingleLabel},
-		// Documentation literals pass (ruling R8).
+		// Documentation literals pass.
 		{"192.0.2.10", ""},
 		{"[2001:db8::10]", ""},
 		{"2001:db8::10", ""},

@@ -4,7 +4,7 @@
 // limits and resolvers as plain values and report what they saw; they store
 // nothing and know nothing of grants, SQL or the API.
 //
-// # The SSRF classifier (§14 gate 5, ruling R8)
+// # The SSRF classifier
 //
 // CheckAddr judges one address against a table of refused prefixes (every
 // IANA special-purpose block that is not globally reachable, multicast,

@@ -8,14 +8,14 @@ import "errors"
 //
 // How the executor maps them (daemon's choice, listed here for the reader):
 // *BlockedError → NET_SSRF_BLOCKED; ErrBodyTooLarge → NET_SIZE_EXCEEDED (ruling
-// R5); ErrNoAddress and *FetchError → NET_FETCH_FAILED (rulings R2, R8);
+// R5); ErrNoAddress and *FetchError → NET_FETCH_FAILED;
 // ErrPinMismatch, ErrPinRequired → NET_FETCH_FAILED; ErrScheme and
 // ErrRequestRefused are the caller's own mistakes and never reach the wire as
 // anything but a refusal.
 var (
 	// ErrBodyTooLarge reports a response body longer than the limit given to
 	// Do. The transport stops reading at limit+1 bytes and closes the body; no
-	// truncated body is ever returned (ruling R5).
+	// truncated body is ever returned.
 	ErrBodyTooLarge = errors.New("response body exceeds the size limit")
 
 	// ErrNoAddress reports a DNS answer that held no address (ruling R8: a
@@ -41,7 +41,7 @@ var (
 	ErrPinMismatch = errors.New("device certificate does not match the pin")
 )
 
-// BlockedError reports that the SSRF guard (§14 gate 5, ruling R8) refused a
+// BlockedError reports that the SSRF guard refused a
 // host or an address. Reason is a fixed word naming the class, never the
 // address itself:
 //

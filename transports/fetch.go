@@ -26,7 +26,7 @@ const (
 	defaultIdleConnTimeout       = 90 * time.Second
 
 	// maxResponseHeaderBytes bounds the response head. A net-response frame
-	// has 64 KiB of margin beyond the body (Part I R6), and the executor
+	// has 64 KiB of margin beyond the body, and the executor
 	// whitelists headers anyway.
 	maxResponseHeaderBytes = 64 << 10
 
@@ -161,7 +161,7 @@ func roundTrip(ctx context.Context, rt http.RoundTripper, req *http.Request, lim
 		// context is canceled mid-body: closing the TLS connection sends
 		// close_notify, the upstream's handler ends, and its last chunk
 		// arrives before the socket closes (seen with Go 1.26). What was
-		// read may be a truncated body, so it is never delivered (ruling R5).
+		// read may be a truncated body, so it is never delivered.
 		putBody(body)
 		return nil, &FetchError{Op: "read", Err: ctxErr}
 	}

@@ -16,9 +16,9 @@ import (
 // maxCNBytes bounds the diagnostic common name Probe returns.
 const maxCNBytes = 64
 
-// LAN is the transport to a device on the user's own network (§12.11): HTTP
+// LAN is the transport to a device on the user's own network: HTTP
 // or HTTPS to an RFC-1918 IPv4 literal. It is the one place the SSRF guard
-// stands down (§14 gate 5), so it admits nothing else: the URL host must be a
+// stands down, so it admits nothing else: the URL host must be a
 // canonical dotted quad in 10/8, 172.16/12 or 192.168/16 (CheckLANHost), and
 // it dials exactly that literal (no DNS, no proxy). It never follows a
 // redirect and reads the body under a cap, like Public.
@@ -61,7 +61,7 @@ type LAN struct {
 // the device's certificate fingerprint as Fingerprint spells it; a missing
 // or malformed pin is ErrPinRequired and a certificate that does not match is
 // ErrPinMismatch. For http the pin is not used. A 3xx answer comes back as a
-// Response with a nil Body and is never followed (ruling R9). Other errors as
+// Response with a nil Body and is never followed. Other errors as
 // for Public.Do; Do closes req.Body, even on error.
 func (l *LAN) Do(ctx context.Context, req *http.Request, pin string, limit int64) (*Response, error) {
 	if req.URL == nil || (req.URL.Scheme != "https" && req.URL.Scheme != "http") {

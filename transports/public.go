@@ -100,7 +100,7 @@ func (r Resolved) matches(hostname string) bool {
 // Resolve runs the SSRF gate for host, the literal host of the request URL:
 // the host rules (parseHost), then (for a host name) ONE lookup whose every answer must pass
 // CheckAddr. Any refused answer refuses the whole request with a
-// *BlockedError (ruling R8), so a mixed public/private answer never dials
+// *BlockedError, so a mixed public/private answer never dials
 // anything. An empty answer is ErrNoAddress; a resolver failure a
 // *FetchError. An IP literal is judged as it stands and not looked up.
 // With Answers set, a host name whose vetted answer Answers still keeps
@@ -203,7 +203,7 @@ func (p *Public) resolver() Resolver {
 // when a dial fails, and reuses only connections dialed for the same host and
 // the same address set. The certificate is verified for the host name. Proxy
 // settings in the environment are ignored. A 3xx answer, 304 included, comes
-// back as a Response with a nil Body and is never followed (ruling R9).
+// back as a Response with a nil Body and is never followed.
 //
 // Errors: *BlockedError (an address failed the dial-time backstop),
 // ErrBodyTooLarge, ErrNoAddress, ErrScheme, ErrRequestRefused, or a

@@ -138,7 +138,7 @@ func testStatus(t *testing.T, h Harness) {
 }
 
 // testBodyCap: exactly the limit is delivered whole; one byte more is
-// ErrBodyTooLarge, with or without a declared length (ruling R5).
+// ErrBodyTooLarge, with or without a declared length.
 func testBodyCap(t *testing.T, h Harness) {
 	const limit = transports.MaxBodyBytes
 	payload := make([]byte, limit+1)
