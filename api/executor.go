@@ -162,7 +162,7 @@ func (s *Server) standings(c echo.Context) error {
 }
 
 // arm arms a standing approval: an authenticated host attesting the user's
-// gesture, or the ctl channel (ruling R20).
+// gesture, or the ctl channel.
 func (s *Server) arm(c echo.Context) error {
 	var req StandingRequest
 	if err := bind(c, &req); err != nil {

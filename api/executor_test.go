@@ -167,7 +167,7 @@ func TestNetOverTheAPI(t *testing.T) {
 }
 
 // TestProviderErrorHeader: beside a frame whose upstream failed, the host
-// gets the provider's error extract (§14.3) in a header, scrubbed and
+// gets the provider's error extract in a header, scrubbed and
 // percent-encoded; the frame itself is unchanged.
 //
 // conformance: P3-X14.3-03

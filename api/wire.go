@@ -309,7 +309,7 @@ type ConnectionJSON struct {
 	Standing *StandingJSON `json:"standing"`
 }
 
-// ConnStateJSON is a slot's dynamic state (§13): never a credential.
+// ConnStateJSON is a slot's dynamic state: never a credential.
 type ConnStateJSON struct {
 	Status          string      `json:"status"` // pending | connected | expired | error
 	ObtainedAt      *Time       `json:"obtainedAt,omitempty"`
@@ -620,9 +620,9 @@ type QuietHoursJSON struct {
 	TimeZone string `json:"timeZone,omitempty"`
 }
 
-// StandingRequest is POST /v1/standing: arm a standing approval (§17). The
+// StandingRequest is POST /v1/standing: arm a standing approval. The
 // host attests with userGesture that the user armed it with an explicit
-// gesture on its own surface (ruling R20); false is refused.
+// gesture on its own surface; false is refused.
 type StandingRequest struct {
 	AppID         string          `json:"appId"`
 	Slot          string          `json:"slot"`
@@ -735,7 +735,7 @@ type JournalResponse struct {
 	Next    int64              `json:"next"`
 }
 
-// FactJSON is one LLM-safe fact about a connection (§16): no credential,
+// FactJSON is one LLM-safe fact about a connection: no credential,
 // no LAN address.
 type FactJSON struct {
 	Slot     string   `json:"slot"`

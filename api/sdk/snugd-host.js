@@ -6,7 +6,7 @@
 // Versioned with the daemon: SDK_VERSION is the snugd release it ships
 // with, and a host can compare it with the daemon's `Snugd-Version`.
 //
-// What it guarantees a host (spec Part I):
+// What it guarantees a host:
 //   * R4: frames are routed by event.source, never by a field of the frame;
 //     the app's identity (appId) is the host's own assignment.
 //   * R3: every accepted requestId gets exactly one terminal answer.
@@ -284,7 +284,7 @@ export class Snugd {
     return (await this._call("GET", "/v1/apps/" + seg(appId) + "/connections")).connections;
   }
 
-  /** facts answers an app's LLM-safe connection facts (§16). */
+  /** facts answers an app's LLM-safe connection facts. */
   async facts(appId) {
     return (await this._call("GET", "/v1/apps/" + seg(appId) + "/facts")).facts;
   }
@@ -644,7 +644,7 @@ export class Runner {
 
   /**
    * hint forwards a snugd hint to the apps it concerns, rebuilt field by
-   * field (R7): a `connection-changed {appId, slot}` becomes a
+   * field: a `connection-changed {appId, slot}` becomes a
    * `snug:host-event` `connection-event {slot}` for that app only. Call it
    * from Snugd.events' onHint; answer `confirm-pending` with handleConfirm.
    */
@@ -721,7 +721,7 @@ export class Runner {
 
   _post(app, frame) {
     // Sandboxed iframes have an opaque origin: targetOrigin is necessarily
-    // "*" (R4). Nothing posted here ever carries a credential.
+    // "*". Nothing posted here ever carries a credential.
     const w = app.iframe.contentWindow;
     if (w) w.postMessage(frame, "*");
   }
@@ -776,7 +776,7 @@ export class Runner {
     this._post(app, this._hostReady(app));
   }
 
-  // _accept admits a requestId once per instance (R4) and reports whether
+  // _accept admits a requestId once per instance and reports whether
   // it may be answered.
   _accept(app, m) {
     const rid = plausibleId(m.requestId);

@@ -10,7 +10,7 @@ import (
 )
 
 // ctlExport is snugd ctl export FILE|-: the user DB, secrets dropped and
-// vacuumed (§13), written to FILE (mode 0600; an existing FILE is refused),
+// vacuumed, written to FILE (mode 0600; an existing FILE is refused),
 // or to standard output for -.
 func ctlExport(ctx context.Context, c *ctl, args []string) int {
 	fs := c.flags("export FILE|-")

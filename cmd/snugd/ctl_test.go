@@ -543,7 +543,7 @@ func TestCtlConfirms(t *testing.T) {
 }
 
 // TestCtlExportImport exports the user DB without secrets and imports it
-// back: the identical approved row is restored (§12.4).
+// back: the identical approved row is restored.
 // conformance: P3-C13-06
 func TestCtlExportImport(t *testing.T) {
 	td := startDaemon(t)

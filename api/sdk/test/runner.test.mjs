@@ -1,4 +1,4 @@
-// Unit tests of the runner's frame rules (Part I R1, R3, R4, §4, R7) under
+// Unit tests of the runner's frame rules under
 // Node's test runner, with a minimal stand-in for the DOM: node --test api/sdk/test/
 import { test } from "node:test";
 import assert from "node:assert/strict";
