@@ -60,7 +60,7 @@
 // For the flow's answers the API calls QRPNG(payload) (?format=png), and
 // snugd ctl pair link calls RenderLinkScreen(w, qr, now, columns, true)
 // for each new code and once a second for the time left. The registry
-// entry sim's standing target rule (§17) is {Method: SimSendMethod,
+// entry sim's standing target rule is {Method: SimSendMethod,
 // PathPattern: SimSendPath, BodyField: SimTargetField}.
 //
 // Confinement (confine*.go): with Config.Confine set, every helper starts

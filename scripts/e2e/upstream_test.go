@@ -52,7 +52,7 @@ type event struct {
 	Header map[string][]string `json:"header,omitempty"`
 	Body   string              `json:"body,omitempty"`
 	// SigOK says CB-ACCESS-SIGN equals the HMAC the upstream recomputed
-	// from the CB-ACCESS-TIMESTAMP it received (§12.8.1).
+	// from the CB-ACCESS-TIMESTAMP it received.
 	SigOK bool `json:"sigOK,omitempty"`
 }
 
