@@ -37,7 +37,7 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 
 // Candidate is a device that passed the verify probe: the bridge it says it
 // is, and the certificate it presented, whose fingerprint is the pin to
-// record when pairing succeeds (TOFU, §12.11).
+// record when pairing succeeds (TOFU).
 type Candidate struct {
 	Address netip.Addr   // the RFC-1918 address probed
 	Bridge  BridgeConfig // what GET /api/0/config answered
@@ -322,7 +322,7 @@ func validPin(pin string) bool {
 // fingerprint is the pin and fails the handshake otherwise, before the
 // client writes a request byte. Without a pin (the verify probe) it
 // accepts any leaf, which Verify records as the candidate pin: trust on
-// first use, the disclosed residual of §12.11.
+// first use, a residual the host discloses.
 func newClient(target netip.AddrPort, dial DialFunc, pin string) *http.Client {
 	if dial == nil {
 		d := &net.Dialer{Timeout: requestTimeout, Control: onlyTo(target)}

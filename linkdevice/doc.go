@@ -69,7 +69,7 @@
 // descendant with the session, and a Landlock sandbox (the system's
 // libraries, the helper's executable, its session directory; no network
 // the Spec does not declare) with no_new_privs. Status, Confinement and
-// Probe report the level reached; PROTOCOL.md §11 says what each system
+// Probe report the level reached; PROTOCOL.md section 11 says what each system
 // narrows.
 //
 // Helpers are found only through the table: a Spec's Executable is a bare

@@ -7,8 +7,7 @@ import "errors"
 // executor may show them, and it logs the causes kept behind Unwrap.
 //
 // How the executor maps them (daemon's choice, listed here for the reader):
-// *BlockedError → NET_SSRF_BLOCKED; ErrBodyTooLarge → NET_SIZE_EXCEEDED (ruling
-// R5); ErrNoAddress and *FetchError → NET_FETCH_FAILED;
+// *BlockedError → NET_SSRF_BLOCKED; ErrBodyTooLarge → NET_SIZE_EXCEEDED; ErrNoAddress and *FetchError → NET_FETCH_FAILED;
 // ErrPinMismatch, ErrPinRequired → NET_FETCH_FAILED; ErrScheme and
 // ErrRequestRefused are the caller's own mistakes and never reach the wire as
 // anything but a refusal.
@@ -18,7 +17,7 @@ var (
 	// truncated body is ever returned.
 	ErrBodyTooLarge = errors.New("response body exceeds the size limit")
 
-	// ErrNoAddress reports a DNS answer that held no address (ruling R8: a
+	// ErrNoAddress reports a DNS answer that held no address (a
 	// fetch failure, not an SSRF refusal), or a Resolved that holds none.
 	ErrNoAddress = errors.New("dns answer holds no address")
 
@@ -32,12 +31,12 @@ var (
 	ErrRequestRefused = errors.New("request refused by the transport")
 
 	// ErrPinRequired reports an https request to a LAN device without a
-	// certificate pin of 64 lowercase hex digits (§12.11: no pin, no trust).
+	// certificate pin of 64 lowercase hex digits (no pin, no trust).
 	ErrPinRequired = errors.New("lan https needs a certificate pin")
 
 	// ErrPinMismatch reports a LAN device whose leaf certificate does not
 	// match the pin. The handshake is aborted before any request byte is
-	// written (§12.11: a mismatch fails closed).
+	// written (a mismatch fails closed).
 	ErrPinMismatch = errors.New("device certificate does not match the pin")
 )
 

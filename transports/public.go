@@ -28,7 +28,7 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// Public is the public HTTPS transport (§14 gates 5, 9 and 10; ruling R8). It
+// Public is the public HTTPS transport (gates 5, 9 and 10). It
 // resolves a host once, refuses the request if any answer is refused, dials
 // only the checked addresses, verifies the certificate for the host name,
 // ignores proxy settings, never follows a redirect, and reads the body under
@@ -164,7 +164,7 @@ func (p *Public) lookup(ctx context.Context, name string) (_ Resolved, ttl time.
 	addrs := make([]netip.Addr, 0, min(len(answers), maxAddrs))
 	for _, a := range answers {
 		if err := CheckAddr(a); err != nil {
-			return Resolved{}, 0, err // ruling R8: one refused answer refuses the request
+			return Resolved{}, 0, err // one refused answer refuses the request
 		}
 		a = a.Unmap()
 		if len(addrs) < maxAddrs && !slices.Contains(addrs, a) {
