@@ -296,7 +296,7 @@ type ConnectionJSON struct {
 	Confidence         *float64        `json:"confidence"` // display-only
 	Imported           bool            `json:"imported"`
 	// Borrowed says the registry supplied the requirement's pinned values
-	// (provenance registry, ruling R18): the review discloses it.
+	// (provenance registry): the review discloses it.
 	Borrowed   bool           `json:"borrowed"`
 	CreatedAt  Time           `json:"createdAt"`
 	UpdatedAt  Time           `json:"updatedAt"`
@@ -305,7 +305,7 @@ type ConnectionJSON struct {
 	Invalid    []Detail       `json:"invalid,omitempty"`
 	State      *ConnStateJSON `json:"state"` // null before any credential or flow
 	// Standing is the standing approval armed on the connection, null when
-	// none (§17 rule 6: disclosed wherever the connection is).
+	// none (disclosed wherever the connection is).
 	Standing *StandingJSON `json:"standing"`
 }
 
@@ -373,8 +373,8 @@ type SchemasResponse struct {
 	Types []string `json:"types"`
 }
 
-// EventData is the data of one /v1/events hint: references only (Part I
-// R7), never content. Each event type fills its own fields.
+// EventData is the data of one /v1/events hint: references only,
+// never content. Each event type fills its own fields.
 type EventData struct {
 	ID       string `json:"id,omitempty"`       // confirm-pending
 	AppID    string `json:"appId,omitempty"`    // connection-changed

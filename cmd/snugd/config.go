@@ -44,8 +44,8 @@ const (
 type transportPolicy string
 
 const (
-	// policyDesktop is §14's explicit desktop transport policy: the LAN
-	// admission of §12.11 and gate 4/5's RFC-1918 stand-down apply. It is the
+	// policyDesktop is the explicit desktop transport policy: the LAN
+	// device admission and gate 4/5's RFC-1918 stand-down apply. It is the
 	// default, since snugd runs on the user's own machine.
 	policyDesktop transportPolicy = "desktop"
 	// policyBrowser has no LAN admission: behaviour byte-identical to the

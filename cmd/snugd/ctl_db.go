@@ -52,7 +52,7 @@ func ctlExport(ctx context.Context, c *ctl, args []string) int {
 }
 
 // ctlImport is snugd ctl import FILE [--json]: import a user DB and print
-// the reconciliation report of §12.4 (restored, demoted, dropped).
+// the reconciliation report (restored, demoted, dropped).
 func ctlImport(ctx context.Context, c *ctl, args []string) int {
 	flags := c.flags("import FILE [--json]")
 	pos, code, ok := c.args(flags, args, "FILE")

@@ -102,8 +102,8 @@ func startDaemonVersion(t *testing.T, version string, opts ...func(*daemon.Confi
 }
 
 // noNetwork is the in-process daemon's resolver and dialer: every name
-// resolves to 203.0.113.10 (TEST-NET-3, ruling R8's exception, so gate 5
-// passes) and every dial is refused, so a request reaches the confirm gate
+// resolves to 203.0.113.10 (TEST-NET-3, the one documentation block gate 5
+// admits) and every dial is refused, so a request reaches the confirm gate
 // and never the network.
 type noNetwork struct{ dials atomic.Int64 }
 

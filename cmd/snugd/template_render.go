@@ -267,7 +267,7 @@ func openRegular(name string) (*os.File, error) {
 }
 
 // renderTarget checks the request as the executor's gates would before a
-// credential is placed: gate 1's shape rules (Part I §3, ruling R3) and
+// credential is placed: gate 1's shape rules (the frame's exact key set) and
 // gate 4's ceiling (https, exact host membership in the requirement's
 // derived hosts; http only for a LAN requirement's RFC-1918 literal).
 // Query credentials are rendered into a URL only after that check.
