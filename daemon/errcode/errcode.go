@@ -83,7 +83,7 @@ func Lookup(c Code) (Entry, bool) {
 }
 
 // Emittable reports whether snugd may send c to a client: c is registered
-// and not reserved (ruling R2: reserved codes are never emitted).
+// and not reserved (reserved codes are never emitted).
 func Emittable(c Code) bool {
 	e, ok := Lookup(c)
 	return ok && !e.Reserved

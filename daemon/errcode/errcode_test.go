@@ -68,7 +68,7 @@ func appendOnly(old []Code, cur []Entry) error {
 
 // staysReserved returns an error naming the first golden code that was
 // reserved and no longer is: a reserved or retired code keeps no meaning
-// forever, and giving it one again would be reuse (STYLE.md, ruling R2).
+// forever, and giving it one again would be reuse (STYLE.md).
 func staysReserved(old, cur []Entry) error {
 	for i, e := range old {
 		if i < len(cur) && e.Reserved && !cur[i].Reserved {

@@ -37,7 +37,7 @@ import (
 // Confirm is what the user is asked: the resolved host, the method, the
 // full URL with the resolved host (no query credential: none is rendered
 // before the confirm) and, for an app or chat-lane send, the slot and the
-// body (what a standing approval decides on, §14 gate 6). On the wizard's
+// body (what a standing approval decides on). On the wizard's
 // probe path Slot and Body are empty and Probe is set.
 type Confirm struct {
 	ID        string // ≥ 128 random bits

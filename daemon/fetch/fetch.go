@@ -52,13 +52,13 @@ import (
 // # What the app sees
 //
 // The net-response's url is the URL the app sent (for a connection URL the
-// snug-connection:// form, §15), never the credentialed or resolved one.
+// snug-connection:// form), never the credentialed or resolved one.
 // Refusal messages are fixed sentences that name no host or value, and an
 // error message of a connection-URL request is scrubbed of the resolved
 // host as a second line. Response bodies and whitelisted header values are
 // scrubbed of every value the request injected (field values, rendered
 // template values, the helper token, the OAuth bearer), raw and in its
-// percent-encoded spellings (§14.1: exact substrings, a second line behind
+// percent-encoded spellings (exact substrings, a second line behind
 // the ceiling, nothing more). A result bound for a model (DeliveryLLM) has
 // every RFC-1918 IPv4 literal scrubbed as well (§14.2).
 //
@@ -130,7 +130,7 @@ func (d Delivery) llm() bool { return d != DeliveryApp }
 
 // NetCall is one request for the executor: the snug:net-request frame
 // exactly as the app posted it, the host-assigned identity of the app that
-// sent it (never read from the frame: R4, §14 gate 2), and where the answer
+// sent it (never read from the frame: R4), and where the answer
 // goes.
 type NetCall struct {
 	AppID    string
@@ -415,7 +415,7 @@ func (e *Executor) testConnection(ctx context.Context, appID, slot string) (NetR
 	if row.Req == nil || row.Req.TestRequest == nil || len(row.Req.DeclaredAPIHosts) == 0 {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement has no test request")
 	}
-	// https, a LAN row's too (the LAN transport's pinned TLS, §12.11).
+	// https, a LAN row's too (the LAN transport's pinned TLS).
 	u, err := ComposeURL("https", row.Req.DeclaredAPIHosts[0], row.Req.TestRequest.PathAndQuery)
 	if err != nil {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not compose")

@@ -81,7 +81,7 @@ func (u *upstream) done() {
 }
 
 // refuse builds a gate's refusal. Messages are fixed sentences: they name
-// no host, address or value (§15: host-clean). Gate 1 passes the parser's
+// no host, address or value (host-clean). Gate 1 passes the parser's
 // message through, which may name a header the app itself sent.
 func refuse(code errcode.Code, msg string) *errcode.Error { return errcode.New(code, msg) }
 
@@ -143,7 +143,7 @@ func (e *Executor) resolveConnection(_ context.Context, f *Fetch) *errcode.Error
 }
 
 // Gate 2: binding. The acting app is the host-assigned call.AppID and
-// nothing in the frame (there is no identity seat, R3); the request sees
+// nothing in the frame (there is no identity seat); the request sees
 // that app's rows only.
 func (e *Executor) bindApp(_ context.Context, f *Fetch) *errcode.Error {
 	if grants.CheckAppID(f.Call.AppID) != nil {
@@ -474,7 +474,7 @@ func stripRequestHeaders(h http.Header) {
 
 // unsendable reports whether name is Accept-Encoding, hop-by-hop, owned
 // by the transport, a method override or a range (a partial answer would
-// split a reflected credential past the exact-substring scrub, §14.1).
+// split a reflected credential past the exact-substring scrub).
 func unsendable(name string) bool {
 	c := headerCanon(name)
 	switch c {
@@ -583,7 +583,7 @@ func encoded(h http.Header) bool {
 }
 
 // Gate 10: read. The body arrived capped at 1 MiB while reading (the
-// transports, ruling R5). Every injected value is scrubbed from the body
+// transports). Every injected value is scrubbed from the body
 // and from the whitelisted header values, raw and percent-encoded; a
 // model-bound result loses every RFC-1918 literal too (§14.2); the headers
 // are whitelist-filtered and content-length recomputed. An upstream

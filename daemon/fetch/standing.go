@@ -22,7 +22,7 @@ import (
 	"github.com/snug/snugd/internal/names"
 )
 
-// Standing approvals (spec §17, PROVISIONAL; ruling R20): a pre-recorded
+// Standing approvals (spec §17, PROVISIONAL): a pre-recorded
 // answer to the confirm gate for a narrow scope frozen at arm time — one
 // (app, slot), one target, one trigger class — kept in memory only (a
 // restart disarms). It is a recorded answer, not a bypass: it is consulted
@@ -83,7 +83,7 @@ type StandingSpec struct {
 	Window   time.Duration
 	Quiet    *QuietHours // nil: none
 	// UserGesture is the caller's attestation that the user armed this
-	// with an explicit gesture on a host surface (ruling R20: an
+	// with an explicit gesture on a host surface (an
 	// authenticated host call or snugd ctl). False is refused.
 	UserGesture bool
 }

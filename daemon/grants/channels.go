@@ -35,7 +35,7 @@ import (
 // synthesizes one; stored rows are re-read the same way.
 
 // The confidence ladder: the rung a proposal resolved at, computed by snugd
-// and display-only (§12.2: never an approval input).
+// and display-only (never an approval input).
 const (
 	ConfidenceRegistry  = 1.0  // the registry pinned the values
 	confidenceUserDocs  = 0.75 // the model read documentation the user supplied
@@ -167,7 +167,7 @@ func (d *Proposers) InstallStarter(ctx context.Context, appID string, in Starter
 }
 
 // PickOption proposes, on the user channel, the registry entry's
-// alternative flow optionID for the row's current requirement (§12.13: the
+// alternative flow optionID for the row's current requirement (the
 // pick is reviewed like any declared requirement).
 func (d *Proposers) PickOption(ctx context.Context, appID, slot, optionID string) (ProposeResult, error) {
 	c, err := d.Connection(ctx, appID, slot)

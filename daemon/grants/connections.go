@@ -374,7 +374,7 @@ func (d *Book) Approve(ctx context.Context, appID, slot string) (Connection, err
 // ApproveReviewed is Approve bound to the review a person saw: token is
 // that review's ReviewToken. When the row changed since (a replaced
 // declared row, a re-staged change, another status), the answer is
-// REVIEW_STALE and nothing is written (§12.3: no path widens a host
+// REVIEW_STALE and nothing is written (no path widens a host
 // ceiling without a human seeing the diff).
 func (d *Book) ApproveReviewed(ctx context.Context, appID, slot, token string) (Connection, error) {
 	return d.Write(ctx, appID, slot, journaled(ctx, journal.ActApprove, boundTo(token, d.approveRow)))

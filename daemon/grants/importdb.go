@@ -45,7 +45,7 @@ type DroppedRow struct {
 }
 
 // Import reconciles the snug_connections rows of the user DB at path (spec
-// §12.4, ruling R12). The file is untrusted input: every row goes through
+// §12.4). The file is untrusted input: every row goes through
 // one of three branches, in one transaction.
 //
 //  1. Byte-identical (app_id, slot, requirement_json, allowed_hosts) to a

@@ -376,7 +376,7 @@ func (d *Devices) pollLink(ctx context.Context, before grants.Connection, key li
 }
 
 // finishLink verifies the released token and commits it (verify before
-// claim, §12.12); any failure unlinks the helper's session, since its
+// claim); any failure unlinks the helper's session, since its
 // token is gone for good. A relink's staged session is promoted to live
 // just before the commit and put back aside if the commit fails, so the
 // old link serves until the new one is stored, and serves again if it is

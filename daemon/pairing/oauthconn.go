@@ -16,7 +16,7 @@ import (
 )
 
 // The OAuth kinds' custody and gate 8 (spec §12.5, §13, §14 gate 8,
-// rulings R14, R24): the token source the executor asks, the guarded
+// rulings R14): the token source the executor asks, the guarded
 // client every token, refresh and revoke POST goes through, and the
 // revocation that runs before a revoked slot is wiped. The protocol is
 // daemon/oauth's; this file decides where things are stored and what a
@@ -220,7 +220,7 @@ func (d *Service) storeToken(ctx context.Context, before grants.Connection, t oa
 		return err
 	}
 	if len(t.Wider) > 0 {
-		// §13: a granted scope set wider than the pinned or requested one
+		// A granted scope set wider than the pinned or requested one
 		// is disclosed (scope names, never a token).
 		d.log.Warn("the provider granted scopes beyond those requested", "app", appID, "slot", slot, "wider", t.Wider)
 	}

@@ -168,7 +168,7 @@ func (d *Service) hostByID(ctx context.Context, id string) (hostauth.Host, error
 }
 
 // stateKey returns auth:_state_hmac, making 32 random bytes on first use.
-// One key for every app (§13: app-agnostic).
+// One key for every app (app-agnostic).
 func (d *Service) StateKey(ctx context.Context) ([]byte, error) {
 	var key []byte
 	err := d.store.Update(ctx, func(tx *store.Tx) error {

@@ -141,7 +141,7 @@
 // kept — the registry has nothing to substitute — and its class is checked
 // here, independently of the schema: none (pre-collection) or exactly one
 // RFC-1918 literal, else ErrLANAddress. The result passes requirement.Parse
-// of its canonical form with AllowUserLayer (ruling R18: the registry is the
+// of its canonical form with AllowUserLayer (the registry is the
 // only caller allowed to set it). Triggers that hit two entries are refused
 // with ErrConflict, never resolved. A borrow is reported as such
 // (Resolution.Borrowed, the entry and option, the triggers and the

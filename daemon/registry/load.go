@@ -109,7 +109,7 @@ func (l *loader) entry(file string, raw []byte) *entry {
 }
 
 // names checks the display name and aliases: each must be a valid
-// provider.name (the rule requirement.Parse applies, §12.6), and no two may
+// provider.name (the rule requirement.Parse applies), and no two may
 // fold to the same name.
 func (l *loader) names(e *entry) {
 	if len(e.aliases) > maxAliases {
@@ -234,7 +234,7 @@ func (l *loader) registrationBlock(raw json.RawMessage, path, rule string) (requ
 }
 
 // option decodes one auth option and validates it combined with its entry:
-// the combination must be a valid requirement (ruling R18: the registry is
+// the combination must be a valid requirement (the registry is
 // the one channel that may set AllowUserLayer).
 func (l *loader) option(e *entry, m map[string]json.RawMessage, raw json.RawMessage, path string) *option {
 	keys := append(append([]string{"id", "label"}, optionFlowKeys()...), identityKeys()...)
@@ -521,7 +521,7 @@ func validPath(s string) bool {
 // desktop checks the desktop OAuth redirect posture: loopback is its only
 // member, it needs an authorization-code option, and it is representable
 // only beside PKCE (pkce false plus loopback leaves auth-code injection
-// undefendable, §12.12).
+// undefendable).
 func (l *loader) desktop(e *entry, m map[string]json.RawMessage) {
 	if _, ok := m["desktopRedirectPosture"]; !ok {
 		return

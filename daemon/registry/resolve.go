@@ -8,7 +8,7 @@ import (
 )
 
 // Disclosure is the sentence a review screen shows beside a borrowed
-// requirement (§12.12: a borrow MUST be surfaced to the user).
+// requirement (a borrow MUST be surfaced to the user).
 const Disclosure = "these values came from snugd's registry, not from the app"
 
 // Trigger says which borrow trigger hit. Both are checked on
@@ -93,7 +93,7 @@ func (e *InvalidError) Error() string {
 }
 
 // Resolve applies the borrow ban of §12.12 to r: when r names an entry
-// (display name or alias, case-insensitively, ruling R22) or a host of its
+// (display name or alias, case-insensitively) or a host of its
 // ceiling is one the entry pins — whatever r's kind — the entry's pinned
 // values replace r's own. Nothing is merged: hosts, endpoints, the
 // registration walkthrough, the provider block, the scopes (the entry's

@@ -4,7 +4,7 @@
 // normalization and deriveConnectionAllowedHosts.
 //
 // Every path that lets a requirement into snugd goes through Parse: the
-// five writers and reconnect, import reconciliation (§12.4: "validates
+// five writers and reconnect, import reconciliation ("validates
 // strictly"), the re-validation reapproveConnection owes a pending
 // requirement, the registry's substitution, and the API's
 // validation answers (a 422's details are Parse's violations). Other
@@ -23,7 +23,7 @@
 // template lint count a string's length (a character outside the Basic
 // Multilingual Plane, such as an emoji, counts twice), and every object at
 // every level admits only its listed keys (an unknown key anywhere is
-// key.unknown, §12.5):
+// key.unknown):
 //
 //	slot              required  ^[a-z0-9][a-z0-9-]{0,39}$ (SlotPattern)
 //	provider          required  {name, homepageUrl?, docsUrl?}
@@ -70,7 +70,7 @@
 // Content-Length and Transfer-Encoding headers) and their grammar belong to
 // daemon/template's lint. Parse reads their JSON shape, runs template.Lint
 // once with the declared field keys of both layers (one resolution for both
-// placements, §12.9) and turns each Finding into a Violation under the
+// placements) and turns each Finding into a Violation under the
 // finding's own rule name. A finding whose path or message could carry a
 // credential-shaped fragment is reported with a fixed path or sentence.
 //
@@ -181,7 +181,7 @@
 // is set, and only the registry's substitution code sets it. The decision
 // rests on the channel and never on the content, so on a refusing channel
 // its content is not even read. Its shape is snugd's (the spec's .ts is not
-// available, ruling R1): {kind, fields?, registration?, endpoints?,
+// available): {kind, fields?, registration?, endpoints?,
 // scopes?, pkce?, authorizeParams?, declaredApiHosts?}, with the same
 // bounds and kind rules as the top level, field keys unique across both
 // layers (both layers' values share the slot's auth:<appId>:<slot>:
@@ -203,7 +203,7 @@
 // # Canonical form
 //
 // Requirement.Canonical writes a requirement in the canonical form of
-// §12.3: keys sorted recursively by UTF-8 bytes, no whitespace, arrays in
+// Keys sorted recursively by UTF-8 bytes, no whitespace, arrays in
 // order (array order is significant: instructions are a numbered
 // walkthrough, fields the wizard's order, scopes what review renders),
 // minimal string escapes without HTML escaping, one exact spelling per

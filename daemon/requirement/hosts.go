@@ -245,7 +245,7 @@ func IsRFC1918Literal(s string) bool {
 //
 // The result is normalized, unique and sorted by bytes, so the same
 // requirement always derives the same bytes however its hosts were
-// permuted, repeated or cased (§12.4: import compares them byte for byte).
+// permuted, repeated or cased (import compares them byte for byte).
 // It is never nil. A host that does not normalize is left out, which only
 // narrows the ceiling; a Requirement from Parse has none.
 func DeriveAllowedHosts(r *Requirement) []string {

@@ -90,7 +90,7 @@ func ReservedAuthorizeParams() []string {
 }
 
 // Parse reads, validates and normalizes a connection requirement (spec
-// §12.5–§12.11, §13; rulings R8, R13, R14, R17, R18, R22, R23). On success
+// §12.5–§12.11). On success
 // it returns the Requirement and no violations; otherwise it returns nil
 // and every violation it found, sorted by path (array indices numerically),
 // rule and message — never only the first.
@@ -262,7 +262,7 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 	}
 	if s, ok := m["userLayer"]; ok {
 		if !p.opts.AllowUserLayer {
-			// ruling R18, §12.10: the channel decides, never the content,
+			// The channel decides, never the content,
 			// so the content is not even read.
 			p.add(s.path, RuleUserLayerChannel, "userLayer is accepted only from the host's registry, never from this channel")
 		} else {
@@ -284,7 +284,7 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 		}
 	}
 	if _, lan := m["lanHost"]; lan {
-		// §12.11: exactly one host source. An endpoint's or a userLayer's
+		// Exactly one host source. An endpoint's or a userLayer's
 		// host would join the collected address in the ceiling, freezing
 		// a public host into a row reviewed as a device on the user's own
 		// network, and a pre-collection row would derive a non-empty
@@ -556,7 +556,7 @@ func (p *parser) field(s seat) Field {
 				p.add(k.path, RuleFieldKeyPattern, "must match ^[a-z0-9_]{1,40}$")
 			case key[0] == '_':
 				// The slot's own state lives beside its fields in
-				// snug_secrets (auth:<appId>:<slot>:_connection, §13), so a
+				// snug_secrets (auth:<appId>:<slot>:_connection), so a
 				// field key may not begin with "_" and alias it.
 				p.add(k.path, RuleFieldKeyReserved, "must not begin with _: such names are reserved for snugd's connection state")
 			case p.keys[key]:

@@ -117,7 +117,7 @@ type TestRequest struct {
 // A UserLayer is the embedded org→user second layer of a two-layer provider
 // (§12.10). Only the registry synthesizes it, and Parse admits it only when
 // Options.AllowUserLayer is set. Its shape is snugd's (the spec's .ts
-// definition is not available, ruling R1): the seats of a requirement that
+// definition is not available): the seats of a requirement that
 // describe one credential flow — kind, fields, registration, endpoints,
 // scopes, pkce, authorizeParams, declaredApiHosts — under the same bounds.
 // It has no identity or placement seats of its own (slot, provider,

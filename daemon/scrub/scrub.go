@@ -343,7 +343,7 @@ func lowerHex(s string) string {
 const HostMark = "[connection host]"
 
 // Host replaces every occurrence of host in s, in any ASCII case, with
-// HostMark (§15: error-path text of a connection-relative request names
+// HostMark (error-path text of a connection-relative request names
 // the connection, never the host it resolved to). An empty host replaces
 // nothing.
 func Host(s, host string) string {

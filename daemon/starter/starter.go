@@ -145,7 +145,7 @@ func loadStarter(fsys fs.FS, d fs.DirEntry) (*starter, error) {
 
 // parseConnection validates a connection.json: a JSON array of 1 to
 // MaxRequirements requirements, each passing requirement.Parse with zero
-// Options (no userLayer, §12.10), with distinct slots. It returns each
+// Options (no userLayer), with distinct slots. It returns each
 // requirement's canonical form.
 func parseConnection(conn []byte) ([]string, error) {
 	var items []json.RawMessage

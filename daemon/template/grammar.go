@@ -38,7 +38,7 @@ const (
 )
 
 // lookupHelper resolves a helper name. The enum is a switch, not a table, so
-// that nothing can add a member at run time (§12.8: an unused helper is
+// that nothing can add a member at run time (an unused helper is
 // reachable signing surface).
 func lookupHelper(name string) (helper, bool) {
 	switch name {
@@ -98,7 +98,7 @@ const (
 	opTimestamp                  // request.timestamp: the pass's memoized timestamp
 )
 
-// lookupToken resolves a pinned request token (§12.8: exactly these five).
+// lookupToken resolves a pinned request token (exactly these five).
 func lookupToken(name string) (opKind, bool) {
 	switch name {
 	case "request.method":
@@ -484,7 +484,7 @@ func (p *parser) call(start, nameAt int, name string, depth int) (part, bool) {
 		p.failAt(RuleArity, nameAt, arityMessage(h, len(args)))
 	}
 	if h == hCDPJWT {
-		// §12.8: both cdp_jwt arguments MUST be declared field keys.
+		// Both cdp_jwt arguments MUST be declared field keys.
 		for i, o := range args {
 			switch {
 			case argLit[i]:

@@ -397,7 +397,7 @@ func TestEnvelope(t *testing.T) {
 			template.Templates{Query: map[string]string{"t": "{{timestamp}}"}},
 			[]want{{"fields", template.RuleReservedFieldKey}, {"request.queryTemplate.t", template.RuleUnknownIdentifier}}},
 	}
-	// §12.9: neither charset admits a character that smuggles URL structure
+	// Neither charset admits a character that smuggles URL structure
 	// or template metacharacters.
 	for _, c := range []string{"&", "=", "?", "#", "/", "%", "{", "}", " ", "+", ";", ":", ",", "'", "\\", "\t", "\n", "\x00"} {
 		hn, qn := "X"+c+"Y", "x"+c+"y"

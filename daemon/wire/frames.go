@@ -121,7 +121,7 @@ func shapeCode(typ string) errcode.Code {
 // characters unescaped (so the size class measures what is sent), with
 // type and v: 1. A frame over its size class is an error, except a
 // NetResponse, which becomes the NET_SIZE_EXCEEDED answer to the same
-// request (R6: never a silent drop); EncodeNetResponse says when it did.
+// request (never a silent drop); EncodeNetResponse says when it did.
 func Encode(f Frame) ([]byte, error) {
 	if r, ok := f.(NetResponse); ok {
 		b, _, err := EncodeNetResponse(r)

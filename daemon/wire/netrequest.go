@@ -10,7 +10,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// Limits of snug:net-request (Part I §3, ruling R3).
+// Limits of snug:net-request (Part I §3).
 const (
 	MaxNetURLChars      = 4096
 	MaxHeaderNameChars  = 128
@@ -26,7 +26,7 @@ const (
 
 // CredentialHeader reports whether name is credential-shaped: one of
 // STRIP_HEADERS after lowercasing ASCII letters and mapping '_' to '-'
-// (ruling R3: X_Api_Key counts as x-api-key, since CGI-style servers fold
+// (X_Api_Key counts as x-api-key, since CGI-style servers fold
 // the two). Ruling R17: at gate 7 "credential-shaped" means exactly this.
 // It does not allocate.
 func CredentialHeader(name string) bool {

@@ -121,8 +121,8 @@ func FilterResponseHeaders(h map[string][]string) map[string]string {
 //
 // ok tells the two shapes apart, as in snug:app-response. url, when
 // present, echoes the URL the app asked for, never the URL a connection
-// resolved to (§15: the resolved host is never disclosed to the app).
-// truncated is never set for the body cap (ruling R5: an oversized body is
+// resolved to (the resolved host is never disclosed to the app).
+// truncated is never set for the body cap (an oversized body is
 // NET_SIZE_EXCEEDED), and snugd never sets it at all.
 type NetResponse struct {
 	RequestID string
