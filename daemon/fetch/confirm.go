@@ -13,7 +13,7 @@ import (
 	"github.com/snug/snugd/daemon/journal"
 )
 
-// The confirm broker of gate 6 (§14, §16, ruling R10, DESIGN.md Executor).
+// The confirm broker of gate 6 (DESIGN.md Executor).
 // A mutating request parks a Confirm here and waits for the user; a host
 // lists the queue (FIFO), shows a confirm to the user and posts the
 // decision. The broker is the only place a confirm is approved: an inline

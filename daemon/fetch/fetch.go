@@ -73,13 +73,12 @@ import (
 // TestConnection and the gate list; fetch_gates.go: the gates and the one
 // credential read; fetch_inject.go: gate 8's credential sources, one per
 // kind (templates, the OAuth bearer, the helper token); fetch_transport.go:
-// the transports of gate 9 (public, LAN, local helper); connurl.go: §15;
+// the transports of gate 9 (public, LAN, local helper); connurl.go: connection URLs;
 // confirm.go: the confirm broker, the session memory and the
-// withdrawal of a host's confirms; standing.go: standing approvals (§17,
-// R20); side.go: the guarded client of side calls; fetch_journal.go: a
+// withdrawal of a host's confirms; standing.go: standing approvals; side.go: the guarded client of side calls; fetch_journal.go: a
 // request's journal entry. The grant index gates 3–4 read is
 // daemon/grants' (index.go), the journal daemon/journal. Gate 10's scrub,
-// §14.2 and §14.3's extract are pure functions in daemon/scrub.
+// the scrub and the provider-error extract are pure functions in daemon/scrub.
 
 // Snapshots is what the executor reads of the grant book: the current
 // grant index, one atomic load, no SQL (see grants.GrantIndex).
@@ -99,13 +98,13 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 )
 
-// TransportPolicy chooses between the spec's two transport profiles
-// (ruling R19). It can only ever choose between these two; no other gate
+// TransportPolicy chooses between the spec's two transport profiles.
+// It can only ever choose between these two; no other gate
 // is configurable.
 type TransportPolicy string
 
 const (
-	// PolicyDesktop admits the LAN class of §12.11: http or https to an
+	// PolicyDesktop admits the LAN device class: http or https to an
 	// RFC-1918 literal already in the ceiling of a lanHost row, sent by the
 	// LAN transport with the row's certificate pin. The zero value means
 	// desktop (snugd runs on the user's machine).
@@ -130,7 +129,7 @@ func (d Delivery) llm() bool { return d != DeliveryApp }
 
 // NetCall is one request for the executor: the snug:net-request frame
 // exactly as the app posted it, the host-assigned identity of the app that
-// sent it (never read from the frame: R4), and where the answer
+// sent it (never read from the frame), and where the answer
 // goes.
 type NetCall struct {
 	AppID    string
@@ -161,7 +160,7 @@ type NetResult struct {
 	Pooled *frameBuf
 }
 
-// LocalTransport is a local helper transport (Part V, DESIGN.md), chosen
+// LocalTransport is a local helper transport (DESIGN.md), chosen
 // at gate 6a and sent by at gate 9: the linked-device issue implements it
 // over the helper protocol. Do sends one request to the helper and returns
 // its answer; the token is the helper token from the slot's credential
@@ -351,7 +350,7 @@ type gate struct {
 	run  func(e *Executor, ctx context.Context, f *Fetch) *errcode.Error
 }
 
-// gates lists, in order, every step every request takes (§14's table):
+// gates lists, in order, every step every request takes:
 // there is no other path. The transport is chosen once, where the spec
 // places it: gate 5 for the network (public, or LAN), gate 6a for a local
 // helper; strip, inject, send and read then run for every transport. Each
@@ -360,7 +359,7 @@ type gate struct {
 func Gates() []gate {
 	return []gate{
 		{"shape", (*Executor).checkShape},             // 1: NET_INVALID_REQUEST
-		{"resolution", (*Executor).resolveConnection}, // §15: NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
+		{"resolution", (*Executor).resolveConnection}, // NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
 		{"binding", (*Executor).bindApp},              // 2: NET_INVALID_REQUEST (no host-assigned identity)
 		{"grant", (*Executor).checkGrant},             // 3: NET_NOT_APPROVED, NET_IMPORTED_UNAPPROVED, NET_AMBIGUOUS_CONNECTION, NET_HOST_BLOCKED
 		{"ceiling", (*Executor).checkCeiling},         // 4: NET_SCHEME_BLOCKED, NET_HOST_BLOCKED
@@ -474,7 +473,7 @@ func (e *Executor) answer(f *Fetch) NetResult {
 		} else {
 			msg := f.err.Msg
 			if f.conn != nil {
-				msg = f.conn.ScrubResolved(msg) // §15: error-path text is host-clean
+				msg = f.conn.ScrubResolved(msg) // error-path text is host-clean
 			}
 			frame = wire.NetErrorResponse(f.Req.RequestID, f.Req.URL, errcode.New(f.err.Code, msg))
 		}

@@ -86,7 +86,7 @@ func (u *upstream) done() {
 func refuse(code errcode.Code, msg string) *errcode.Error { return errcode.New(code, msg) }
 
 // Gate 1: shape. ParseNetRequest is the hand-written, fail-closed parser of
-// Part I §3 and ruling R3 (body on GET/HEAD, body cap, STRIP headers,
+// the net-request frame (body on GET/HEAD, body cap, STRIP headers,
 // strict keys, URL shape).
 func (e *Executor) checkShape(_ context.Context, f *Fetch) *errcode.Error {
 	r, err := wire.ParseNetRequest(f.Call.Frame)
@@ -130,7 +130,7 @@ func (e *Executor) resolveConnection(_ context.Context, f *Fetch) *errcode.Error
 		return refuse(errcode.NetNotApproved, "the connection is not approved")
 	}
 	if len(row.Ceiling) != 1 {
-		// Ruling R7: an empty ceiling too; a symbolic address has one meaning.
+		// An empty ceiling too; a symbolic address has one meaning.
 		return refuse(errcode.NetAmbiguousConnection, "the connection does not name exactly one host")
 	}
 	host := row.Ceiling[0]
@@ -456,14 +456,14 @@ func setInjected(h http.Header, name, value string) {
 	h.Set(name, value)
 }
 
-// headerCanon lowercases name and maps '_' to '-' (ruling R3's folding).
+// headerCanon lowercases name and maps '_' to '-' (the header-name folding).
 func headerCanon(name string) string {
 	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 }
 
 // stripRequestHeaders deletes from h every header an app may not send
-// upstream. Names are compared after lowercasing and mapping '_' to '-'
-// (ruling R3), so non-canonical spellings that slipped past gate 1 go too.
+// upstream. Names are compared after lowercasing and mapping '_' to '-',
+// so non-canonical spellings that slipped past gate 1 go too.
 func stripRequestHeaders(h http.Header) {
 	for name := range h {
 		if wire.CredentialHeader(name) || unsendable(name) {

@@ -193,7 +193,7 @@ func deref(b *bool) any {
 	return *b
 }
 
-// TestParseHostXOR walks the host XOR table of §12.11 row by row.
+// TestParseHostXOR walks the host XOR table row by row.
 //
 // conformance: P3-C12.11-02, P3-C12.11-03, P3-C12.11-04, P3-C12.11-05, P3-C12.11-06, P3-C12.11-07, P3-C12.11-08
 func TestParseHostXOR(t *testing.T) {

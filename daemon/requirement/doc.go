@@ -1,5 +1,5 @@
-// Package requirement is the connection requirement contract of spec
-// §12.2–§12.11 and §13: the strict parser with every bound and coherence
+// Package requirement is the connection requirement contract:
+// the strict parser with every bound and coherence
 // rule, the credential-shaped value detector, the canonical form, host
 // normalization and deriveConnectionAllowedHosts.
 //
@@ -9,7 +9,7 @@
 // requirement, the registry's substitution, and the API's
 // validation answers (a 422's details are Parse's violations). Other
 // packages import the rules from here and never restate them: ValidSlot
-// for the slot rule (§15's connection URLs, the API), NormalizeHost for
+// for the slot rule (connection URLs, the API), NormalizeHost for
 // both sides of the ceiling check (gate 4), IsRFC1918Literal for the LAN
 // class, DeriveAllowedHosts and HostsJSON for the frozen ceiling.
 //
@@ -27,7 +27,7 @@
 //
 //	slot              required  ^[a-z0-9][a-z0-9-]{0,39}$ (SlotPattern)
 //	provider          required  {name, homepageUrl?, docsUrl?}
-//	  name            required  1–120 printable ASCII (§12.6, below)
+//	  name            required  1–120 printable ASCII (below)
 //	  homepageUrl     optional  https URL ≤ 300 (URLs, below)
 //	  docsUrl         optional  https URL ≤ 300
 //	kind              required  one of the seven Kinds
@@ -47,7 +47,7 @@
 //	authorizeParams   optional  ≤ 16 × name ^[A-Za-z0-9_.\[\]-]{1,64}$ → 1–300 plain characters,
 //	                            never a parameter snugd sets (ReservedAuthorizeParams)
 //	request           optional  {headerTemplate?, queryTemplate?}: objects of name → template
-//	userLayer         registry  only with Options.AllowUserLayer (§12.10, below)
+//	userLayer         registry  only with Options.AllowUserLayer (below)
 //	lanHost           optional  {class: "rfc1918-ipv4-literal", label: 1–80 plain prose}
 //	declaredApiHosts  see XOR   1–32 hostnames ≤ 253, normalized (NormalizeHost)
 //	testRequest       optional  {method: exactly "GET", pathAndQuery}
@@ -59,7 +59,7 @@
 // mark, one top-level object, nothing after it. A JSON null is a type
 // mismatch everywhere, never "absent".
 //
-// The seats §12.12 keeps in the registry — pairing, webRegistration,
+// The seats kept in the registry — pairing, webRegistration,
 // webRedirectPosture, browserCallable, auth options, aliases — are not keys
 // of a requirement, so a requirement carrying one is refused as key.unknown.
 //
@@ -90,7 +90,7 @@
 // Nothing is invented for api_key, bearer_token and basic_auth: they may
 // carry any optional seat.
 //
-// # Hosts and the XOR of §12.11
+// # Hosts and their XOR
 //
 // Exactly one host source:
 //
@@ -105,7 +105,7 @@
 // the endpoints key and a userLayer are refused (lan-host.host-class), since
 // their hosts would join the ceiling of a row reviewed as a device on the
 // user's own network, and a pre-collection row would not derive the empty
-// ceiling §12.5 requires.
+// ceiling a requirement must have.
 //
 // Beside a lanHost the one host must be a canonical RFC-1918 dotted quad
 // (IsRFC1918Literal) and is kept as written. Everywhere else a host must be

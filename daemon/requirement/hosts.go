@@ -59,8 +59,8 @@ func hostProfile() *idna.Profile {
 // label is all digits or 0x-hex), also when it only appears after mapping
 // (fullwidth digits); and anything IDNA processing rejects (underscores,
 // spaces, invalid punycode, disallowed code points). A LAN row's RFC-1918
-// literal is not a hostname and is checked with IsRFC1918Literal instead
-// (ruling R8). NormalizeHost is safe for concurrent use.
+// literal is not a hostname and is checked with IsRFC1918Literal instead.
+// NormalizeHost is safe for concurrent use.
 func NormalizeHost(s string) (string, error) {
 	if isNormalLDH(s) {
 		// The common case, and the executor's hot path: already normal.

@@ -8,7 +8,7 @@ import "slices"
 // version change made here in code, never a configuration knob.
 type Kind string
 
-// The seven kinds, in the order spec §12.5 lists them. A new kind is added
+// The seven kinds, in their defined order. A new kind is added
 // after KindNone.
 const (
 	KindAPIKey            Kind = "api_key"

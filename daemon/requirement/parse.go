@@ -15,7 +15,7 @@ import (
 // parses again.
 const MaxSize = 256 << 10
 
-// Bounds of spec §12.5 (lengths in UTF-16 code units) and ruling R23.
+// Bounds of a requirement (lengths in UTF-16 code units).
 const (
 	maxProviderName   = 120
 	maxURL            = 300
@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // The key sets of each object. Anything else is key.unknown: the schema is
-// strict at every level, and the registry-only seats of §12.12
+// strict at every level, and the registry-only seats
 // (pairing, webRegistration, webRedirectPosture, browserCallable, auth
 // options, aliases) are simply not among them.
 func topKeys() []string {
@@ -89,8 +89,7 @@ func ReservedAuthorizeParams() []string {
 	}
 }
 
-// Parse reads, validates and normalizes a connection requirement (spec
-// §12.5–§12.11). On success
+// Parse reads, validates and normalizes a connection requirement. On success
 // it returns the Requirement and no violations; otherwise it returns nil
 // and every violation it found, sorted by path (array indices numerically),
 // rule and message — never only the first.
@@ -215,7 +214,7 @@ func (p *parser) credential(path, s string) {
 }
 
 // text validates a free-text seat: bounds, characters, NFC, and for prose
-// seats the plain-text rule of §12.7, then the credential detector.
+// seats the plain-text rule, then the credential detector.
 func (p *parser) text(path, s string, max int, prose bool) {
 	p.length(path, s, max)
 	if rule, msg := textProblem(s); rule != "" {
@@ -270,7 +269,7 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 		}
 	}
 
-	// Coherence of §12.5 for the three kinds that carry rules.
+	// Coherence rules for the three kinds that carry rules.
 	switch r.Kind {
 	case KindNone:
 		for _, name := range []string{"headerTemplate", "queryTemplate"} {
@@ -375,7 +374,7 @@ func (p *parser) flow(m map[string]seat, parent string) flow {
 		}
 	case KindOAuth2AuthCode, KindOAuth2ClientCreds:
 		if f.pkce == nil {
-			t := true // ruling R14: public-client posture
+			t := true // public-client posture
 			f.pkce = &t
 		}
 	}
@@ -399,10 +398,10 @@ func (p *parser) provider(s seat) Provider {
 	return pr
 }
 
-// providerName applies §12.6: printable ASCII (which NFC leaves alone), so
+// providerName applies the provider-name rule: printable ASCII (which NFC leaves alone), so
 // homoglyphs, fullwidth forms, zero-width and bidi characters cannot make a
 // name look like — or dodge the registry key of — another provider. Pure
-// ASCII lookalikes ("5potify") pass; §12.6 says so and the registry's host
+// ASCII lookalikes ("5potify") pass by design and the registry's host
 // trigger carries them. Surrounding and doubled spaces are refused too:
 // the registry compares names case-insensitively, and "Spotify "
 // would otherwise be a registry key of its own.
@@ -714,7 +713,7 @@ func (p *parser) authorizeParams(s seat) map[string]string {
 	return out
 }
 
-// validParamName is the query-name charset of §12.9, which authorize
+// validParamName is the query-name charset of query placements, which authorize
 // parameters share because they land in the authorize URL's query.
 func validParamName(n string) bool {
 	if len(n) == 0 || len(n) > maxParamName {
@@ -771,7 +770,7 @@ func (p *parser) templateMap(s seat) map[string]string {
 // templateTexts returns the parts of a template value that are the author's
 // own text rather than references: the static text (with every placeholder
 // replaced by a space) and each quoted literal inside a placeholder, escapes
-// undone. It follows the grammar of ruling R15 loosely — the lint judges
+// undone. It follows the template grammar loosely — the lint judges
 // well-formedness — so an unclosed placeholder's remainder counts as text.
 func templateTexts(v string) []string {
 	var static strings.Builder
@@ -838,7 +837,7 @@ func (p *parser) lanHost(s seat) *LANHost {
 }
 
 // topHosts reads the requirement's declaredApiHosts and applies the host
-// XOR of §12.11:
+// XOR of the host rules:
 //
 //	lanHost  declaredApiHosts               verdict
 //	absent   1..32 hostnames                accepted
@@ -847,8 +846,8 @@ func (p *parser) lanHost(s seat) *LANHost {
 //	present  exactly one RFC-1918 literal   accepted: post-collection
 //	present  off-class host, ≥2 hosts, []   refused
 //
-// A none requirement needs declaredApiHosts even beside a lanHost (ruling
-// R14): keyless never means "no host gate".
+// A none requirement needs declaredApiHosts even beside a lanHost:
+// keyless never means "no host gate".
 func (p *parser) topHosts(m map[string]seat) []string {
 	_, lan := m["lanHost"]
 	s, ok := m["declaredApiHosts"]
@@ -975,7 +974,7 @@ func (p *parser) userLayer(s seat) *UserLayer {
 	return ul
 }
 
-// lintTemplates runs the template lint of §12.8–§12.9 over both placements
+// lintTemplates runs the template lint over both placements
 // with one resolution of the declared field keys (both layers), and turns
 // its findings into violations. A finding's message is dropped for a fixed
 // sentence if it could carry a credential-shaped fragment.

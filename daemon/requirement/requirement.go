@@ -2,8 +2,8 @@ package requirement
 
 import "github.com/snug/snugd/daemon/template"
 
-// A Requirement is a parsed, validated and normalized connection requirement
-// (spec §12.5, shapes of ruling R23). It describes what an app needs and is
+// A Requirement is a parsed, validated and normalized connection requirement.
+// It describes what an app needs and is
 // credential-free. Build one only with Parse: the zero value and hand-built
 // values carry none of Parse's guarantees.
 //
@@ -114,8 +114,8 @@ type TestRequest struct {
 	PathAndQuery string
 }
 
-// A UserLayer is the embedded org→user second layer of a two-layer provider
-// (§12.10). Only the registry synthesizes it, and Parse admits it only when
+// A UserLayer is the embedded org→user second layer of a two-layer provider.
+// Only the registry synthesizes it, and Parse admits it only when
 // Options.AllowUserLayer is set. Its shape is snugd's (the spec's .ts
 // definition is not available): the seats of a requirement that
 // describe one credential flow — kind, fields, registration, endpoints,

@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// TestParseProviderName is the confusable guard of §12.6 and its stated
+// TestParseProviderName is the provider-name confusable guard and its stated
 // limits: non-ASCII look-alikes are refused, pure-ASCII look-alikes pass.
 //
 // conformance: P3-C12.6-01, P3-C12.6-02, P3-C12.6-03

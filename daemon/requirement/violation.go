@@ -79,10 +79,10 @@ const (
 	RuleHostInvalid     = "host.invalid"      // not a valid IDNA hostname
 	RuleHostDuplicate   = "host.duplicate"    // two entries normalize to the same host
 
-	RuleHostsRequired      = "hosts.required"      // no lanHost and no declaredApiHosts (§12.11 row 2)
+	RuleHostsRequired      = "hosts.required"      // no lanHost and no declaredApiHosts (a host is required)
 	RuleLANHostClass       = "lan-host.class"      // lanHost.class is not rfc1918-ipv4-literal
-	RuleLANHostCount       = "lan-host.host-count" // lanHost beside two or more hosts (§12.11 row 5)
-	RuleLANHostOffClass    = "lan-host.host-class" // lanHost beside a host outside the class (§12.11 row 5), endpoints or a userLayer
+	RuleLANHostCount       = "lan-host.host-count" // lanHost beside two or more hosts
+	RuleLANHostOffClass    = "lan-host.host-class" // lanHost beside a host outside the class, endpoints or a userLayer
 	RuleKindSeatForbidden  = "kind.seat-forbidden" // a seat the kind must not carry
 	RuleKindSeatRequired   = "kind.seat-required"  // a seat the kind must carry
 	RuleTestRequestMethod  = "test-request.method" // testRequest.method is not exactly GET
