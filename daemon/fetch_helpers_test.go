@@ -138,7 +138,7 @@ func newRig(t testing.TB, opts ...func(*Config)) *rig {
 	run(t, d)
 	t.Cleanup(func() {
 		d.Close()
-		// No test's log may ever carry the credential (§12.9, DESIGN.md).
+		// No test's log may ever carry the credential (DESIGN.md).
 		if strings.Contains(r.logs.String(), secretKey) || strings.Contains(r.logs.String(), "Secret+Key") {
 			t.Errorf("the daemon's log carries a credential:\n%s", r.logs.String())
 		}

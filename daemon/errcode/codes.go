@@ -1,6 +1,6 @@
 package errcode
 
-// Part I R5's codes. error.code is an open string; these are the known
+// the frame protocol's codes. error.code is an open string; these are the known
 // core codes, spelled exactly as the spec spells them.
 const (
 	ParseFailed        Code = "PARSE_FAILED"
@@ -33,7 +33,7 @@ const (
 	NetScrubbedHeaderStripped Code = "NET_SCRUBBED_HEADER_STRIPPED" // reserved
 )
 
-// snugd's own codes: the loopback API and the writers of §12.3. They never
+// snugd's own codes: the loopback API and the writers. They never
 // travel inside a net-response frame.
 const (
 	Internal              Code = "INTERNAL"

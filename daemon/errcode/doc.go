@@ -1,5 +1,5 @@
 // Package errcode is the registry of stable error codes snugd sends to
-// clients: Part I R5's codes and the NET_* codes of the executor,
+// clients: the frame protocol's codes and the NET_* codes of the executor,
 // each with its retryable flag, whether it is reserved, and a one-line
 // meaning.
 //

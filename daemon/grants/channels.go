@@ -138,7 +138,7 @@ func (d *Proposers) ProposeDirective(ctx context.Context, appID string, raw []by
 }
 
 // InstallStarter is the install channel: the starter's own connection.json,
-// vouched by the two-fact check of §12.1 (the install source resolves to a
+// vouched by the two-fact check (the install source resolves to a
 // bundled starter AND both the factory and the current HTML match its
 // bytes). An unvouched declaration is treated as absent: no row is
 // written. The requirements proposed are the bundled ones, never bytes the
@@ -256,7 +256,7 @@ func (d *Book) borrowOf(r *requirement.Requirement) (string, bool) {
 // predates the entry or its pins, or storage was altered).
 const ruleRegistryNotPinned = "registry.not-pinned"
 
-// checkBorrowBan is re-approval's own hold of §12.12's borrow ban: a staged
+// checkBorrowBan is re-approval's own hold of the borrow ban: a staged
 // change is reachable without passing the stager (a forged pending column),
 // so before its hosts are frozen it must be a requirement the ban would not
 // change (nor refuse).

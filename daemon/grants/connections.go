@@ -250,7 +250,7 @@ func DecodeHostsFast(col string) ([]string, bool) {
 	return hosts, true
 }
 
-// The writers of spec §12.3, plus reconnect. Each is the sole
+// The writers, plus reconnect. Each is the sole
 // legal author of one transition and is legal only on its stated status;
 // each refusal carries its own code. Every writer runs in one transaction
 // under writeMu and republishes the app's grant index after it commits.
@@ -529,7 +529,7 @@ func (d *Book) revokeRow(ctx context.Context, appID, slot string) (Connection, e
 	}))
 }
 
-// Reconnect is the sixth, user-only act of ruling R11: a revoked row becomes
+// Reconnect is the sixth, user-only act: a revoked row becomes
 // declared again, keeping its requirement and its revoked_at tombstone, which
 // review discloses. It grants nothing: the row needs approval again.
 func (d *Book) Reconnect(ctx context.Context, appID, slot string) (Connection, error) {

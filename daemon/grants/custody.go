@@ -61,7 +61,7 @@ type ConnState struct {
 	ClaimVerifiedAt *int64
 }
 
-// connStateJSON is ConnState's stored form, with §13's field names.
+// connStateJSON is ConnState's stored form, with the field names.
 type connStateJSON struct {
 	Status          ConnStatus  `json:"status"`
 	ObtainedAt      *int64      `json:"obtainedAt,omitempty"`

@@ -8,7 +8,7 @@ import (
 )
 
 // Fact is what the provider chat lane's context may know about one
-// connection (§16, API.md GET /v1/apps/{appId}/facts): never a credential
+// connection (API.md GET /v1/apps/{appId}/facts): never a credential
 // and never a resolved LAN address.
 type Fact struct {
 	Slot     string

@@ -54,7 +54,7 @@ type DroppedRow struct {
 //  2. Anything else that validates strictly lands declared with imported = 1,
 //     approved_at cleared and allowed_hosts recomputed from the requirement;
 //     the file's status, allowed_hosts and pending column are never
-//     trusted. The borrow ban of §12.12 applies as on every proposer
+//     trusted. The borrow ban applies as on every proposer
 //     channel: a row that names or reaches a registry provider lands with
 //     the registry's pinned values, and provenance "registry" is kept only
 //     when the registry really resolved the row. A local revoked row is

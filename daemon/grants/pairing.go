@@ -5,7 +5,7 @@ import (
 	"github.com/snug/snugd/daemon/requirement"
 )
 
-// Pairing in package daemon is a connection's pairing with a device (§13's
+// Pairing in package daemon is a connection's pairing with a device (the pairing
 // families: exchange, device link, token claim), named by the registry.
 // Pairing a host with snugd is daemon/hostauth's.
 

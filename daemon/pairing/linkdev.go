@@ -20,7 +20,7 @@ import (
 )
 
 // Linked devices (DESIGN.md, "Linked-device helpers and the sidecar
-// symbolic host"; §12.12's device-link family): the daemon's side of the
+// symbolic host"; the device-link family): the daemon's side of the
 // helper supervisor (linkdevice.Supervisor). It gives the executor one
 // LocalTransport per registered helper (gate 6a), runs the QR flow that
 // links a slot (start → qr → linked, the token verified and committed with

@@ -256,7 +256,7 @@ func writeOAuthToken(tx *store.Tx, appID, slot string, t oauth.Token) error {
 // connection: invalid_grant marks it expired (reconnect offered), a
 // transient failure changes nothing (the refresh token is kept), any
 // other failure marks it error. The provider's answer is logged only
-// through §14.3's extractor, scrubbed of every secret the request sent.
+// through the extractor, scrubbed of every secret the request sent.
 //
 // conformance: P3-C13-24
 func (d *Service) noteTokenFailure(ctx context.Context, appID, slot string, o oauthRow, err error) {

@@ -30,7 +30,7 @@ import (
 // The oauth leaf's flow ID is the flow book's ID without its "f_" prefix
 // (both are 16 random bytes, base64url), so a state names its flow.
 
-// flowKeyPrefix is §13's auth:_flow:<flowId>.
+// flowKeyPrefix is the key prefix of auth:_flow:<flowId>.
 const FlowKeyPrefix = "auth:_flow:"
 
 // Fixed sentences of the flows.

@@ -117,7 +117,7 @@
 //
 // # The borrow ban
 //
-// Resolve applies §12.12's first rule. Both triggers are checked on every
+// Resolve applies the borrow ban's first rule. Both triggers are checked on every
 // requirement, whatever its kind (an api_key requirement naming an OAuth
 // provider borrows too):
 //

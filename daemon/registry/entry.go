@@ -89,7 +89,7 @@ type RedirectPosture string
 // only beside PKCE.
 const PostureLoopback RedirectPosture = "loopback"
 
-// WebRedirectPosture is a web-surface redirect posture (§12.12, since 1.0).
+// WebRedirectPosture is a web-surface redirect posture (since 1.0).
 type WebRedirectPosture string
 
 // PostureOriginCallback, the sole member today: the provider's client

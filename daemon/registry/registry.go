@@ -85,7 +85,7 @@ type option struct {
 // isLAN reports whether e is a LAN entry.
 func (e *entry) isLAN() bool { return e.lanHost != nil }
 
-// A LoadError is one way the registry data breaks the rules of §12.12 and
+// A LoadError is one way the registry data breaks the rules and
 // this package. File names the data file, Path the seat in it ("$" is the
 // file itself), Rule is one of the Rule* names and Msg says what is wrong.
 // Registry data is public, so a LoadError may name any of it.

@@ -92,7 +92,7 @@ func (e *InvalidError) Error() string {
 	return b.String()
 }
 
-// Resolve applies the borrow ban of §12.12 to r: when r names an entry
+// Resolve applies the borrow ban to r: when r names an entry
 // (display name or alias, case-insensitively) or a host of its
 // ceiling is one the entry pins — whatever r's kind — the entry's pinned
 // values replace r's own. Nothing is merged: hosts, endpoints, the

@@ -15,7 +15,7 @@
 //     by postMessage and addresses its connection by slot, as
 //     snug-connection://<slot>/<path>, so no host is baked into
 //     HTML that installed apps never rebuild;
-//   - connection.json: a JSON array of 1 to 8 requirements (§12.5, the
+//   - connection.json: a JSON array of 1 to 8 requirements (the
 //     shapes of ruling R23). Each passes requirement.Parse with zero
 //     Options at load: a starter manifest is a manifest channel, never the
 //     registry, so a userLayer is refused.

@@ -24,7 +24,7 @@ var data embed.FS
 
 // Limits of a bundled starter.
 const (
-	// MaxHTML is the largest starter HTML: the artifact limit of Part I R6.
+	// MaxHTML is the largest starter HTML: the artifact size limit.
 	MaxHTML = 5 << 20
 	// MaxRequirements is AUTH_MAX_SLOTS_PER_APP: a starter cannot
 	// declare more slots than an app may hold.
@@ -190,7 +190,7 @@ func (c *Catalog) Lookup(id string) (Manifest, bool) {
 	return s.manifest(), true
 }
 
-// Vouch is the two-fact check of §12.1. It vouches for an installed app —
+// Vouch is the two-fact check. It vouches for an installed app —
 // and returns the bundled manifest whose requirements the install act may
 // propose — only when both facts hold:
 //

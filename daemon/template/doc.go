@@ -1,5 +1,5 @@
-// Package template is the credential template language of spec §12.8–§12.9
-// (rulings R15 and R16): the lint a requirement passes before it is
+// Package template is the credential template language:
+// the lint a requirement passes before it is
 // reviewed, stored or rendered, and the render engine that turns declared
 // credential fields into header and query values.
 //

@@ -9,12 +9,12 @@ import (
 	"unicode/utf8"
 )
 
-// This file is the flat grammar of ruling R15: the parser that turns one
+// This file is the flat template grammar: the parser that turns one
 // template value into a program (a list of parts) or into findings. See
 // doc.go for the grammar in EBNF.
 
-// maxValueLen is the bound on one template value, in characters (§12.8,
-// §12.9). Characters are counted as UTF-16 code units, as the spec's
+// maxValueLen is the bound on one template value, in characters.
+// Characters are counted as UTF-16 code units, as the spec's
 // JavaScript reference counts a string's length; this is never laxer than
 // counting code points.
 const maxValueLen = 300
@@ -24,7 +24,7 @@ const maxValueLen = 300
 // so an unbounded value with many findings would cost quadratic time.
 const maxParseLen = 4 * maxValueLen
 
-// A helper is one member of the pinned helper enum of spec §12.8, or hValue
+// A helper is one member of the pinned helper enum, or hValue
 // for a placeholder that places a single operand.
 type helper uint8
 
@@ -121,7 +121,7 @@ func requestTokens() [5]string {
 
 // An operand is one value a part reads. A quoted literal is an opText
 // operand whose text is the literal's content: the renderer copies it and
-// never looks it up (§12.8, the disclosure rule).
+// never looks it up (the disclosure rule).
 type operand struct {
 	kind  opKind
 	field int    // opField: index into Set.keys

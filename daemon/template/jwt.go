@@ -18,7 +18,7 @@ import (
 // SDK's default expiresIn).
 const cdpJWTLifetime = 120
 
-// appendCDPJWT is cdp_jwt(keyName, privateKey) of §12.8 as ruling R16 reads
+// appendCDPJWT is cdp_jwt(keyName, privateKey) as ruling R16 reads
 // it: the compact JWS Coinbase's CDP SDK makes for an Ed25519 key. Header
 // {"alg":"EdDSA","kid":keyName,"nonce":<16 random bytes, hex>,"typ":"JWT"};
 // claims {"sub":keyName,"iss":"cdp","aud":["cdp_service"],"nbf":ts,"iat":ts,

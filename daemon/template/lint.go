@@ -38,7 +38,7 @@ const (
 	fieldsSeat = "fields"
 )
 
-// Envelope bounds of §12.5, §12.8 and §12.9.
+// Envelope bounds of requirements and templates.
 const (
 	maxEntries = 8
 	maxNameLen = 64

@@ -218,7 +218,7 @@ func TestGrammar(t *testing.T) {
 	}
 }
 
-// TestTransposedFieldKey is the example of §12.8: one transposed character
+// TestTransposedFieldKey is the example: one transposed character
 // would sign the eight-byte text "api_secrt" instead of the credential. The
 // lint rejects it, and there is no Set to render.
 // conformance: P3-C12.8-04

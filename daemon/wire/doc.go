@@ -17,7 +17,7 @@
 // that answers it, and refuses when no requestId was recovered: such a
 // frame is never answered.
 //
-// ParseNetRequest applies Part I §3 and ruling R3 exactly, including the
+// ParseNetRequest applies the net-request rules exactly, including the
 // rules the published schema cannot carry: no body on GET or HEAD, no
 // credential-shaped header (CredentialHeader: the five STRIP_HEADERS after
 // lowercasing and mapping '_' to '-'), no transport-owned header, header

@@ -26,7 +26,7 @@ const (
 	TypeAppEvent       = "snug:app-event"
 
 	typePrefix      = "snug:"
-	protocolVersion = 1 // R1: every frame carries v: 1
+	protocolVersion = 1 // Every frame carries v: 1
 )
 
 // FrameTypes returns the thirteen frame types in the order of Part I's
@@ -40,7 +40,7 @@ func FrameTypes() []string {
 }
 
 // Size classes, measured on the serialized UTF-8 bytes of a frame
-// (ruling R3), and Part I's other limits. Lengths in characters count
+// (an exact key set), and the frame protocol's other limits. Lengths in characters count
 // Unicode code points, as JSON Schema's maxLength does.
 const (
 	MaxFrameBytes    = 256 << 10      // every frame but the db and net pairs
@@ -107,7 +107,7 @@ func oversize(typ string, ms []member) *ParseError {
 }
 
 // shapeCode is the code a shape failure of typ answers with. Ruling R2:
-// net-request shape failures are NET_INVALID_REQUEST. R5's registry has no
+// net-request shape failures are NET_INVALID_REQUEST. The registry has no
 // shape code for the other frames, so they answer HOST_ERROR, which is how
 // a receiver renders the unregistered MALFORMED anyway.
 func shapeCode(typ string) errcode.Code {

@@ -10,7 +10,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// Limits of snug:net-request (Part I §3).
+// Limits of snug:net-request.
 const (
 	MaxNetURLChars      = 4096
 	MaxHeaderNameChars  = 128
@@ -27,7 +27,7 @@ const (
 // CredentialHeader reports whether name is credential-shaped: one of
 // STRIP_HEADERS after lowercasing ASCII letters and mapping '_' to '-'
 // (X_Api_Key counts as x-api-key, since CGI-style servers fold
-// the two). Ruling R17: at gate 7 "credential-shaped" means exactly this.
+// the two). At gate 7 "credential-shaped" means exactly this.
 // It does not allocate.
 func CredentialHeader(name string) bool {
 	switch len(name) {
@@ -261,7 +261,7 @@ func canonName(name string) string {
 	return string(b)
 }
 
-// netURLProblem applies ruling R3's URL rules. The scheme is not judged
+// netURLProblem applies the net-request URL rules. The scheme is not judged
 // here (gate 4 and §15 do that), but there must be one.
 func netURLProblem(s string) string {
 	if p := checkLen("url", s, 1, MaxNetURLChars); p != "" {

@@ -74,7 +74,7 @@ func TestParseNetRequestStrict(t *testing.T) {
 	}
 }
 
-// TestParseNetRequestLimits walks every length limit of §3 across its
+// TestParseNetRequestLimits walks every length limit across its
 // boundary.
 //
 // conformance: P1-NET3-02, P1-NET3-03, P1-NET3-04, P1-NET3-05, P1-NET3-06, P1-R6-05
@@ -193,7 +193,7 @@ func TestParseNetRequestStripHeaders(t *testing.T) {
 	}
 }
 
-// TestParseNetRequestHeaderRules: the rest of ruling R3's header rules,
+// TestParseNetRequestHeaderRules: the rest of the net-request header rules,
 // and the names that look like a STRIP name but are not one.
 //
 // conformance: P1-F2-02
@@ -266,7 +266,7 @@ func TestNetRequestURLInvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestParseNetRequestURL: ruling R3's URL rules. The scheme is not judged
+// TestParseNetRequestURL: the net-request URL rules. The scheme is not judged
 // here, but the URL must parse.
 //
 // conformance: P1-F2-02

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 )
 
-// SlotPattern is the slot rule of spec §12.2: lowercase and dash-only by
+// SlotPattern is the slot rule: lowercase and dash-only by
 // construction, because SQLite compares bytes exactly and a mixed-case form
 // would fork one provider into two rows.
 const SlotPattern = `^[a-z0-9][a-z0-9-]{0,39}$`

@@ -59,14 +59,14 @@ type Connection struct {
 }
 
 // NeedsReapproval reports whether an approved row has a staged change: the
-// derived "needs re-approval" of §12.2, never a fourth status.
+// derived "needs re-approval", never a fourth status.
 func (c *Connection) NeedsReapproval() bool {
 	return c.Status == StatusApproved && c.PendingRequirementJSON != nil
 }
 
 // check holds a row to the invariants every writer keeps, as the last line
 // before storage: the spec's value sets (slot pattern, status, provenance)
-// and the shapes of §12.2–§12.4 and R11–R12 (pending only on an approved
+// and the writers' shapes (pending only on an approved
 // row; an approved row has approved_at and a revoked one revoked_at; an
 // imported row is declared, since approval clears the flag and import never
 // lands a row approved or revoked). The requirement schema itself is
