@@ -188,7 +188,7 @@ func TestRegistry(t *testing.T) {
 	spec := []Code{ParseFailed, ThreadConflict, NetworkError, ResetFailed, Cancelled, Superseded, UnsupportedVersion, ConsentRequired, AuthRequired, HostError,
 		NetInvalidRequest, NetNotApproved, NetImportedUnapproved, NetAmbiguousConnection, NetSchemeBlocked, NetHostBlocked, NetSSRFBlocked, NetConfirmDenied, NetRedirectBlocked, NetSizeExceeded, NetFetchFailed, NetAuthFailed, NetScrubbedHeaderStripped}
 	if err := appendOnly(spec, List()); err != nil {
-		t.Errorf("List() does not open with Part I's codes: %v", err)
+		t.Errorf("List() does not open with the frame protocol's codes: %v", err)
 	}
 	seen := map[Code]bool{}
 	for i, e := range List() {

@@ -87,8 +87,7 @@ func (d *Proposers) ProposeUser(ctx context.Context, appID, slot string, raw []b
 	return d.proposeAdmitted(ctx, appID, a, res)
 }
 
-// directive is the wire shape of a connection_requirement directive
-// (§12.13).
+// directive is the wire shape of a connection_requirement directive.
 type directive struct {
 	V           json.RawMessage `json:"v"`
 	Kind        string          `json:"kind"`
@@ -416,8 +415,8 @@ func (d *Proposers) reconsentCandidates(ctx context.Context) (rows []store.Conne
 //     the borrow ban holds for it as it would for a fresh proposal;
 //   - an approved row gets the re-resolution of its staged change, or of
 //     its current requirement when none is staged, staged for re-approval:
-//     a pin change always re-consents and never silently promotes
-//     (§12.12). The grant keeps serving what the user approved until then.
+//     a pin change always re-consents and never silently promotes.
+//     The grant keeps serving what the user approved until then.
 //
 // A row the registry now refuses keeps what it has; re-approval and the
 // review re-check it.

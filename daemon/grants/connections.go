@@ -42,8 +42,7 @@ const (
 )
 
 // MaxSlotsPerApp is AUTH_MAX_SLOTS_PER_APP: every row of an app
-// counts, revoked tombstones included; replacing an existing slot does not
-// (ruling R13).
+// counts, revoked tombstones included; replacing an existing slot does not.
 const MaxSlotsPerApp = 8
 
 // Connection is one connection row as snugd reads it: the grant columns of

@@ -44,8 +44,8 @@ type DroppedRow struct {
 	Reason string
 }
 
-// Import reconciles the snug_connections rows of the user DB at path (spec
-// §12.4). The file is untrusted input: every row goes through
+// Import reconciles the snug_connections rows of the user DB at path.
+// The file is untrusted input: every row goes through
 // one of three branches, in one transaction.
 //
 //  1. Byte-identical (app_id, slot, requirement_json, allowed_hosts) to a
@@ -296,8 +296,8 @@ func ruleList(vs []requirement.Violation) string {
 }
 
 // Export writes a copy of the user DB to dest: snug_connections only, every
-// secret dropped and the file vacuumed so freed pages carry nothing (spec
-// §13; DESIGN.md Storage). Exports never carry secrets in v1.
+// secret dropped and the file vacuumed so freed pages carry nothing
+// (DESIGN.md Storage). Exports never carry secrets in v1.
 func (d *Records) Export(ctx context.Context, dest string) error {
 	if err := d.store.Export(ctx, dest); err != nil {
 		return Internal(d.log, "export", err)

@@ -8,8 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxProviderErrorChars bounds the provider error text shown to a human
-// (§14.3).
+// MaxProviderErrorChars bounds the provider error text shown to a human.
 const MaxProviderErrorChars = 160
 
 // providerErrorFields are the named fields of the recognized error

@@ -71,8 +71,8 @@ type Manifest struct {
 
 // Load loads and validates the bundled starters. Every requirement of
 // every connection.json passes requirement.Parse with zero Options: a
-// starter manifest is not the registry, so it may never carry a userLayer
-// (§12.10). The daemon refuses to start when Load fails.
+// starter manifest is not the registry, so it may never carry a userLayer.
+// The daemon refuses to start when Load fails.
 func Load() (*Catalog, error) {
 	sub, err := fs.Sub(data, "data")
 	if err != nil {

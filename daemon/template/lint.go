@@ -194,8 +194,8 @@ func isQueryName(s string) bool {
 // Proxy-*). A credential template has no business with any of them.
 func reservedHeader(h string) bool {
 	switch l := strings.ToLower(h); l {
-	case "host", "content-length", "transfer-encoding", // ruling R15
-		"connection", "te", "trailer", "upgrade", "keep-alive": // ruling R3
+	case "host", "content-length", "transfer-encoding", // framing headers
+		"connection", "te", "trailer", "upgrade", "keep-alive": // hop-by-hop headers
 		return true
 	default:
 		return strings.HasPrefix(l, "proxy-")

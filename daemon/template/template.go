@@ -53,7 +53,7 @@ type entry struct {
 // header templates by name, then query templates by name, each value's
 // findings in the order of their position.
 func Compile(fieldKeys []string, t Templates) (*Set, []Finding) {
-	res, findings := newResolver(fieldKeys) // §12.9: one resolution serves both placements
+	res, findings := newResolver(fieldKeys) // one resolution serves both placements
 	headers, f := compilePlacement(res, headerPlacement(), t.Header)
 	findings = append(findings, f...)
 	query, f := compilePlacement(res, queryPlacement(), t.Query)

@@ -9,7 +9,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// The thirteen frame types of Part I §2.
+// The thirteen frame types.
 const (
 	TypeAppAnnounce    = "snug:app-announce"
 	TypeHostReady      = "snug:host-ready"
