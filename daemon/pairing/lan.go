@@ -73,8 +73,8 @@ func lanRefusal(err error) error {
 	return &LANRefusedError{Err: lan.ErrUnreachable}
 }
 
-// checkLANPolicy refuses every LAN act under the browser transport policy
-// (ruling R19): that profile admits no LAN request.
+// checkLANPolicy refuses every LAN act under the browser transport policy:
+// that profile admits no LAN request.
 func (d *Devices) checkLANPolicy() error {
 	if !d.side.Desktop() {
 		return errcode.New(errcode.Forbidden, "the browser transport policy admits no device on the local network")
@@ -154,13 +154,13 @@ func (d *Devices) relocateLAN(ctx context.Context, bridges []lan.Bridge) {
 	}
 }
 
-// CollectLANAddress writes the post-collection shape of a lanHost row
-// (§12.11): its requirement with declaredApiHosts holding exactly address,
+// CollectLANAddress writes the post-collection shape of a lanHost row:
+// its requirement with declaredApiHosts holding exactly address,
 // through the user channel. On a declared row it replaces the row (approve
 // it next); on an approved row it is staged, and re-approval shows the
 // diff. address must be a canonical RFC-1918 dotted quad, checked by the
-// class's own validator before and independently of the schema (§12.11
-// (b)). The row must declare a lanHost.
+// class's own validator before and independently of the schema.
+// The row must declare a lanHost.
 func (d *Devices) CollectLANAddress(ctx context.Context, appID, slot, address string) (grants.ProposeResult, error) {
 	if !requirement.IsRFC1918Literal(address) {
 		return grants.ProposeResult{}, errcode.New(errcode.BadRequest, lan.ErrNotPrivate.Error())

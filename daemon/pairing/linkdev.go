@@ -513,7 +513,7 @@ func (d *Devices) failLink(key linkdevice.SessionKey, flowID, msg string) {
 	}
 }
 
-// commitLink is the one write of a device link (§12.12 "one write, no
+// commitLink is the one write of a device link ("one write, no
 // window"): the token as the declared field and _connection with status
 // connected and linkVerifiedAt, in one transaction, and only while the row
 // is the approved row the flow started on. A relink's journal entry

@@ -15,8 +15,7 @@ import (
 	"github.com/snug/snugd/daemon/scrub"
 )
 
-// The OAuth kinds' custody and gate 8 (spec §12.5, §13, §14 gate 8,
-// rulings R14): the token source the executor asks, the guarded
+// The OAuth kinds' custody and gate 8: the token source the executor asks, the guarded
 // client every token, refresh and revoke POST goes through, and the
 // revocation that runs before a revoked slot is wiped. The protocol is
 // daemon/oauth's; this file decides where things are stored and what a

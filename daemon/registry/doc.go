@@ -1,5 +1,5 @@
-// Package registry is snugd's registry of pinned providers (spec §12.12,
-// rulings R18 and R22): embedded, reviewed data validated when it loads,
+// Package registry is snugd's registry of pinned providers:
+// embedded, reviewed data validated when it loads,
 // the borrow ban that substitutes pinned values into a requirement that
 // names or reaches a registered provider, and the render-time capability
 // facts a wizard asks for.
@@ -44,7 +44,7 @@
 //
 // An auth option is {id, label, kind, fields?, registration?, endpoints?,
 // pkce?, authorizeParams?, request?, userLayer?}: a complete credential
-// flow with the requirement shapes of ruling R23. It carries no identity
+// flow with the requirement shapes. It carries no identity
 // seat — displayName, name, provider, aliases, hosts, declaredApiHosts,
 // lanHost, scopes or slot is refused with RuleOptionIdentity — because
 // which hosts may receive a credential, under which name and with which
@@ -122,7 +122,7 @@
 // provider borrows too):
 //
 //   - name: provider.name equals an entry's display name or alias,
-//     case-insensitively (ruling R22; the name is printable ASCII in NFC
+//     case-insensitively (the name is printable ASCII in NFC
 //     after requirement.Parse). A rename ("5potify") evades this one;
 //   - host: a host of the requirement's ceiling — declaredApiHosts,
 //     endpoint hosts and userLayer hosts, normalized as

@@ -27,7 +27,7 @@
 // host and a canonical port. The scheme is left to the executor.
 //
 // Lengths are counted in characters as JSON Schema counts them (Unicode
-// code points); frame sizes are the bytes as received (R6, FrameLimit).
+// code points); frame sizes are the bytes as received (FrameLimit).
 // Parsing is one pass over the frame with a small JSON scanner (the
 // strict reader of daemon/internal/strictjson): encoding/json matches keys
 // case-insensitively and keeps the last of two duplicate keys, which a

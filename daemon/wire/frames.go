@@ -106,7 +106,7 @@ func oversize(typ string, ms []member) *ParseError {
 	return &ParseError{Code: d.code, Type: typ, RequestID: d.recovered(), Message: fmt.Sprintf("frame exceeds %d bytes", FrameLimit(typ))}
 }
 
-// shapeCode is the code a shape failure of typ answers with. Ruling R2:
+// shapeCode is the code a shape failure of typ answers with:
 // net-request shape failures are NET_INVALID_REQUEST. The registry has no
 // shape code for the other frames, so they answer HOST_ERROR, which is how
 // a receiver renders the unregistered MALFORMED anyway.

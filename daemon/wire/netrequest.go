@@ -369,8 +369,8 @@ func canonicalPort(p string) bool {
 	return n <= 65535
 }
 
-// ParseNetRequest parses a snug:net-request exactly as Part I §3 and
-// ruling R3 define it. It is strict: any key outside {type, v,
+// ParseNetRequest parses a snug:net-request exactly as the
+// net-request rules define it. It is strict: any key outside {type, v,
 // requestId, instanceId, url, method, headers, body} rejects the frame,
 // appId included, and so does a duplicate key at any level. The frame is
 // at most MaxNetFrameBytes as received.
