@@ -49,8 +49,8 @@ type Config struct {
 	// transports.LAN. It is used only under the desktop policy.
 	LAN *transports.LAN
 	// TransportPolicy chooses between the spec's two profiles:
-	// PolicyDesktop (the zero value "" means desktop) admits the LAN class of
-	// §12.11 at gates 4 and 5; PolicyBrowser is byte-identical to the
+	// PolicyDesktop (the zero value "" means desktop) admits the LAN device class
+	// at gates 4 and 5; PolicyBrowser is byte-identical to the
 	// browser profile and admits no LAN request. Any other value is refused
 	// by New.
 	TransportPolicy fetch.TransportPolicy

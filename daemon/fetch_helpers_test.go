@@ -28,7 +28,7 @@ import (
 
 // The executor's tests reach real TLS servers on loopback through an
 // injected resolver (answering documentation-range addresses, which the
-// SSRF guard admits by ruling R8) and an injected dialer that connects
+// SSRF guard admits) and an injected dialer that connects
 // those addresses to the loopback listener. No setting a deployment could
 // flip is involved: Public's Resolver, Dial and RootCAs are test seams.
 

@@ -46,7 +46,7 @@ const (
 const MaxSlotsPerApp = 8
 
 // Connection is one connection row as snugd reads it: the grant columns of
-// spec §12.2 and the parsed requirement. Requirement is nil when the stored
+// the user DB and the parsed requirement. Requirement is nil when the stored
 // requirement_json no longer validates (Invalid says why); such a row
 // grants nothing.
 type Connection struct {

@@ -15,8 +15,8 @@
 //
 // # Grammar
 //
-// A template value is literal text with placeholders embedded in it
-// (ruling R15). In EBNF, over the characters of the value:
+// A template value is literal text with placeholders embedded in it.
+// In EBNF, over the characters of the value:
 //
 //	template    = { text | placeholder } ;
 //	text        = printable ASCII (U+0020–U+007E); "{{" opens a placeholder and

@@ -14,11 +14,11 @@ import (
 	"unicode/utf8"
 )
 
-// cdpJWTLifetime is exp - nbf of a cdp_jwt, in seconds (ruling R16; the CDP
+// cdpJWTLifetime is exp - nbf of a cdp_jwt, in seconds (the CDP
 // SDK's default expiresIn).
 const cdpJWTLifetime = 120
 
-// appendCDPJWT is cdp_jwt(keyName, privateKey) as ruling R16 reads
+// appendCDPJWT is cdp_jwt(keyName, privateKey) as snugd reads
 // it: the compact JWS Coinbase's CDP SDK makes for an Ed25519 key. Header
 // {"alg":"EdDSA","kid":keyName,"nonce":<16 random bytes, hex>,"typ":"JWT"};
 // claims {"sub":keyName,"iss":"cdp","aud":["cdp_service"],"nbf":ts,"iat":ts,

@@ -103,8 +103,8 @@ const (
 
 // Render runs one render pass with one memoized timestamp over both
 // placements: the clock is read once, before the first template, and every
-// timestamp() and request.timestamp of both placements reads that value
-// (§12.8.1). values maps declared field keys to credential values; a
+// timestamp() and request.timestamp of both placements reads that value.
+// values maps declared field keys to credential values; a
 // referenced key whose value is absent or empty is an error wrapping
 // ErrMissingValue. A rendered header value holding a CR, LF, NUL, any other
 // control byte or a non-ASCII byte is an error. Errors name

@@ -72,8 +72,8 @@ func headerMap(ps []template.Pair) map[string]string {
 	return m
 }
 
-// coinbaseExchange is the four-header Coinbase Exchange signature of
-// §12.8.1.
+// coinbaseExchange is the four-header Coinbase Exchange signature
+// example.
 func coinbaseExchange() template.Templates {
 	return template.Templates{Header: map[string]string{
 		"CB-ACCESS-KEY":        "{{api_key}}",

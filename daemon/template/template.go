@@ -78,8 +78,8 @@ func Lint(fieldKeys []string, t Templates) []Finding {
 // Request is what the request tokens read. URL and PathAndQuery are the URL
 // exactly as it will be sent, after connection-relative resolution and before
 // query credentials are added. An absent body is "". There is
-// no timestamp here: request.timestamp is minted by the render pass
-// (§12.8.1), never taken from the request.
+// no timestamp here: request.timestamp is minted by the render pass,
+// never taken from the request.
 type Request struct {
 	Method       string
 	URL          string
