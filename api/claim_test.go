@@ -18,8 +18,8 @@ import (
 	"github.com/snug/snugd/transports"
 )
 
-// bridgeResolver answers every name with a documentation address (ruling
-// R8), and newClaimEnv's dialer connects it to the simulator's listener:
+// bridgeResolver answers every name with a documentation address,
+// and newClaimEnv's dialer connects it to the simulator's listener:
 // the public transport's test seams, no gate touched.
 type bridgeResolver struct{}
 

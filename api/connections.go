@@ -53,7 +53,7 @@ func (s *Server) connectionJSON(ctx context.Context, row grants.Connection) (Con
 	return j, nil
 }
 
-// writer adapts one of the writers of §12.3 (and reconnect) to a route.
+// writer adapts one of the connection writers (and reconnect) to a route.
 // The body is optional and must be an empty JSON object when present.
 func (s *Server) writer(c echo.Context, write func(context.Context, string, string) (grants.Connection, error)) error {
 	var empty struct{}

@@ -33,7 +33,7 @@ func TestStatusTable(t *testing.T) {
 	}
 	registered := registeredCodes(t)
 	inFrames := map[errcode.Code]bool{}
-	for _, c := range registered[:23] { // Part I's and the net registry's: they travel in frames
+	for _, c := range registered[:23] { // the frame codes and the net registry's: they travel in frames
 		inFrames[c] = true
 	}
 	for _, c := range registered {
@@ -184,7 +184,7 @@ func registeredCodes(t *testing.T) []errcode.Code {
 		codes = append(codes, errcode.Code(code))
 	}
 	if len(codes) < 23 {
-		t.Fatalf("codes.golden lists %d codes, want at least Part I's and the net registry's 23", len(codes))
+		t.Fatalf("codes.golden lists %d codes, want at least the frame codes and the net registry's 23", len(codes))
 	}
 	return codes
 }

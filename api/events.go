@@ -11,7 +11,7 @@ import (
 )
 
 // events streams hints as Server-Sent Events (GET /v1/events). A hint is a
-// doorbell (Part I R7): its data is references only, rebuilt here field by
+// doorbell: its data is references only, rebuilt here field by
 // field from the daemon's typed hint, so nothing a sender supplied is
 // relayed verbatim. A comment line every heartbeat keeps the connection
 // alive and finds a client that went away. The stream ends when the client

@@ -62,7 +62,7 @@ func (s *Server) testConnection(c echo.Context) error {
 
 // ProviderErrorHeader carries, beside a net-response whose upstream status
 // was 400 or more, the executor's ≤160-character extract of the provider's
-// error (§14.3: scrubbed, extracted, re-scrubbed) for a host that shows it
+// error (scrubbed, extracted, re-scrubbed) for a host that shows it
 // to a person. It is percent-encoded UTF-8; it never enters the frame.
 const ProviderErrorHeader = "Snugd-Provider-Error"
 
@@ -162,7 +162,7 @@ func (s *Server) standings(c echo.Context) error {
 }
 
 // arm arms a standing approval: an authenticated host attesting the user's
-// gesture, or the ctl channel (ruling R20).
+// gesture, or the ctl channel.
 func (s *Server) arm(c echo.Context) error {
 	var req StandingRequest
 	if err := bind(c, &req); err != nil {

@@ -25,7 +25,7 @@ import (
 )
 
 // The executor's routes reach a real TLS server on loopback: an injected
-// resolver answers a documentation address (admitted by ruling R8) and an
+// resolver answers a documentation address (the one block admitted as public) and an
 // injected dialer connects it to the test server. httptest's certificate
 // is valid for *.example.com.
 
@@ -141,7 +141,7 @@ func TestNetOverTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := parseFrame(t, b); r.OK() || r.Error.Code != errcode.NetInvalidRequest {
-		t.Errorf("frame carrying its own appId = %+v, want NET_INVALID_REQUEST (R3)", r)
+		t.Errorf("frame carrying its own appId = %+v, want NET_INVALID_REQUEST (strict key set)", r)
 	}
 	// No usable requestId: no frame at all, an API error.
 	_, err = c.Net(ctx, NetRequest{AppID: "app1", Frame: json.RawMessage(`{"type":"snug:net-request"}`), Delivery: "app"})
@@ -167,7 +167,7 @@ func TestNetOverTheAPI(t *testing.T) {
 }
 
 // TestProviderErrorHeader: beside a frame whose upstream failed, the host
-// gets the provider's error extract (§14.3) in a header, scrubbed and
+// gets the provider's error extract in a header, scrubbed and
 // percent-encoded; the frame itself is unchanged.
 //
 // conformance: P3-X14.3-03

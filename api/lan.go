@@ -11,7 +11,7 @@ import (
 	"github.com/snug/snugd/daemon/pairing"
 )
 
-// The exchange pairing family's routes (Philips Hue, §12.11, §12.12):
+// The exchange pairing family's routes (Philips Hue):
 // discover bridges, collect one's address, probe its certificate, pair.
 // Every refusal of the network half is LAN_REFUSED with one of lan's fixed
 // sentences; nothing a device said is ever echoed beyond the bounded,

@@ -23,7 +23,7 @@ type LinkStartResponse struct {
 }
 
 // linkStart starts the device-link flow of an approved linked_device row
-// bound to a registry helper (§12.12 device-link): 200 {flowId, flow}.
+// bound to a registry helper (the device-link pairing family): 200 {flowId, flow}.
 // CONNECTION_NOT_APPROVED, NOT_FOUND (no device-link pairing),
 // ALREADY_CONNECTED (linked, and no replace) and NET_FETCH_FAILED (no
 // helper, or it could not start) refuse.

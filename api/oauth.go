@@ -11,7 +11,7 @@ import (
 	"github.com/snug/snugd/daemon/pairing"
 )
 
-// The OAuth routes (spec §12.5, §12.12, §13; API.md "Flows"): start a
+// The OAuth routes (API.md "Flows"): start a
 // sign-in, and its two callbacks — the desktop loopback redirect target
 // GET /oauth/callback (open, no Origin, a plain page) and the web
 // surface's POST /v1/oauth/callback (authenticated: only the host the flow

@@ -21,7 +21,7 @@ import (
 // The OAuth routes against zitadel's OP (daemon/oauth/oauthtest), reached
 // through the shipped Spotify entry's hosts: an injected resolver answers
 // a documentation address and an injected dialer connects it to the OP
-// (ruling R24).
+// (the shipped entries are used as they are, with no test switch).
 
 type oauthResolver struct{}
 

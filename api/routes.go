@@ -60,7 +60,7 @@ const (
 	bulkTimeout  = 30 * time.Minute
 )
 
-// Body limits, enforced before anything parses a byte (Part I R6 classes).
+// Body limits, enforced before anything parses a byte (the net frame size classes).
 const (
 	noBody          = 0
 	smallBody       = 16 << 10                      // control calls: pair, redeem, codes, empty writer bodies
@@ -119,7 +119,7 @@ type route struct {
 // No route here lets an app reach a requirement or grant writer: an app
 // never talks to snugd at all (its frames reach snugd only through a
 // paired host, and only POST /v1/net takes a frame), and the proposer
-// routes are the three channels of §12.1, each called by a host
+// routes are the three proposal channels, each called by a host
 // (conformance P3-C12.1-01, P3-C12.1-09, P3-S17-01).
 func routes() []route {
 	const (

@@ -296,7 +296,7 @@ type ConnectionJSON struct {
 	Confidence         *float64        `json:"confidence"` // display-only
 	Imported           bool            `json:"imported"`
 	// Borrowed says the registry supplied the requirement's pinned values
-	// (provenance registry, ruling R18): the review discloses it.
+	// (provenance registry): the review discloses it.
 	Borrowed   bool           `json:"borrowed"`
 	CreatedAt  Time           `json:"createdAt"`
 	UpdatedAt  Time           `json:"updatedAt"`
@@ -305,11 +305,11 @@ type ConnectionJSON struct {
 	Invalid    []Detail       `json:"invalid,omitempty"`
 	State      *ConnStateJSON `json:"state"` // null before any credential or flow
 	// Standing is the standing approval armed on the connection, null when
-	// none (§17 rule 6: disclosed wherever the connection is).
+	// none (disclosed wherever the connection is).
 	Standing *StandingJSON `json:"standing"`
 }
 
-// ConnStateJSON is a slot's dynamic state (§13): never a credential.
+// ConnStateJSON is a slot's dynamic state: never a credential.
 type ConnStateJSON struct {
 	Status          string      `json:"status"` // pending | connected | expired | error
 	ObtainedAt      *Time       `json:"obtainedAt,omitempty"`
@@ -373,8 +373,8 @@ type SchemasResponse struct {
 	Types []string `json:"types"`
 }
 
-// EventData is the data of one /v1/events hint: references only (Part I
-// R7), never content. Each event type fills its own fields.
+// EventData is the data of one /v1/events hint: references only,
+// never content. Each event type fills its own fields.
 type EventData struct {
 	ID       string `json:"id,omitempty"`       // confirm-pending
 	AppID    string `json:"appId,omitempty"`    // connection-changed
@@ -620,9 +620,9 @@ type QuietHoursJSON struct {
 	TimeZone string `json:"timeZone,omitempty"`
 }
 
-// StandingRequest is POST /v1/standing: arm a standing approval (§17). The
+// StandingRequest is POST /v1/standing: arm a standing approval. The
 // host attests with userGesture that the user armed it with an explicit
-// gesture on its own surface (ruling R20); false is refused.
+// gesture on its own surface; false is refused.
 type StandingRequest struct {
 	AppID         string          `json:"appId"`
 	Slot          string          `json:"slot"`
@@ -735,7 +735,7 @@ type JournalResponse struct {
 	Next    int64              `json:"next"`
 }
 
-// FactJSON is one LLM-safe fact about a connection (§16): no credential,
+// FactJSON is one LLM-safe fact about a connection: no credential,
 // no LAN address.
 type FactJSON struct {
 	Slot     string   `json:"slot"`

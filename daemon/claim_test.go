@@ -33,7 +33,7 @@ import (
 // The claim tests run a SimpleFIN Bridge simulator (claimtest) on a
 // loopback TLS listener whose certificate names bridge.simplefin.org. The
 // public transport resolves every name to a documentation address, which
-// its SSRF guard admits (ruling R8), through an injected resolver, and an
+// its SSRF guard admits, through an injected resolver, and an
 // injected dialer connects that address to the listener. No gate is
 // touched: these are Public's test seams.
 

@@ -168,7 +168,7 @@ func TestConfirmTimeout(t *testing.T) {
 
 // TestSessionMemory: "allow for this session" answers later requests
 // with exactly the same (app, host, method) and nothing else, and any
-// write to the app's connections clears it (ruling R10).
+// write to the app's connections clears it.
 //
 // conformance: P3-X14-24
 func TestSessionMemory(t *testing.T) {

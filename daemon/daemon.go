@@ -48,13 +48,13 @@ type Config struct {
 	// LAN is the transport to an RFC-1918 device (§12.11). Nil means a zero
 	// transports.LAN. It is used only under the desktop policy.
 	LAN *transports.LAN
-	// TransportPolicy chooses between the spec's two profiles (ruling R19):
-	// PolicyDesktop (the zero value "" means desktop) admits the LAN class of
-	// §12.11 at gates 4 and 5; PolicyBrowser is byte-identical to the
+	// TransportPolicy chooses between the spec's two profiles:
+	// PolicyDesktop (the zero value "" means desktop) admits the LAN device class
+	// at gates 4 and 5; PolicyBrowser is byte-identical to the
 	// browser profile and admits no LAN request. Any other value is refused
 	// by New.
 	TransportPolicy fetch.TransportPolicy
-	// LANDiscover browses the local network for Hue bridges (§12.11). Nil
+	// LANDiscover browses the local network for Hue bridges. Nil
 	// means lan.Browse; tests that must not multicast on the machine's
 	// interfaces pass their own.
 	LANDiscover func(context.Context, lan.DiscoverConfig) (lan.Discovery, error)
@@ -78,7 +78,7 @@ type Config struct {
 	// DefaultRequestTimeout (30 seconds).
 	RequestTimeout time.Duration
 	// StandingTargets names, per requirement, the trigger classes a standing
-	// approval may be armed for and where each reads its target from (§17).
+	// approval may be armed for and where each reads its target from.
 	// Nil means no requirement has any: nothing can be armed.
 	StandingTargets func(*requirement.Requirement) []fetch.StandingTarget
 }

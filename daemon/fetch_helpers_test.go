@@ -28,7 +28,7 @@ import (
 
 // The executor's tests reach real TLS servers on loopback through an
 // injected resolver (answering documentation-range addresses, which the
-// SSRF guard admits by ruling R8) and an injected dialer that connects
+// SSRF guard admits) and an injected dialer that connects
 // those addresses to the loopback listener. No setting a deployment could
 // flip is involved: Public's Resolver, Dial and RootCAs are test seams.
 
@@ -138,7 +138,7 @@ func newRig(t testing.TB, opts ...func(*Config)) *rig {
 	run(t, d)
 	t.Cleanup(func() {
 		d.Close()
-		// No test's log may ever carry the credential (§12.9, DESIGN.md).
+		// No test's log may ever carry the credential (DESIGN.md).
 		if strings.Contains(r.logs.String(), secretKey) || strings.Contains(r.logs.String(), "Secret+Key") {
 			t.Errorf("the daemon's log carries a credential:\n%s", r.logs.String())
 		}

@@ -441,7 +441,7 @@ func TestEncodedBodyRefused(t *testing.T) {
 }
 
 // TestLANPinnedRefusesHTTP: once a LAN device's pin is recorded, every
-// later request verifies against it (§12.11). Plain http cannot, so it is
+// later request verifies against it. Plain http cannot, so it is
 // refused before anything is dialed: otherwise an app could take the
 // credential around the pin, in clear text, to whatever answers at the
 // address. A device never paired over TLS still takes http.

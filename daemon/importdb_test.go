@@ -95,7 +95,7 @@ func TestImportLandsChangedRowsDeclared(t *testing.T) {
 			t.Fatalf("%s: an imported row grants", slot)
 		}
 	}
-	// Approval clears imported (R11).
+	// Approval clears imported.
 	if c, err := d.grants.Approve(ctx, "app", "wy"); err != nil || c.Imported {
 		t.Fatalf("approve of an imported row = %+v, %v", c, err)
 	}
@@ -262,7 +262,7 @@ func TestStoredRequirementRevalidatedOnRead(t *testing.T) {
 }
 
 // An imported file is one more way a requirement reaches snugd, and the
-// borrow ban of §12.12 binds every requirement, whatever its channel: a row
+// borrow ban binds every requirement, whatever its channel: a row
 // that names a registry provider while pointing at hosts of its own lands
 // with the registry's pinned values, never its own, and a claimed
 // provenance "registry" buys a row nothing.

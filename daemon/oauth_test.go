@@ -29,7 +29,7 @@ import (
 // The OAuth kinds end to end inside the daemon, against zitadel's OP
 // (daemon/oauth/oauthtest) reached through the shipped registry entries'
 // hosts: an injected resolver answers a documentation address for every
-// name and an injected dialer connects it to the OP (ruling R24: never a
+// name and an injected dialer connects it to the OP (never a
 // registry switch).
 
 // oauthHosts are the shipped entries' hosts the OP's certificate names.
@@ -221,7 +221,7 @@ func TestOAuthCodeFlowThroughTheExecutor(t *testing.T) {
 	if access == "" || o.secret(t, store.FieldKey("app1", "music", grants.RefreshTokenField)) == "" {
 		t.Fatal("tokens not stored")
 	}
-	// A second app shares the one state key (§13: app-agnostic).
+	// A second app shares the one state key (app-agnostic).
 	o.approveOAuth(t, "app2", spotifyDecl("music"), map[string]string{"client_id": oauthtest.NativeClient})
 	if _, err := o.d.pairing.StartOAuth(ctx, "app2", "music", 4747, false); err != nil || o.secret(t, store.StateHMACKey) != key {
 		t.Fatalf("second app's flow: %v, key changed: %t", err, o.secret(t, store.StateHMACKey) != key)

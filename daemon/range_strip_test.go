@@ -6,7 +6,7 @@ import (
 
 // TestRangeHeadersNeverReachTheUpstream: a partial response would split a
 // credential the provider reflects past the exact-substring scrub of gate
-// 10 (§14.1), so an app's Range and If-Range are stripped at gate 7, in
+// 10, so an app's Range and If-Range are stripped at gate 7, in
 // any spelling.
 // conformance: P3-X14-34
 func TestRangeHeadersNeverReachTheUpstream(t *testing.T) {

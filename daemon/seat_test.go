@@ -75,7 +75,7 @@ func TestOneSeat(t *testing.T) {
 	// grants/custody.go defines SlotSecrets and calls no transport; the
 	// transports (fetch_transport.go), the side client (side.go) and the
 	// credential sources (fetch_inject.go) read no credential themselves.
-	// pairing/oauthconn.go is gate 8's OAuth token seat (§13): it reads the
+	// pairing/oauthconn.go is gate 8's OAuth token seat: it reads the
 	// slot's client fields and tokens and posts them to the token endpoint
 	// through the executor's side client, behind the row's ceiling check.
 	if want := []string{"fetch/fetch.go", "fetch/fetch_gates.go", "pairing/oauthconn.go"}; !slices.Equal(both, want) {

@@ -187,7 +187,7 @@ func Browse(ctx context.Context, cfg DiscoverConfig) (Discovery, error) {
 // doubles (1 s, 3 s, 7 s after the start), as RFC 6762 §5.2 wants.
 // zeroconf v1.0.0 asks once and backs off two to six seconds before it
 // asks again, and a responder that multicast its answer in the last second
-// stays silent (§6: another client's browse just now is enough), so
+// stays silent (RFC 6762 §6: another client's browse just now is enough), so
 // within a three-second browse one query can go unanswered. Each round is
 // a fresh resolver: the library has no way to ask again.
 const firstRequery = time.Second

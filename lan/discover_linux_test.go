@@ -40,7 +40,7 @@ const (
 )
 
 // What avahi publishes. far-bridge.local is a static host on a
-// documentation address (RULINGS R8), impostor.local another RFC-1918
+// documentation address (the one block admitted as public), impostor.local another RFC-1918
 // host: neither exists, which is fine, since discovery only reads answers.
 const avahiHosts = `203.0.113.9 far-bridge.local
 192.168.77.50 impostor.local

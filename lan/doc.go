@@ -1,7 +1,7 @@
 // Package lan finds Philips Hue bridges on the user's network and pairs
 // with them: mDNS discovery (grandcat/zeroconf), the exchange pairing
-// family of §12.12 with its verify probe, and the TOFU certificate pin of
-// §12.11 and §13 (lanPin). It is a leaf: it takes plain values (an
+// family with its verify probe, and the TOFU certificate pin (the
+// connection's lanPin). It is a leaf: it takes plain values (an
 // address, a dial function, bounds) and returns plain results; it stores
 // nothing, logs nothing and decides no policy. The daemon composes it.
 //
@@ -89,7 +89,7 @@
 //
 // Trust on first use: an attacker already on the LAN at the moment of first
 // pairing, answering at the collected address with a Hue-shaped config, is
-// pinned instead of the bridge. The host discloses this (§12.11); later
+// pinned instead of the bridge. The host discloses this; later
 // certificate changes are refused, never silently accepted.
 //
 // Imports: the standard library, zeroconf, miekg/dns, x/net/ipv4 and

@@ -37,7 +37,7 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 
 // Candidate is a device that passed the verify probe: the bridge it says it
 // is, and the certificate it presented, whose fingerprint is the pin to
-// record when pairing succeeds (TOFU, §12.11).
+// record when pairing succeeds (TOFU).
 type Candidate struct {
 	Address netip.Addr   // the RFC-1918 address probed
 	Bridge  BridgeConfig // what GET /api/0/config answered
@@ -45,7 +45,7 @@ type Candidate struct {
 	CN      string       // the leaf's common name: diagnostic only, never a trust input
 }
 
-// Verify is the verify probe of the exchange family (§12.12): it asks the
+// Verify is the verify probe of the exchange family: it asks the
 // device at addr for GET https://<addr>/api/0/config and returns a
 // Candidate when the answer looks like a Hue bridge (a bridge id, a Hue
 // model id, a software and an API version). It records the leaf
@@ -133,7 +133,7 @@ type Progress struct {
 // hue-application-key header), the client key (entertainment streaming;
 // empty on old firmware), the pin of the certificate the bridge presented
 // throughout, and its diagnostic CN. Write them together, with
-// lanVerifiedAt, in one transaction (§12.12, §13).
+// lanVerifiedAt, in one transaction.
 type Credentials struct {
 	BridgeID  string
 	Username  Secret
@@ -322,7 +322,7 @@ func validPin(pin string) bool {
 // fingerprint is the pin and fails the handshake otherwise, before the
 // client writes a request byte. Without a pin (the verify probe) it
 // accepts any leaf, which Verify records as the candidate pin: trust on
-// first use, the disclosed residual of §12.11.
+// first use, a residual the host discloses.
 func newClient(target netip.AddrPort, dial DialFunc, pin string) *http.Client {
 	if dial == nil {
 		d := &net.Dialer{Timeout: requestTimeout, Control: onlyTo(target)}

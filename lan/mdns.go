@@ -11,12 +11,12 @@ import (
 // mDNS wire facts (RFC 6762).
 const (
 	mdnsPort      = 5353
-	maxPacket     = 9000 // §17: the largest mDNS message a responder sends
+	maxPacket     = 9000 // RFC 6762 §17: the largest mDNS message a responder sends
 	headerLen     = 12
 	flagResponse  = 0x8000 // QR
 	opcodeMask    = 0x7800
 	rcodeMask     = 0x000f
-	classMask     = 0x7fff // the top bit is the cache-flush bit (§10.2)
+	classMask     = 0x7fff // the top bit is the cache-flush bit (RFC 6762 §10.2)
 	hueServiceFQN = hueService + ".local."
 )
 

@@ -219,7 +219,7 @@ func printable(s string, n int) string {
 
 // IsPrivate reports whether a is an IPv4 address in 10.0.0.0/8,
 // 172.16.0.0/12 or 192.168.0.0/16 (RFC 1918), the only class a LAN row may
-// collect (§12.11). An IPv4-mapped IPv6 address is not one: the row holds
+// collect. An IPv4-mapped IPv6 address is not one: the row holds
 // a dotted quad.
 func IsPrivate(a netip.Addr) bool {
 	if !a.Is4() {

@@ -60,7 +60,7 @@
 // For the flow's answers the API calls QRPNG(payload) (?format=png), and
 // snugd ctl pair link calls RenderLinkScreen(w, qr, now, columns, true)
 // for each new code and once a second for the time left. The registry
-// entry sim's standing target rule (§17) is {Method: SimSendMethod,
+// entry sim's standing target rule is {Method: SimSendMethod,
 // PathPattern: SimSendPath, BodyField: SimTargetField}.
 //
 // Confinement (confine*.go): with Config.Confine set, every helper starts
@@ -69,7 +69,7 @@
 // descendant with the session, and a Landlock sandbox (the system's
 // libraries, the helper's executable, its session directory; no network
 // the Spec does not declare) with no_new_privs. Status, Confinement and
-// Probe report the level reached; PROTOCOL.md §11 says what each system
+// Probe report the level reached; PROTOCOL.md section 11 says what each system
 // narrows.
 //
 // Helpers are found only through the table: a Spec's Executable is a bare

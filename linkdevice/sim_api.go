@@ -22,7 +22,7 @@ import (
 // text, text over 4096 bytes, threadId unlike the path's), 404 not_found,
 // 405 method_not_allowed, 413 too_large, 429 rate_limited (with
 // Retry-After) past the send limit per thread per minute.
-// The simulator's send as §17's standing target rule reads it: the thread
+// The simulator's send as the standing approval's target rule reads it: the thread
 // id is the {target} segment of SimSendPath and the SimTargetField member
 // of the JSON body, and the two must agree. main builds the registry
 // entry sim's daemon.StandingTarget from these.

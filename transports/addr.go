@@ -46,7 +46,7 @@ type block struct {
 
 func b(prefix, reason string) block { return block{netip.MustParsePrefix(prefix), reason} }
 
-// The refused prefixes (ruling R8). An address is judged by the LONGEST prefix
+// The refused prefixes. An address is judged by the LONGEST prefix
 // that contains it, so a metadata /32 inside link-local reports "metadata" and
 // the loopback /128 inside ::/96 reports "loopback". Only these tables decide;
 // CheckAddr adds nothing but the embedded-IPv4 rule and the zone rule.
@@ -74,7 +74,7 @@ func b(prefix, reason string) block { return block{netip.MustParsePrefix(prefix)
 // 192.31.196.0/24 (AS112-v4), 192.52.193.0/24 (AMT), 192.175.48.0/24 (AS112
 // direct delegation), 2620:4f:8000::/48 (AS112 direct delegation).
 //
-// THE ONE EXCEPTION (ruling R8): the documentation blocks 192.0.2.0/24,
+// THE ONE EXCEPTION: the documentation blocks 192.0.2.0/24,
 // 198.51.100.0/24, 203.0.113.0/24 (RFC 5737), 2001:db8::/32 (RFC 3849) and
 // 3fff::/20 (RFC 9637) are allowed. They are never routed on the Internet, so
 // nothing is deployed there, and the end-to-end tests place their "public"
@@ -91,7 +91,7 @@ var refused4 = [...]block{
 	b("192.88.99.0/24", reason6to4),          // RFC 7526: deprecated 6to4 relay anycast
 	b("192.168.0.0/16", reasonRFC1918),       // RFC 1918
 	b("198.18.0.0/15", reasonBenchmarking),   // RFC 2544
-	b("224.0.0.0/4", reasonMulticast),        // RFC 5771 (not in the registry; ruling R8 names it)
+	b("224.0.0.0/4", reasonMulticast),        // RFC 5771 (not in the registry; refused all the same)
 	b("240.0.0.0/4", reasonReserved),         // RFC 1112 §4
 	b("255.255.255.255/32", reasonBroadcast), // RFC 919 §7, RFC 8190
 
@@ -140,7 +140,7 @@ var refused6 = [...]block{
 // nat64WKP is the NAT64 well-known prefix (RFC 6052 §2.1).
 var nat64WKP = netip.MustParsePrefix("64:ff9b::/96")
 
-// rfc1918 holds the three private-use blocks the LAN class admits (§12.11).
+// rfc1918 holds the three private-use blocks the LAN class admits.
 var rfc1918 = [...]netip.Prefix{
 	netip.MustParsePrefix("10.0.0.0/8"),
 	netip.MustParsePrefix("172.16.0.0/12"),
@@ -148,7 +148,7 @@ var rfc1918 = [...]netip.Prefix{
 }
 
 // CheckAddr reports whether a may be dialed by the public transport: nil, or a
-// *BlockedError naming the class that refuses it (§14 gate 5, ruling R8).
+// *BlockedError naming the class that refuses it.
 //
 // An address with a zone is refused. An IPv4-mapped address (::ffff:0:0/96)
 // and an address in the NAT64 well-known prefix (64:ff9b::/96) are judged by
@@ -199,11 +199,11 @@ func longest(table []block, a netip.Addr) string {
 //   - An IP literal (dotted-quad IPv4, IPv6 with or without brackets) is
 //     judged by CheckAddr; a zone is refused.
 //   - A numeric spelling that some resolver or URL parser would read as an
-//     IPv4 address is refused as "malformed" (§14 gate 5: malformed fails
+//     IPv4 address is refused as "malformed" (gate 5: malformed fails
 //     closed): a last label that is all digits or 0x-prefixed hex, which
 //     covers 127.1, 0x7f.1, 2130706433, 017700000001, 0x7f000001 and
 //     127.000.0.1 (the WHATWG URL "ends in a number" rule).
-//   - A name ending in a dot is refused (ruling R8: a trailing dot never
+//   - A name ending in a dot is refused (a trailing dot never
 //     matches), as are localhost and *.localhost (RFC 6761 §6.3) and
 //     single-label names, whose meaning depends on the machine's search list.
 //   - Anything else must be an ASCII host name of LDH labels (A-labels for
@@ -313,13 +313,13 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// CheckLANHost reports whether host is a LAN device address of the §12.11
-// class rfc1918-ipv4-literal: a canonical dotted-quad IPv4 literal (no
+// CheckLANHost reports whether host is a LAN device address of the LAN
+// device class rfc1918-ipv4-literal: a canonical dotted-quad IPv4 literal (no
 // leading zeros, no other spelling) inside 10.0.0.0/8, 172.16.0.0/12 or
 // 192.168.0.0/16. It returns the address, or a *BlockedError ("malformed" for
 // another spelling, "not-rfc1918" for any other address or a host name).
 // Whether the LAN class may be used at all is the executor's decision (the
-// desktop transport policy, ruling R19).
+// desktop transport policy).
 func CheckLANHost(host string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(host)
 	if err != nil {

@@ -130,7 +130,7 @@ func TestCheckAddr(t *testing.T) {
 		{"3ffe::1", ""},
 		{"192.31.196.1", ""},
 		{"192.175.48.1", ""},
-		// Allowed: the documentation blocks (ruling R8's one exception).
+		// Allowed: the documentation blocks (the one exception to the refusals).
 		{"192.0.2.1", ""},
 		{"198.51.100.7", ""},
 		{"203.0.113.255", ""},
@@ -161,7 +161,7 @@ func TestCheckAddr(t *testing.T) {
 	}
 }
 
-// TestDocumentationAllowed keeps ruling R8's exception honest: no refused
+// TestDocumentationAllowed keeps the documentation-block exception honest: no refused
 // prefix overlaps a documentation block, in any embedding.
 func TestDocumentationAllowed(t *testing.T) {
 	docs := []string{"192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32", "3fff::/20"}
@@ -328,7 +328,7 @@ func TestCheckHost(t *testing.T) {
 		// Single labels depend on the search list.
 		{"metadata", reasonSingleLabel},
 		{"intranet", reasonSingleLabel},
-		// Documentation literals pass (ruling R8).
+		// Documentation literals pass.
 		{"192.0.2.10", ""},
 		{"[2001:db8::10]", ""},
 		{"2001:db8::10", ""},

@@ -277,7 +277,7 @@ func (b *cancelingBody) Read(p []byte) (int, error) {
 func (b *cancelingBody) Close() error { return nil }
 
 // TestCanceledBodyNotDelivered: a body that ends "cleanly" after the context
-// was canceled may be truncated and is never delivered (ruling R5).
+// was canceled may be truncated and is never delivered.
 func TestCanceledBodyNotDelivered(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -4,7 +4,7 @@
 // limits and resolvers as plain values and report what they saw; they store
 // nothing and know nothing of grants, SQL or the API.
 //
-// # The SSRF classifier (§14 gate 5, ruling R8)
+// # The SSRF classifier
 //
 // CheckAddr judges one address against a table of refused prefixes (every
 // IANA special-purpose block that is not globally reachable, multicast,
@@ -14,7 +14,7 @@
 // the documentation blocks are the one deliberate exception. Resolve first judges
 // the literal host of a URL: literals go to CheckAddr, numeric spellings and
 // trailing dots fail closed, localhost and single labels are refused.
-// CheckLANHost admits the §12.11 LAN class: a canonical RFC-1918 dotted quad.
+// CheckLANHost admits the LAN device class: a canonical RFC-1918 dotted quad.
 // A refusal is a *BlockedError whose Reason is a fixed word.
 //
 // # Public

@@ -7,18 +7,17 @@ import "errors"
 // executor may show them, and it logs the causes kept behind Unwrap.
 //
 // How the executor maps them (daemon's choice, listed here for the reader):
-// *BlockedError → NET_SSRF_BLOCKED; ErrBodyTooLarge → NET_SIZE_EXCEEDED (ruling
-// R5); ErrNoAddress and *FetchError → NET_FETCH_FAILED (rulings R2, R8);
+// *BlockedError → NET_SSRF_BLOCKED; ErrBodyTooLarge → NET_SIZE_EXCEEDED; ErrNoAddress and *FetchError → NET_FETCH_FAILED;
 // ErrPinMismatch, ErrPinRequired → NET_FETCH_FAILED; ErrScheme and
 // ErrRequestRefused are the caller's own mistakes and never reach the wire as
 // anything but a refusal.
 var (
 	// ErrBodyTooLarge reports a response body longer than the limit given to
 	// Do. The transport stops reading at limit+1 bytes and closes the body; no
-	// truncated body is ever returned (ruling R5).
+	// truncated body is ever returned.
 	ErrBodyTooLarge = errors.New("response body exceeds the size limit")
 
-	// ErrNoAddress reports a DNS answer that held no address (ruling R8: a
+	// ErrNoAddress reports a DNS answer that held no address (a
 	// fetch failure, not an SSRF refusal), or a Resolved that holds none.
 	ErrNoAddress = errors.New("dns answer holds no address")
 
@@ -32,16 +31,16 @@ var (
 	ErrRequestRefused = errors.New("request refused by the transport")
 
 	// ErrPinRequired reports an https request to a LAN device without a
-	// certificate pin of 64 lowercase hex digits (§12.11: no pin, no trust).
+	// certificate pin of 64 lowercase hex digits (no pin, no trust).
 	ErrPinRequired = errors.New("lan https needs a certificate pin")
 
 	// ErrPinMismatch reports a LAN device whose leaf certificate does not
 	// match the pin. The handshake is aborted before any request byte is
-	// written (§12.11: a mismatch fails closed).
+	// written (a mismatch fails closed).
 	ErrPinMismatch = errors.New("device certificate does not match the pin")
 )
 
-// BlockedError reports that the SSRF guard (§14 gate 5, ruling R8) refused a
+// BlockedError reports that the SSRF guard refused a
 // host or an address. Reason is a fixed word naming the class, never the
 // address itself:
 //

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// MaxBodyBytes is the response body cap of Part I R6 (1 MiB), used when Do is
+// MaxBodyBytes is the response body cap of the net frame size classes (1 MiB), used when Do is
 // given a limit of zero or less.
 const MaxBodyBytes = 1 << 20
 
@@ -26,7 +26,7 @@ const (
 	defaultIdleConnTimeout       = 90 * time.Second
 
 	// maxResponseHeaderBytes bounds the response head. A net-response frame
-	// has 64 KiB of margin beyond the body (Part I R6), and the executor
+	// has 64 KiB of margin beyond the body, and the executor
 	// whitelists headers anyway.
 	maxResponseHeaderBytes = 64 << 10
 
@@ -40,7 +40,7 @@ const (
 type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
 // Response is what an upstream answered. Body is nil for a 3xx answer (the
-// executor refuses redirects, ruling R9, and never needs it) and holds the
+// executor refuses redirects and never needs it) and holds the
 // whole body otherwise, never more than the limit. Header is passed through
 // as received (canonical keys, repeated values kept); the executor filters
 // it. RemoteAddr is the checked address the connection was dialed to, for
@@ -144,7 +144,7 @@ func roundTrip(ctx context.Context, rt http.RoundTripper, req *http.Request, lim
 	}
 	mu.Unlock()
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		// Ruling R9: any 3xx, 304 included, goes back to the caller as it
+		// Redirects are not followed: any 3xx, 304 included, goes back to the caller as it
 		// is; the body is not wanted.
 		_, _ = io.CopyN(io.Discard, resp.Body, redirectDrain)
 		return out, nil
@@ -161,7 +161,7 @@ func roundTrip(ctx context.Context, rt http.RoundTripper, req *http.Request, lim
 		// context is canceled mid-body: closing the TLS connection sends
 		// close_notify, the upstream's handler ends, and its last chunk
 		// arrives before the socket closes (seen with Go 1.26). What was
-		// read may be a truncated body, so it is never delivered (ruling R5).
+		// read may be a truncated body, so it is never delivered.
 		putBody(body)
 		return nil, &FetchError{Op: "read", Err: ctxErr}
 	}
@@ -175,7 +175,7 @@ const poolJump = 128 << 10
 
 // readCapped reads r to its end, keeping at most limit bytes in memory. If r
 // holds more than limit bytes it stops after reading limit+1 and reports
-// ErrBodyTooLarge (ruling R5, Part I R6: capped while reading, never after
+// ErrBodyTooLarge (capped while reading, never after
 // buffering, never truncated). hint is the declared length, or -1.
 //
 // A buffer of the default cap's full size (bodyClass) comes from the pool

@@ -16,15 +16,15 @@ import (
 // maxCNBytes bounds the diagnostic common name Probe returns.
 const maxCNBytes = 64
 
-// LAN is the transport to a device on the user's own network (§12.11): HTTP
+// LAN is the transport to a device on the user's own network: HTTP
 // or HTTPS to an RFC-1918 IPv4 literal. It is the one place the SSRF guard
-// stands down (§14 gate 5), so it admits nothing else: the URL host must be a
+// stands down, so it admits nothing else: the URL host must be a
 // canonical dotted quad in 10/8, 172.16/12 or 192.168/16 (CheckLANHost), and
 // it dials exactly that literal (no DNS, no proxy). It never follows a
 // redirect and reads the body under a cap, like Public.
 //
 // For https the device's certificate is trusted by its pin alone (TOFU,
-// §12.11 and §13 lanPin): the SHA-256 of the leaf certificate's DER must
+// the connection's lanPin): the SHA-256 of the leaf certificate's DER must
 // equal the pin. Chain, name and expiry are not checked, because a device's
 // certificate is self-signed and names no host; the common name is
 // diagnostic only, never a trust input. A mismatch aborts the handshake
@@ -32,8 +32,8 @@ const maxCNBytes = 64
 // the host must disclose: an attacker already on the LAN at first pairing can
 // be pinned instead of the device.
 //
-// Whether a request may use the LAN class (the desktop transport policy,
-// ruling R19, and a ceiling holding the literal) is the executor's decision;
+// Whether a request may use the LAN class (the desktop transport policy
+// and a ceiling holding the literal) is the executor's decision;
 // plain http is sent when the executor asks for it.
 //
 // The zero LAN is ready to use. A LAN must not be copied after first use; it
@@ -61,7 +61,7 @@ type LAN struct {
 // the device's certificate fingerprint as Fingerprint spells it; a missing
 // or malformed pin is ErrPinRequired and a certificate that does not match is
 // ErrPinMismatch. For http the pin is not used. A 3xx answer comes back as a
-// Response with a nil Body and is never followed (ruling R9). Other errors as
+// Response with a nil Body and is never followed. Other errors as
 // for Public.Do; Do closes req.Body, even on error.
 func (l *LAN) Do(ctx context.Context, req *http.Request, pin string, limit int64) (*Response, error) {
 	if req.URL == nil || (req.URL.Scheme != "https" && req.URL.Scheme != "http") {
@@ -102,7 +102,7 @@ func (l *LAN) CloseIdleConnections() { l.pool.closeIdle() }
 // handshake without trusting anything, and returns the SHA-256 fingerprint of
 // the leaf certificate (as Fingerprint spells it) and its common name. It
 // sends no HTTP request. First pairing records the fingerprint as the pin
-// (§12.11, §13 lanPin); cn is diagnostic only, reduced to printable ASCII and
+// (the connection's lanPin); cn is diagnostic only, reduced to printable ASCII and
 // at most 64 bytes. addr must pass CheckLANHost (else a *BlockedError);
 // other failures are *FetchError.
 func (l *LAN) Probe(ctx context.Context, addr string) (fingerprint, cn string, err error) {
@@ -125,7 +125,7 @@ func (l *LAN) Probe(ctx context.Context, addr string) (fingerprint, cn string, e
 	defer conn.Close()
 	tc := tls.Client(conn, &tls.Config{
 		// Probe trusts nothing and sends nothing: it only reads the leaf
-		// certificate the device presents, to be pinned (TOFU, §12.11).
+		// certificate the device presents, to be pinned (TOFU).
 		InsecureSkipVerify: true,
 		MinVersion:         tls.VersionTLS12,
 	})
@@ -219,7 +219,7 @@ func (l *LAN) newTransport(target netip.AddrPort, pin string) *http.Transport {
 	if pin != "" {
 		want := []byte(pin)
 		rt.TLSClientConfig = &tls.Config{
-			// The pin is the only trust input (TOFU, §12.11): chain and
+			// The pin is the only trust input (TOFU): chain and
 			// name verification cannot apply to a device's self-signed
 			// certificate, so they are replaced by VerifyConnection below,
 			// which runs during the handshake, before any request byte.

@@ -28,7 +28,7 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// Public is the public HTTPS transport (§14 gates 5, 9 and 10; ruling R8). It
+// Public is the public HTTPS transport (gates 5, 9 and 10). It
 // resolves a host once, refuses the request if any answer is refused, dials
 // only the checked addresses, verifies the certificate for the host name,
 // ignores proxy settings, never follows a redirect, and reads the body under
@@ -100,7 +100,7 @@ func (r Resolved) matches(hostname string) bool {
 // Resolve runs the SSRF gate for host, the literal host of the request URL:
 // the host rules (parseHost), then (for a host name) ONE lookup whose every answer must pass
 // CheckAddr. Any refused answer refuses the whole request with a
-// *BlockedError (ruling R8), so a mixed public/private answer never dials
+// *BlockedError, so a mixed public/private answer never dials
 // anything. An empty answer is ErrNoAddress; a resolver failure a
 // *FetchError. An IP literal is judged as it stands and not looked up.
 // With Answers set, a host name whose vetted answer Answers still keeps
@@ -164,7 +164,7 @@ func (p *Public) lookup(ctx context.Context, name string) (_ Resolved, ttl time.
 	addrs := make([]netip.Addr, 0, min(len(answers), maxAddrs))
 	for _, a := range answers {
 		if err := CheckAddr(a); err != nil {
-			return Resolved{}, 0, err // ruling R8: one refused answer refuses the request
+			return Resolved{}, 0, err // one refused answer refuses the request
 		}
 		a = a.Unmap()
 		if len(addrs) < maxAddrs && !slices.Contains(addrs, a) {
@@ -203,7 +203,7 @@ func (p *Public) resolver() Resolver {
 // when a dial fails, and reuses only connections dialed for the same host and
 // the same address set. The certificate is verified for the host name. Proxy
 // settings in the environment are ignored. A 3xx answer, 304 included, comes
-// back as a Response with a nil Body and is never followed (ruling R9).
+// back as a Response with a nil Body and is never followed.
 //
 // Errors: *BlockedError (an address failed the dial-time backstop),
 // ErrBodyTooLarge, ErrNoAddress, ErrScheme, ErrRequestRefused, or a

@@ -155,7 +155,7 @@ func TestDNSRebinding(t *testing.T) {
 }
 
 // TestResolveNoAddress: an empty answer is ErrNoAddress (a fetch failure,
-// ruling R8), a not-found answer too, and other resolver failures are a
+// not a refusal), a not-found answer too, and other resolver failures are a
 // *FetchError whose text names neither the host nor the resolver's words.
 func TestResolveNoAddress(t *testing.T) {
 	notFound := &net.DNSError{Err: "no such host", Name: "secret-host.example.com", IsNotFound: true}

@@ -92,7 +92,7 @@ export interface ConnectionState {
   [k: string]: unknown;
 }
 
-/** A requirement (spec §12.5, RULINGS R23): one JSON object. */
+/** A requirement: one JSON object. */
 export interface Requirement {
   slot: string;
   provider: { name: string; homepageUrl?: string; docsUrl?: string };

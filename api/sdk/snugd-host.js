@@ -6,23 +6,23 @@
 // Versioned with the daemon: SDK_VERSION is the snugd release it ships
 // with, and a host can compare it with the daemon's `Snugd-Version`.
 //
-// What it guarantees a host (spec Part I):
-//   * R4: frames are routed by event.source, never by a field of the frame;
+// What it guarantees a host:
+//   * frames are routed by event.source, never by a field of the frame;
 //     the app's identity (appId) is the host's own assignment.
-//   * R3: every accepted requestId gets exactly one terminal answer.
-//   * C1/C2: the app iframe is sandbox="allow-scripts" only; no credential
+//   * every accepted requestId gets exactly one terminal answer.
+//   * the app iframe is sandbox="allow-scripts" only; no credential
 //     is ever posted into it (credentials go to snugd and are never read
 //     back: the API is write-only for them).
-//   * §4: open-url requests are shown in full in the host's own dialog and
+//   * open-url requests are shown in full in the host's own dialog and
 //     opened only after the person's click, https only, without userinfo.
-//   * R7: push hints are rebuilt field by field before they reach the app.
+//   * push hints are rebuilt field by field before they reach the app.
 
 export const SDK_VERSION = "0.3.0";
 
 /** The default loopback address of snugd's host API. */
 export const DEFAULT_BASE = "http://127.0.0.1:4747";
 
-/** CDN_ALLOWLIST of Part I C2: the only script/style sources of the runner. */
+/** CDN_ALLOWLIST: the only script/style sources of the runner. */
 export const CDN_ALLOWLIST = Object.freeze([
   "https://cdn.jsdelivr.net",
   "https://cdnjs.cloudflare.com",
@@ -48,7 +48,7 @@ export const RUNNER_CSP = [
   "base-uri 'none'",
 ].join("; ");
 
-// Limits of Part I R6 and §3/§4 the bridge checks before it forwards.
+// The frame size and field limits the bridge checks before it forwards.
 const MAX_FRAME_CHARS = 256 * 1024;
 const MAX_NET_FRAME_BYTES = 1024 * 1024 + 64 * 1024;
 const MAX_ID = 128;
@@ -284,12 +284,12 @@ export class Snugd {
     return (await this._call("GET", "/v1/apps/" + seg(appId) + "/connections")).connections;
   }
 
-  /** facts answers an app's LLM-safe connection facts (§16). */
+  /** facts answers an app's LLM-safe connection facts. */
   async facts(appId) {
     return (await this._call("GET", "/v1/apps/" + seg(appId) + "/facts")).facts;
   }
 
-  // Proposing (§12.1's three channels)
+  // Proposing (the three proposal channels)
 
   /** proposeUser proposes a requirement on the user channel → Proposal. */
   async proposeUser(appId, requirement) {
@@ -372,7 +372,7 @@ export class Snugd {
 
   /**
    * net forwards one snug:net-request frame for `appId` (the host's own
-   * assignment, R4) → the snug:net-response frame. The call stays open while
+   * assignment) → the snug:net-response frame. The call stays open while
    * a confirm is parked; aborting it denies that confirm.
    * `providerError` carries the Snugd-Provider-Error extract, if any.
    */
@@ -545,7 +545,7 @@ async function readSSE(body, onEvent) {
 /**
  * Runner mounts Snug apps in sandboxed iframes and bridges their frames to
  * snugd. One Runner serves many apps; each mounted app is routed by its
- * iframe's contentWindow (event.source, R4), never by a frame field.
+ * iframe's contentWindow (event.source), never by a frame field.
  *
  * Hooks (all optional but `confirm`, which a host must provide for
  * mutating requests of its apps to ever go through):
@@ -614,7 +614,7 @@ export class Runner {
       iframe,
       instanceId: newInstanceId(),
       theme,
-      requestIds: new Set(), // every requestId this instance used (R4: unique per instance)
+      requestIds: new Set(), // every requestId this instance used (unique per instance)
       inflight: new Map(), // requestId → AbortController
       announced: null,
       unmount: () => this.unmount(app),
@@ -644,7 +644,7 @@ export class Runner {
 
   /**
    * hint forwards a snugd hint to the apps it concerns, rebuilt field by
-   * field (R7): a `connection-changed {appId, slot}` becomes a
+   * field: a `connection-changed {appId, slot}` becomes a
    * `snug:host-event` `connection-event {slot}` for that app only. Call it
    * from Snugd.events' onHint; answer `confirm-pending` with handleConfirm.
    */
@@ -721,19 +721,19 @@ export class Runner {
 
   _post(app, frame) {
     // Sandboxed iframes have an opaque origin: targetOrigin is necessarily
-    // "*" (R4). Nothing posted here ever carries a credential.
+    // "*". Nothing posted here ever carries a credential.
     const w = app.iframe.contentWindow;
     if (w) w.postMessage(frame, "*");
   }
 
   _route(ev) {
-    const app = this.apps.get(ev.source); // R4: by source, never by a field
+    const app = this.apps.get(ev.source); // by source, never by a field
     if (!app) return;
     const m = ev.data;
     if (!m || typeof m !== "object" || Array.isArray(m) || typeof m.type !== "string") return;
     if (!m.type.startsWith("snug:")) return;
     if (m.v !== 1) {
-      // R1: answer UNSUPPORTED_VERSION only when a plausible requestId exists.
+      // Answer UNSUPPORTED_VERSION only when a plausible requestId exists.
       const rid = plausibleId(m.requestId);
       if (rid) this._terminalError(app, m.type, rid, "UNSUPPORTED_VERSION", "this host speaks protocol version 1");
       return;
@@ -758,13 +758,13 @@ export class Runner {
         this._db(app, m);
         break;
       default:
-        // R2: unknown snug:* types (and app-event) are ignored.
+        // Unknown snug:* types (and app-event) are ignored.
         break;
     }
   }
 
   _announce(app, m) {
-    // R4: an announce from the same iframe supersedes its work in flight;
+    // An announce from the same iframe supersedes its work in flight;
     // each such request is answered SUPERSEDED (its terminal frame).
     for (const ctl of app.inflight.values()) ctl.abort("superseded");
     app.announced = {
@@ -776,11 +776,11 @@ export class Runner {
     this._post(app, this._hostReady(app));
   }
 
-  // _accept admits a requestId once per instance (R4) and reports whether
+  // _accept admits a requestId once per instance and reports whether
   // it may be answered.
   _accept(app, m) {
     const rid = plausibleId(m.requestId);
-    if (!rid) return null; // R1: no plausible id, nothing on the wire
+    if (!rid) return null; // no plausible id, nothing on the wire
     if (m.instanceId !== app.instanceId) return null; // a stale sender
     if (app.requestIds.has(rid)) return null; // duplicate: the first one owns the terminal answer
     app.requestIds.add(rid);
@@ -795,7 +795,7 @@ export class Runner {
     let answer;
     try {
       // The frame goes to snugd as the app sent it: snugd's executor parses
-      // it strictly (R3 of the rulings) and answers every verdict as a frame.
+      // it strictly (an exact key set) and answers every verdict as a frame.
       // The SDK adds nothing to it and never copies a credential into it.
       const frame = JSON.parse(JSON.stringify(m));
       if (JSON.stringify(frame).length > MAX_NET_FRAME_BYTES) {
@@ -844,7 +844,7 @@ export class Runner {
   _appMessage(app, m) {
     const rid = this._accept(app, m);
     if (!rid) return;
-    // R3: exactly one terminal answer. This reference runner has no agent.
+    // Exactly one terminal answer. This reference runner has no agent.
     this._terminalError(app, "snug:app-message", rid, "HOST_ERROR", "this host has no agent to answer app messages");
   }
 
@@ -899,7 +899,7 @@ function newInstanceId() {
 }
 
 /**
- * checkOpenURL applies §4 to an open-url-request: url 1–2048 characters,
+ * checkOpenURL checks an open-url-request: url 1–2048 characters,
  * parses, https:, no username or password. It returns the URL or null.
  */
 export function checkOpenURL(m) {

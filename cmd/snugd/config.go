@@ -40,12 +40,12 @@ const (
 )
 
 // transportPolicy chooses between the two transport profiles the spec
-// defines (ruling R19).
+// defines.
 type transportPolicy string
 
 const (
-	// policyDesktop is §14's explicit desktop transport policy: the LAN
-	// admission of §12.11 and gate 4/5's RFC-1918 stand-down apply. It is the
+	// policyDesktop is the explicit desktop transport policy: the LAN
+	// device admission and gate 4/5's RFC-1918 stand-down apply. It is the
 	// default, since snugd runs on the user's own machine.
 	policyDesktop transportPolicy = "desktop"
 	// policyBrowser has no LAN admission: behaviour byte-identical to the
@@ -58,7 +58,7 @@ const (
 //
 // It is deliberately small, and nothing in it can weaken a gate: it chooses
 // where on loopback the API listens, how much snugd logs, which of the two
-// spec-defined transport profiles applies (ruling R19), and how long a
+// spec-defined transport profiles applies, and how long a
 // confirmation waits for the user before it is denied. There is no option
 // for strictness, SSRF, confirmation, scrubbing, redirects, size limits or the
 // API's own checks (P3-X14-43); a key that is not listed here is refused.
@@ -70,7 +70,7 @@ type config struct {
 	Port int
 	// LogLevel is debug, info, warn or error.
 	LogLevel slog.Level
-	// TransportPolicy is desktop or browser (ruling R19).
+	// TransportPolicy is desktop or browser.
 	TransportPolicy transportPolicy
 	// ConfirmTimeout is how long a parked confirm waits for the user's
 	// decision before it is denied: 5 to 600 seconds. Expiry only ever
@@ -333,7 +333,7 @@ func setTransportPolicy(c *config, raw json.RawMessage) error {
 }
 
 // encode returns c as config.json: every key explicit, so the transport
-// policy is written down (ruling R19), indented, newline-terminated.
+// policy is written down, indented, newline-terminated.
 func (c config) encode() []byte {
 	file := struct {
 		Listen          string `json:"listen"`
@@ -351,7 +351,7 @@ func (c config) encode() []byte {
 
 // writeDefaultConfig writes config.json with the defaults spelled out (mode
 // 0600) unless the file exists. snugd run calls it on a fresh data directory
-// so the transport policy in force is written down (ruling R19).
+// so the transport policy in force is written down.
 func writeDefaultConfig(dataDir string) error {
 	name := filepath.Join(dataDir, configFile)
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

@@ -158,7 +158,7 @@ func TestConfigHasNoGateKnob(t *testing.T) {
 		"listen":          "loopback addresses only (127.0.0.1, ::1)",
 		"port":            "a TCP port on that loopback address",
 		"logLevel":        "verbosity; logs never carry credentials at any level",
-		"transportPolicy": "one of the two spec-defined profiles (R19): desktop or browser",
+		"transportPolicy": "one of the two defined transport profiles: desktop or browser",
 		// An unanswered confirm is denied on expiry: a shorter timeout only
 		// denies sooner, and the longest is bounded (600 s).
 		"confirmTimeoutSeconds": "how soon an unanswered confirm is denied, 5 to 600 s",

@@ -102,7 +102,7 @@ func runCtlConnect(t *testing.T, td *testDaemon, app, slot string) (authorize, p
 
 // TestCtlConnectAndRevokeAgainstTheOP: against zitadel's OP (reached
 // through the shipped entries' hosts by an injected resolver and dialer,
-// ruling R24), snugd ctl connect prints the authorize URL, the scripted
+// with no test switch in the registry), snugd ctl connect prints the authorize URL, the scripted
 // user signs in, the browser follows the redirect to the loopback
 // callback, and ctl connect exits 0 saying the connection is connected.
 // snugd ctl revoke of a client-credentials row POSTs the RFC 7009

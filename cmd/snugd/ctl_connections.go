@@ -126,7 +126,7 @@ func printConnection(c *ctl, cn api.ConnectionJSON) {
 }
 
 // ctlWriter is snugd ctl approve|reapprove|revoke|reconnect APP SLOT: the
-// writers of §12.3, and reconnect (ruling R11).
+// connection writers, and reconnect.
 func ctlWriter(act string) func(ctx context.Context, c *ctl, args []string) int {
 	if act == "approve" || act == "reapprove" {
 		return ctlApprove(act)

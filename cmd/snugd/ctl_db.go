@@ -10,7 +10,7 @@ import (
 )
 
 // ctlExport is snugd ctl export FILE|-: the user DB, secrets dropped and
-// vacuumed (§13), written to FILE (mode 0600; an existing FILE is refused),
+// vacuumed, written to FILE (mode 0600; an existing FILE is refused),
 // or to standard output for -.
 func ctlExport(ctx context.Context, c *ctl, args []string) int {
 	fs := c.flags("export FILE|-")
@@ -52,7 +52,7 @@ func ctlExport(ctx context.Context, c *ctl, args []string) int {
 }
 
 // ctlImport is snugd ctl import FILE [--json]: import a user DB and print
-// the reconciliation report of §12.4 (restored, demoted, dropped).
+// the reconciliation report (restored, demoted, dropped).
 func ctlImport(ctx context.Context, c *ctl, args []string) int {
 	flags := c.flags("import FILE [--json]")
 	pos, code, ok := c.args(flags, args, "FILE")

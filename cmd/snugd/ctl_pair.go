@@ -14,7 +14,7 @@ import (
 )
 
 // A pairCeremony is one snugd ctl pair subcommand: a pairing family's
-// ceremony (spec §12.12).
+// ceremony.
 type pairCeremony struct {
 	name     string
 	synopsis string // after "snugd ctl "

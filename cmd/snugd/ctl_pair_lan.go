@@ -14,7 +14,7 @@ import (
 )
 
 // ctlPairLAN is snugd ctl pair lan APP SLOT [--address A] [--repin]: the
-// exchange ceremony of a Hue bridge, in the order §12.11 requires
+// exchange ceremony of a Hue bridge, in the required order
 // (collect, approve, freeze, pair). Without --address and without a
 // collected address it discovers and lets the person pick; it collects the
 // address, shows the review and approves exactly it (--yes without a

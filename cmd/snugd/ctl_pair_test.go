@@ -15,8 +15,8 @@ import (
 	"github.com/snug/snugd/transports"
 )
 
-// claimResolver answers a documentation address for every name (ruling
-// R8); startClaimDaemon's dialer connects it to the bridge simulator on
+// claimResolver answers a documentation address for every name;
+// startClaimDaemon's dialer connects it to the bridge simulator on
 // loopback. These are the public transport's test seams; no gate is off.
 type claimResolver struct{}
 

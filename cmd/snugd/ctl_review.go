@@ -9,7 +9,7 @@ import (
 )
 
 // ctlReview is snugd ctl review APP SLOT [--json]: what a review or
-// re-approval screen shows (§12.3, §12.7, §12.12): the field-by-field diff
+// re-approval screen shows: the field-by-field diff
 // current → pending, the hosts approval freezes, scopes verbatim, the
 // registration instructions as a numbered plain-text list (never markup,
 // never links), the console URL with its full host, provenance and the
@@ -85,7 +85,7 @@ func printReview(c *ctl, rv api.ReviewResponse) {
 	if len(rv.Instructions) > 0 {
 		c.out("instructions")
 		for i, step := range rv.Instructions {
-			// Plain text, numbered by snugd (§12.7): the steps came from an
+			// Plain text, numbered by snugd: the steps came from an
 			// untrusted channel and are never rendered as markup or links.
 			c.out("  %d. %s", i+1, step)
 		}

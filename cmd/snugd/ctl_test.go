@@ -102,8 +102,8 @@ func startDaemonVersion(t *testing.T, version string, opts ...func(*daemon.Confi
 }
 
 // noNetwork is the in-process daemon's resolver and dialer: every name
-// resolves to 203.0.113.10 (TEST-NET-3, ruling R8's exception, so gate 5
-// passes) and every dial is refused, so a request reaches the confirm gate
+// resolves to 203.0.113.10 (TEST-NET-3, the one documentation block gate 5
+// admits) and every dial is refused, so a request reaches the confirm gate
 // and never the network.
 type noNetwork struct{ dials atomic.Int64 }
 
@@ -543,7 +543,7 @@ func TestCtlConfirms(t *testing.T) {
 }
 
 // TestCtlExportImport exports the user DB without secrets and imports it
-// back: the identical approved row is restored (§12.4).
+// back: the identical approved row is restored.
 // conformance: P3-C13-06
 func TestCtlExportImport(t *testing.T) {
 	td := startDaemon(t)

@@ -27,8 +27,8 @@ func helperTable(self string) map[string]linkdevice.Spec {
 	}
 }
 
-// simStandingTarget is the sim entry's standing-approval target rule
-// (§17): a reply is a POST to /v1/threads/{target}/messages whose body's
+// simStandingTarget is the sim entry's standing-approval target rule:
+// a reply is a POST to /v1/threads/{target}/messages whose body's
 // threadId names the same thread.
 var simStandingTarget = fetch.StandingTarget{
 	Trigger: "reply", Method: linkdevice.SimSendMethod, PathPattern: linkdevice.SimSendPath, BodyField: linkdevice.SimTargetField,

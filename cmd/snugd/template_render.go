@@ -189,7 +189,7 @@ func renderTemplates(stdin io.Reader, a renderArgs, env template.Env) (string, [
 
 	// The executor's own spelling of the URL it sends (daemon/fetch_gates.go):
 	// request.url and request.pathAndQuery are exactly the bytes it sends
-	// before query credentials are placed (ruling R15).
+	// before query credentials are placed.
 	rendered, err := set.Render(values, template.Request{
 		Method:       a.method,
 		URL:          target.String(),
@@ -267,10 +267,10 @@ func openRegular(name string) (*os.File, error) {
 }
 
 // renderTarget checks the request as the executor's gates would before a
-// credential is placed: gate 1's shape rules (Part I §3, ruling R3) and
+// credential is placed: gate 1's shape rules (the frame's exact key set) and
 // gate 4's ceiling (https, exact host membership in the requirement's
 // derived hosts; http only for a LAN requirement's RFC-1918 literal).
-// Query credentials are rendered into a URL only after that check (§12.9).
+// Query credentials are rendered into a URL only after that check.
 func renderTarget(req *requirement.Requirement, method, rawURL, body string, hasBody bool) (*url.URL, error) {
 	nr := wire.NetRequest{RequestID: "render", InstanceID: "render", URL: rawURL, Method: method, Body: body, HasBody: hasBody}
 	if err := nr.Validate(); err != nil {

@@ -59,7 +59,7 @@ func cbSign(ts, method, pathAndQuery, body string) string {
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-// TestTemplateRenderCoinbase renders the §12.8.1 example with a fixed clock
+// TestTemplateRenderCoinbase renders the Coinbase signing example with a fixed clock
 // and checks the signature against an independent computation from the
 // timestamp it printed.
 // conformance: P3-C12.8.1-05, P3-C12.8.1-04, P3-C12.8-09

@@ -36,7 +36,7 @@ const hostPageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; im
 	"connect-src 'self' http://127.0.0.1:* http://localhost:*; frame-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// runnerCSP is the app runner document's policy (Part I C2), the same as
+// runnerCSP is the app runner document's policy, the same as
 // the SDK's RUNNER_CSP, plus the sandbox directive, so that the document is
 // sandboxed even when it is opened on its own, outside the host's iframe.
 const runnerCSP = "default-src 'none'; " +

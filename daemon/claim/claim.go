@@ -25,7 +25,7 @@ const (
 )
 
 // ParseSetupToken decodes a pasted setup token leniently and checks the
-// claim URL inside it strictly (§12.12). Lenient: standard or URL-safe
+// claim URL inside it strictly. Lenient: standard or URL-safe
 // base64, with or without padding, with surrounding whitespace. Strict:
 // the decoded URL is printable ASCII, https, without userinfo, on a host
 // that (normalized) is exactly a member of ceiling on the default port,
@@ -142,7 +142,7 @@ func (a Access) LogValue() slog.Value { return slog.StringValue(a.String()) }
 // (normalized) is exactly a member of ceiling on the default port,
 // carrying a user name and a password (printable ASCII once decoded; no
 // colon in the user name), with the path exactly accessPath and no query
-// or fragment (§12.12: the same four checks as the claim URL, and the
+// or fragment (the same four checks as the claim URL, and the
 // pinned access path).
 //
 // Errors are *Error with ReasonAccessShape, ReasonAccessScheme,

@@ -1,5 +1,5 @@
-// Package claim holds the pure checks of the token-claim pairing family
-// (spec §12.12): decoding a pasted SimpleFIN setup token into its claim
+// Package claim holds the pure checks of the token-claim pairing family:
+// decoding a pasted SimpleFIN setup token into its claim
 // URL, the strict checks on that URL against a row's frozen ceiling, the
 // strict parse of the access URL the bridge answers with, and the check
 // of the bridge's /info answer (verify-before-claim). It does no I/O: the

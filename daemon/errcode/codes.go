@@ -1,6 +1,6 @@
 package errcode
 
-// Part I R5's codes. error.code is an open string; these are the known
+// the frame protocol's codes. error.code is an open string; these are the known
 // core codes, spelled exactly as the spec spells them.
 const (
 	ParseFailed        Code = "PARSE_FAILED"
@@ -33,7 +33,7 @@ const (
 	NetScrubbedHeaderStripped Code = "NET_SCRUBBED_HEADER_STRIPPED" // reserved
 )
 
-// snugd's own codes: the loopback API and the writers of §12.3. They never
+// snugd's own codes: the loopback API and the writers. They never
 // travel inside a net-response frame.
 const (
 	Internal              Code = "INTERNAL"
@@ -74,7 +74,7 @@ const (
 
 // The pairing ceremonies' own refusals (api/API.md).
 const (
-	// ClaimRefused: a token claim (§12.12) was refused. The message is
+	// ClaimRefused: a token claim was refused. The message is
 	// one of daemon/claim's fixed sentences.
 	ClaimRefused Code = "CLAIM_REFUSED"
 )
@@ -146,7 +146,7 @@ const numCodes = 62
 //
 // Retryable answers one question: may the same request, sent again
 // unchanged, succeed? Part I names the flag but Appendix A, which would
-// list it, is not available (ruling R1), so these are snugd's readings:
+// list it, is not available, so these are snugd's readings:
 // transient failures are retryable; refusals that need the user, the
 // app's author or a different request are not.
 func table() [numCodes]Entry {

@@ -1,7 +1,7 @@
 package errcode
 
 // A Code is part of the public API: never rename, reuse, or delete one.
-// Codes are open strings on the wire (Part I R5): a receiver that meets a
+// Codes are open strings on the wire: a receiver that meets a
 // code it does not know treats it per the error's retryable flag and
 // renders it as HostError.
 type Code string
@@ -83,7 +83,7 @@ func Lookup(c Code) (Entry, bool) {
 }
 
 // Emittable reports whether snugd may send c to a client: c is registered
-// and not reserved (ruling R2: reserved codes are never emitted).
+// and not reserved (reserved codes are never emitted).
 func Emittable(c Code) bool {
 	e, ok := Lookup(c)
 	return ok && !e.Reserved

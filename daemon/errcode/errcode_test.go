@@ -68,7 +68,7 @@ func appendOnly(old []Code, cur []Entry) error {
 
 // staysReserved returns an error naming the first golden code that was
 // reserved and no longer is: a reserved or retired code keeps no meaning
-// forever, and giving it one again would be reuse (STYLE.md, ruling R2).
+// forever, and giving it one again would be reuse (STYLE.md).
 func staysReserved(old, cur []Entry) error {
 	for i, e := range old {
 		if i < len(cur) && e.Reserved && !cur[i].Reserved {
@@ -162,7 +162,7 @@ func TestStaysReservedRefusesReuse(t *testing.T) {
 	}
 }
 
-// TestRegistry checks the spellings and flags Part I R5 fixes.
+// TestRegistry checks the spellings and flags the frame protocol sets.
 //
 // conformance: P1-R5-01, P1-R5-02, P1-R5-03
 func TestRegistry(t *testing.T) {
@@ -181,14 +181,14 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("Lookup(%q) = %+v, %t, want a registered reserved code that is never emitted", c, e, ok)
 		}
 	}
-	if Emittable("MALFORMED") { // ruling R2: not a registered code
+	if Emittable("MALFORMED") { // Not a registered code
 		t.Errorf("Emittable(%q) = true, want false", "MALFORMED")
 	}
-	// Part I's codes open the list, in the spec's order; later codes follow.
+	// The frame protocol's codes open the list, in the spec's order; later codes follow.
 	spec := []Code{ParseFailed, ThreadConflict, NetworkError, ResetFailed, Cancelled, Superseded, UnsupportedVersion, ConsentRequired, AuthRequired, HostError,
 		NetInvalidRequest, NetNotApproved, NetImportedUnapproved, NetAmbiguousConnection, NetSchemeBlocked, NetHostBlocked, NetSSRFBlocked, NetConfirmDenied, NetRedirectBlocked, NetSizeExceeded, NetFetchFailed, NetAuthFailed, NetScrubbedHeaderStripped}
 	if err := appendOnly(spec, List()); err != nil {
-		t.Errorf("List() does not open with Part I's codes: %v", err)
+		t.Errorf("List() does not open with the frame protocol's codes: %v", err)
 	}
 	seen := map[Code]bool{}
 	for i, e := range List() {

@@ -13,7 +13,7 @@ import (
 	"github.com/snug/snugd/daemon/journal"
 )
 
-// The confirm broker of gate 6 (§14, §16, ruling R10, DESIGN.md Executor).
+// The confirm broker of gate 6 (DESIGN.md Executor).
 // A mutating request parks a Confirm here and waits for the user; a host
 // lists the queue (FIFO), shows a confirm to the user and posts the
 // decision. The broker is the only place a confirm is approved: an inline
@@ -37,7 +37,7 @@ import (
 // Confirm is what the user is asked: the resolved host, the method, the
 // full URL with the resolved host (no query credential: none is rendered
 // before the confirm) and, for an app or chat-lane send, the slot and the
-// body (what a standing approval decides on, §14 gate 6). On the wizard's
+// body (what a standing approval decides on). On the wizard's
 // probe path Slot and Body are empty and Probe is set.
 type Confirm struct {
 	ID        string // ≥ 128 random bits
@@ -65,7 +65,7 @@ const (
 	RememberOnce Remember = iota
 	// RememberSession also allows later requests with the same (app, host,
 	// method) until snugd restarts or any of the app's connections is
-	// written (ruling R10). Never consulted by probes or standing approvals.
+	// written. Never consulted by probes or standing approvals.
 	RememberSession
 )
 
@@ -330,7 +330,7 @@ func (b *ConfirmBroker) SessionAllows(app, host, method string) bool {
 }
 
 // forgetApp clears appID's session memory; it runs after every committed
-// write to the app's connections (ruling R10).
+// write to the app's connections.
 func (b *ConfirmBroker) ForgetApp(appID string) {
 	b.Mu.Lock()
 	defer b.Mu.Unlock()

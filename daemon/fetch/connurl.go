@@ -8,7 +8,7 @@ import (
 	"github.com/snug/snugd/daemon/scrub"
 )
 
-// Connection-relative addressing (spec §15, ruling R7): an app addresses
+// Connection-relative addressing: an app addresses
 // its OWN declared connection by slot,
 //
 //	snug-connection://<slot><pathAndQuery>
@@ -40,7 +40,7 @@ type connectionURL struct {
 	PathAndQuery string
 }
 
-// parseConnectionURL applies §15's grammar: the scheme matches
+// parseConnectionURL applies the connection URL grammar: the scheme matches
 // case-insensitively and everything after it exactly; "//" is required; a
 // path is required; the slot matches requirement.ValidSlot (the slot rule,
 // imported and never restated); pathAndQuery does not begin with "//" and

@@ -21,14 +21,14 @@ import (
 	"github.com/snug/snugd/transports"
 )
 
-// The connected-fetch executor (spec §14). This is the one place that both
+// The connected-fetch executor. This is the one place that both
 // reads credential values and calls the network (P3-X14-01): nothing else
 // in snugd calls readSecrets and a transport for the same request.
 //
 // # The pipeline
 //
 // Every request, the app's and the chat lane's alike, and the wizard's
-// probe, runs the ordered gate list in gates(): shape → resolution (§15) →
+// probe, runs the ordered gate list in gates(): shape → resolution →
 // binding → grant → ceiling → SSRF → confirm → local (6a) → journal (6b)
 // → strip → inject → fetch → read. Each gate either ends the request with its
 // registry code or passes it on; gates() is the only place the order is
@@ -37,7 +37,7 @@ import (
 // for a local helper; strip, inject, send and read then run for every
 // transport. Gate 8 asks the credential source of the grant's kind
 // (fetch_inject.go). There is no strictness knob: Config can choose the
-// transport policy between the spec's two profiles (ruling R19) and
+// transport policy between the spec's two profiles and
 // nothing else that a gate reads.
 //
 // Decisions that do not need the network or a credential come first: the
@@ -52,20 +52,20 @@ import (
 // # What the app sees
 //
 // The net-response's url is the URL the app sent (for a connection URL the
-// snug-connection:// form, §15), never the credentialed or resolved one.
+// snug-connection:// form), never the credentialed or resolved one.
 // Refusal messages are fixed sentences that name no host or value, and an
 // error message of a connection-URL request is scrubbed of the resolved
 // host as a second line. Response bodies and whitelisted header values are
 // scrubbed of every value the request injected (field values, rendered
 // template values, the helper token, the OAuth bearer), raw and in its
-// percent-encoded spellings (§14.1: exact substrings, a second line behind
+// percent-encoded spellings (exact substrings, a second line behind
 // the ceiling, nothing more). A result bound for a model (DeliveryLLM) has
 // every RFC-1918 IPv4 literal scrubbed as well (§14.2).
 //
 // An upstream error status is a response, not an executor verdict: the app
 // gets the status and the scrubbed body. NetResult.ProviderError carries,
 // beside it, a ≤160-character extract for a host that shows the error to a
-// human (§14.3); it is never put into the frame.
+// human; it is never put into the frame.
 //
 // # Files
 //
@@ -73,13 +73,12 @@ import (
 // TestConnection and the gate list; fetch_gates.go: the gates and the one
 // credential read; fetch_inject.go: gate 8's credential sources, one per
 // kind (templates, the OAuth bearer, the helper token); fetch_transport.go:
-// the transports of gate 9 (public, LAN, local helper); connurl.go: §15;
-// confirm.go: the confirm broker, the session memory (R10) and the
-// withdrawal of a host's confirms; standing.go: standing approvals (§17,
-// R20); side.go: the guarded client of side calls; fetch_journal.go: a
+// the transports of gate 9 (public, LAN, local helper); connurl.go: connection URLs;
+// confirm.go: the confirm broker, the session memory and the
+// withdrawal of a host's confirms; standing.go: standing approvals; side.go: the guarded client of side calls; fetch_journal.go: a
 // request's journal entry. The grant index gates 3–4 read is
 // daemon/grants' (index.go), the journal daemon/journal. Gate 10's scrub,
-// §14.2 and §14.3's extract are pure functions in daemon/scrub.
+// the scrub and the provider-error extract are pure functions in daemon/scrub.
 
 // Snapshots is what the executor reads of the grant book: the current
 // grant index, one atomic load, no SQL (see grants.GrantIndex).
@@ -99,13 +98,13 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 )
 
-// TransportPolicy chooses between the spec's two transport profiles
-// (ruling R19). It can only ever choose between these two; no other gate
+// TransportPolicy chooses between the spec's two transport profiles.
+// It can only ever choose between these two; no other gate
 // is configurable.
 type TransportPolicy string
 
 const (
-	// PolicyDesktop admits the LAN class of §12.11: http or https to an
+	// PolicyDesktop admits the LAN device class: http or https to an
 	// RFC-1918 literal already in the ceiling of a lanHost row, sent by the
 	// LAN transport with the row's certificate pin. The zero value means
 	// desktop (snugd runs on the user's machine).
@@ -130,7 +129,7 @@ func (d Delivery) llm() bool { return d != DeliveryApp }
 
 // NetCall is one request for the executor: the snug:net-request frame
 // exactly as the app posted it, the host-assigned identity of the app that
-// sent it (never read from the frame: R4, §14 gate 2), and where the answer
+// sent it (never read from the frame), and where the answer
 // goes.
 type NetCall struct {
 	AppID    string
@@ -144,7 +143,7 @@ type NetResult struct {
 	// when Answer is false.
 	Frame []byte
 	// Answer is false when gate 1 recovered no requestId: the frame is
-	// never answered (Part I R1).
+	// never answered.
 	Answer bool
 	// Code is the registry code of an error answer, "" for a response
 	// (whatever its upstream status).
@@ -152,7 +151,7 @@ type NetResult struct {
 	// Status is the upstream status of a response, 0 otherwise.
 	Status int
 	// ProviderError is, for an upstream status of 400 or more, a scrubbed
-	// extract of the provider's error of at most 160 characters (§14.3) for
+	// extract of the provider's error of at most 160 characters for
 	// a host that shows it to a human. It is never in Frame.
 	ProviderError string
 
@@ -161,7 +160,7 @@ type NetResult struct {
 	Pooled *frameBuf
 }
 
-// LocalTransport is a local helper transport (Part V, DESIGN.md), chosen
+// LocalTransport is a local helper transport (DESIGN.md), chosen
 // at gate 6a and sent by at gate 9: the linked-device issue implements it
 // over the helper protocol. Do sends one request to the helper and returns
 // its answer; the token is the helper token from the slot's credential
@@ -209,7 +208,7 @@ type TokenRequest struct {
 	Slice map[string]store.Secret
 }
 
-// executor is the connected-fetch executor (§14): the gate pipeline and
+// executor is the connected-fetch executor: the gate pipeline and
 // every dependency it has, fixed at New. It is the one place that both
 // reads credential values and calls the network (P3-X14-01). *Daemon
 // holds one and forwards Net and TestConnection to it; nothing else in
@@ -220,7 +219,7 @@ type Executor struct {
 	index    Snapshots
 	owners   Owners           // who may see a confirm or a standing approval
 	confirms *ConfirmBroker   // gate 6
-	standing *StandingGate    // gate 6, before the session memory (§17)
+	standing *StandingGate    // gate 6, before the session memory
 	journal  *journal.Journal // one entry per request
 	// readSecrets is the one credential read (the grant book's cache):
 	// gate 8 calls it at most once per request.
@@ -351,7 +350,7 @@ type gate struct {
 	run  func(e *Executor, ctx context.Context, f *Fetch) *errcode.Error
 }
 
-// gates lists, in order, every step every request takes (§14's table):
+// gates lists, in order, every step every request takes:
 // there is no other path. The transport is chosen once, where the spec
 // places it: gate 5 for the network (public, or LAN), gate 6a for a local
 // helper; strip, inject, send and read then run for every transport. Each
@@ -360,7 +359,7 @@ type gate struct {
 func Gates() []gate {
 	return []gate{
 		{"shape", (*Executor).checkShape},             // 1: NET_INVALID_REQUEST
-		{"resolution", (*Executor).resolveConnection}, // §15: NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
+		{"resolution", (*Executor).resolveConnection}, // NET_INVALID_REQUEST, NET_IMPORTED_UNAPPROVED, NET_NOT_APPROVED, NET_AMBIGUOUS_CONNECTION
 		{"binding", (*Executor).bindApp},              // 2: NET_INVALID_REQUEST (no host-assigned identity)
 		{"grant", (*Executor).checkGrant},             // 3: NET_NOT_APPROVED, NET_IMPORTED_UNAPPROVED, NET_AMBIGUOUS_CONNECTION, NET_HOST_BLOCKED
 		{"ceiling", (*Executor).checkCeiling},         // 4: NET_SCHEME_BLOCKED, NET_HOST_BLOCKED
@@ -415,7 +414,7 @@ func (e *Executor) testConnection(ctx context.Context, appID, slot string) (NetR
 	if row.Req == nil || row.Req.TestRequest == nil || len(row.Req.DeclaredAPIHosts) == 0 {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement has no test request")
 	}
-	// https, a LAN row's too (the LAN transport's pinned TLS, §12.11).
+	// https, a LAN row's too (the LAN transport's pinned TLS).
 	u, err := ComposeURL("https", row.Req.DeclaredAPIHosts[0], row.Req.TestRequest.PathAndQuery)
 	if err != nil {
 		return NetResult{}, errcode.New(errcode.NotFound, "the requirement's test request does not compose")
@@ -474,7 +473,7 @@ func (e *Executor) answer(f *Fetch) NetResult {
 		} else {
 			msg := f.err.Msg
 			if f.conn != nil {
-				msg = f.conn.ScrubResolved(msg) // §15: error-path text is host-clean
+				msg = f.conn.ScrubResolved(msg) // error-path text is host-clean
 			}
 			frame = wire.NetErrorResponse(f.Req.RequestID, f.Req.URL, errcode.New(f.err.Code, msg))
 		}
@@ -493,7 +492,7 @@ func (e *Executor) answer(f *Fetch) NetResult {
 		return NetResult{Frame: b, Answer: b != nil, Code: errcode.HostError}
 	}
 	if replaced {
-		// Encode turned an oversized frame into NET_SIZE_EXCEEDED (R6).
+		// Encode turned an oversized frame into NET_SIZE_EXCEEDED.
 		code := errcode.NetSizeExceeded
 		f.failedGate, f.err = "read", errcode.New(code, "the response exceeds the net frame size class")
 		return NetResult{Frame: b, Answer: true, Code: code}

@@ -81,12 +81,12 @@ func (u *upstream) done() {
 }
 
 // refuse builds a gate's refusal. Messages are fixed sentences: they name
-// no host, address or value (§15: host-clean). Gate 1 passes the parser's
+// no host, address or value (host-clean). Gate 1 passes the parser's
 // message through, which may name a header the app itself sent.
 func refuse(code errcode.Code, msg string) *errcode.Error { return errcode.New(code, msg) }
 
 // Gate 1: shape. ParseNetRequest is the hand-written, fail-closed parser of
-// Part I §3 and ruling R3 (body on GET/HEAD, body cap, STRIP headers,
+// the net-request frame (body on GET/HEAD, body cap, STRIP headers,
 // strict keys, URL shape).
 func (e *Executor) checkShape(_ context.Context, f *Fetch) *errcode.Error {
 	r, err := wire.ParseNetRequest(f.Call.Frame)
@@ -101,7 +101,7 @@ func (e *Executor) checkShape(_ context.Context, f *Fetch) *errcode.Error {
 	return nil
 }
 
-// Resolution (§15, ruling R7): a connection URL selects the acting app's
+// Resolution: a connection URL selects the acting app's
 // own slot and is rebuilt against its one ceiling host. Translation only:
 // the rebuilt URL still runs gates 2–10. Any other URL is parsed as it is.
 func (e *Executor) resolveConnection(_ context.Context, f *Fetch) *errcode.Error {
@@ -130,7 +130,7 @@ func (e *Executor) resolveConnection(_ context.Context, f *Fetch) *errcode.Error
 		return refuse(errcode.NetNotApproved, "the connection is not approved")
 	}
 	if len(row.Ceiling) != 1 {
-		// Ruling R7: an empty ceiling too; a symbolic address has one meaning.
+		// An empty ceiling too; a symbolic address has one meaning.
 		return refuse(errcode.NetAmbiguousConnection, "the connection does not name exactly one host")
 	}
 	host := row.Ceiling[0]
@@ -143,7 +143,7 @@ func (e *Executor) resolveConnection(_ context.Context, f *Fetch) *errcode.Error
 }
 
 // Gate 2: binding. The acting app is the host-assigned call.AppID and
-// nothing in the frame (there is no identity seat, R3); the request sees
+// nothing in the frame (there is no identity seat); the request sees
 // that app's rows only.
 func (e *Executor) bindApp(_ context.Context, f *Fetch) *errcode.Error {
 	if grants.CheckAppID(f.Call.AppID) != nil {
@@ -153,7 +153,7 @@ func (e *Executor) bindApp(_ context.Context, f *Fetch) *errcode.Error {
 	return nil
 }
 
-// Gate 3: grant (ruling R6). The decision order, on the acting app's rows:
+// Gate 3: grant. The decision order, on the acting app's rows:
 //
 //  1. approved rows whose frozen ceiling holds the host: exactly one is the
 //     grant; two or more refuse NET_AMBIGUOUS_CONNECTION (never a
@@ -166,7 +166,7 @@ func (e *Executor) bindApp(_ context.Context, f *Fetch) *errcode.Error {
 //
 // A host that does not normalize (an IP literal other than an RFC-1918
 // dotted quad, a numeric spelling, a trailing dot) is claimed by nobody.
-// The pending requirement of a staged change is never read (§12.3).
+// The pending requirement of a staged change is never read.
 func (e *Executor) checkGrant(_ context.Context, f *Fetch) *errcode.Error {
 	host, ok := RequestHost(f.Target)
 	if ok {
@@ -233,7 +233,7 @@ func RequestHost(u *url.URL) (string, bool) {
 // Gate 4: ceiling. https only, and exact membership of the normalized host
 // in the grant's frozen ceiling (no suffix, no wildcard). The one
 // admission: http or https to an RFC-1918 literal in the ceiling of a row
-// that declares lanHost, under the desktop policy (§12.11, ruling R19).
+// that declares lanHost, under the desktop policy.
 // The request is sent to the normalized host (punycode), the form the
 // ceiling and the TLS check use.
 func (e *Executor) checkCeiling(_ context.Context, f *Fetch) *errcode.Error {
@@ -265,7 +265,7 @@ func (e *Executor) checkCeiling(_ context.Context, f *Fetch) *errcode.Error {
 const sidecarZone = ".sidecar.invalid"
 
 // Gate 5: SSRF, and the network transport's choice. The public transport
-// resolves the host once and checks every answer (ruling R8); its send
+// resolves the host once and checks every answer; its send
 // later dials only those addresses. Exactly two classes stand this gate
 // down, and only this gate: the LAN class admitted at gate 4 (sent by the
 // LAN transport), and the sidecar symbolic host of a registered helper on
@@ -308,8 +308,8 @@ func mutating(method string) bool {
 }
 
 // Gate 6: confirm. A mutating request needs the user's answer before any
-// credential is read. The standing gate (§17) is consulted first and wraps
-// the session memory (ruling R10); neither is consulted on the probe path,
+// credential is read. The standing gate is consulted first and wraps
+// the session memory; neither is consulted on the probe path,
 // whose confirm carries no slot and no body.
 //
 // Gates 3 and 4 decided on the index snapshot taken when the request
@@ -456,14 +456,14 @@ func setInjected(h http.Header, name, value string) {
 	h.Set(name, value)
 }
 
-// headerCanon lowercases name and maps '_' to '-' (ruling R3's folding).
+// headerCanon lowercases name and maps '_' to '-' (the header-name folding).
 func headerCanon(name string) string {
 	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 }
 
 // stripRequestHeaders deletes from h every header an app may not send
-// upstream. Names are compared after lowercasing and mapping '_' to '-'
-// (ruling R3), so non-canonical spellings that slipped past gate 1 go too.
+// upstream. Names are compared after lowercasing and mapping '_' to '-',
+// so non-canonical spellings that slipped past gate 1 go too.
 func stripRequestHeaders(h http.Header) {
 	for name := range h {
 		if wire.CredentialHeader(name) || unsendable(name) {
@@ -474,7 +474,7 @@ func stripRequestHeaders(h http.Header) {
 
 // unsendable reports whether name is Accept-Encoding, hop-by-hop, owned
 // by the transport, a method override or a range (a partial answer would
-// split a reflected credential past the exact-substring scrub, §14.1).
+// split a reflected credential past the exact-substring scrub).
 func unsendable(name string) bool {
 	c := headerCanon(name)
 	switch c {
@@ -530,7 +530,7 @@ func (e *Executor) credentials(ctx context.Context, f *Fetch) (map[string]string
 
 // Gate 9: fetch. The request departs by the transport gate 5 or 6a chose,
 // bounded by the request timeout. Redirects are never followed on any
-// transport: a 3xx, 304 included, is NET_REDIRECT_BLOCKED (ruling R9).
+// transport: a 3xx, 304 included, is NET_REDIRECT_BLOCKED.
 func (e *Executor) send(ctx context.Context, f *Fetch) *errcode.Error {
 	if f.via == nil { // unreachable: gate 5 or 6a chose one
 		return refuse(errcode.NetFetchFailed, "the upstream could not be reached")
@@ -583,10 +583,10 @@ func encoded(h http.Header) bool {
 }
 
 // Gate 10: read. The body arrived capped at 1 MiB while reading (the
-// transports, ruling R5). Every injected value is scrubbed from the body
+// transports). Every injected value is scrubbed from the body
 // and from the whitelisted header values, raw and percent-encoded; a
 // model-bound result loses every RFC-1918 literal too (§14.2); the headers
-// are whitelist-filtered and content-length recomputed (R21). An upstream
+// are whitelist-filtered and content-length recomputed. An upstream
 // status outside 100–599 is NET_FETCH_FAILED, and so is a body in a
 // content coding (gzip and the like): the scrub would be blind to it.
 func (e *Executor) readResponse(_ context.Context, f *Fetch) *errcode.Error {

@@ -60,7 +60,7 @@ func (e *Executor) sourceFor(k requirement.Kind) credentialSource {
 // final URL is re-checked against the ceiling.
 //
 // A LAN request reads the slot's state for the device's pin. Once a pin
-// is recorded, every later request verifies against it (§12.11), so plain
+// is recorded, every later request verifies against it, so plain
 // http, which cannot, is refused: gate 4's http admission is for a device
 // that was never paired over TLS, not a way around its pin.
 func (e *Executor) inject(ctx context.Context, f *Fetch) *errcode.Error {

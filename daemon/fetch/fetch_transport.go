@@ -88,7 +88,7 @@ func httpRequest(ctx context.Context, f *Fetch) (*http.Request, *errcode.Error) 
 	return req, nil
 }
 
-// helperTransport sends to a registered local helper (Part V): the path
+// helperTransport sends to a registered local helper: the path
 // and query, the stripped and injected headers, the body and the helper
 // token. The helper's error is logged scrubbed, never shown.
 type helperTransport struct {

@@ -22,7 +22,7 @@ import (
 	"github.com/snug/snugd/internal/names"
 )
 
-// Standing approvals (spec §17, PROVISIONAL; ruling R20): a pre-recorded
+// Standing approvals (PROVISIONAL): a pre-recorded
 // answer to the confirm gate for a narrow scope frozen at arm time — one
 // (app, slot), one target, one trigger class — kept in memory only (a
 // restart disarms). It is a recorded answer, not a bypass: it is consulted
@@ -83,7 +83,7 @@ type StandingSpec struct {
 	Window   time.Duration
 	Quiet    *QuietHours // nil: none
 	// UserGesture is the caller's attestation that the user armed this
-	// with an explicit gesture on a host surface (ruling R20: an
+	// with an explicit gesture on a host surface (an
 	// authenticated host call or snugd ctl). False is refused.
 	UserGesture bool
 }
@@ -259,7 +259,7 @@ func (g *StandingGate) list() []Standing {
 }
 
 // StandingFor returns the standing approval armed on (appID, slot), for
-// disclosure wherever the connection is disclosed (§17 rule 6).
+// disclosure wherever the connection is disclosed.
 func (e *Executor) StandingFor(appID, slot string) (Standing, bool) {
 	return e.standing.armedOn(appID, slot)
 }
@@ -459,7 +459,7 @@ func pathSegmentTarget(pattern string, u *url.URL) (string, bool) {
 // parsers disagree on which of two duplicate keys wins (first or last),
 // and many match names case-insensitively, so the provider could read
 // another target than the one compared here. That is a disagreement of
-// the sources, refused like any other (§17 rule 4).
+// the sources, refused like any other.
 func BodyFieldTarget(field, body string) (target string, ambiguous, ok bool) {
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.UseNumber()

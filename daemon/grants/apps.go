@@ -35,7 +35,7 @@ type ConnSummary struct {
 	Imported        bool
 	Invalid         bool
 	// Credentials is the dynamic state's status ("" when the slot has
-	// none yet); LastError its reason (secret-free, §13).
+	// none yet); LastError its reason (secret-free).
 	Credentials ConnStatus
 	LastError   string
 	ExpiresAt   *time.Time // when the stored token expires, when known

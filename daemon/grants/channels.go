@@ -21,7 +21,7 @@ import (
 	"github.com/snug/snugd/daemon/requirement"
 )
 
-// The proposer channels (spec §12.1, §12.13, ruling R18). A running app has
+// The proposer channels. A running app has
 // none: requirements arrive only from the user, from the builder assistant
 // as a connection_requirement directive, or from a vouched starter install.
 // Each channel computes provenance and confidence itself; a directive's
@@ -29,13 +29,13 @@ import (
 // requirement passes the strict parser (the template lint included) and the
 // registry's borrow ban before the proposer entry point writes it.
 //
-// userLayer is accepted only from registry substitution (§12.10): every
+// userLayer is accepted only from registry substitution: every
 // channel parses with the zero requirement.Options, so a userLayer arriving
 // on any of them is refused whatever it says. No shipped registry entry
 // synthesizes one; stored rows are re-read the same way.
 
 // The confidence ladder: the rung a proposal resolved at, computed by snugd
-// and display-only (§12.2: never an approval input).
+// and display-only (never an approval input).
 const (
 	ConfidenceRegistry  = 1.0  // the registry pinned the values
 	confidenceUserDocs  = 0.75 // the model read documentation the user supplied
@@ -58,7 +58,7 @@ type ProposeResult struct {
 	Disclosure string
 	EntryID    string
 	// ClaimedProvenance and ClaimedConfidence are what a directive claimed:
-	// display-only, never a gating input (§12.13).
+	// display-only, never a gating input.
 	ClaimedProvenance string
 	ClaimedConfidence *float64
 }
@@ -87,8 +87,7 @@ func (d *Proposers) ProposeUser(ctx context.Context, appID, slot string, raw []b
 	return d.proposeAdmitted(ctx, appID, a, res)
 }
 
-// directive is the wire shape of a connection_requirement directive
-// (§12.13).
+// directive is the wire shape of a connection_requirement directive.
 type directive struct {
 	V           json.RawMessage `json:"v"`
 	Kind        string          `json:"kind"`
@@ -100,7 +99,7 @@ type directive struct {
 // ProposeDirective is the assistant channel: a connection_requirement
 // directive { v: 1, kind, requirement, confidence?, provenance? } from the
 // build conversation. Provenance is computed from the channel and the rung
-// the registry resolved (R18): registry on a borrow hit, user_docs when the
+// the registry resolved: registry on a borrow hit, user_docs when the
 // host says the user supplied the docs, inference otherwise.
 func (d *Proposers) ProposeDirective(ctx context.Context, appID string, raw []byte, userDocs bool) (ProposeResult, error) {
 	var dir directive
@@ -138,7 +137,7 @@ func (d *Proposers) ProposeDirective(ctx context.Context, appID string, raw []by
 }
 
 // InstallStarter is the install channel: the starter's own connection.json,
-// vouched by the two-fact check of §12.1 (the install source resolves to a
+// vouched by the two-fact check (the install source resolves to a
 // bundled starter AND both the factory and the current HTML match its
 // bytes). An unvouched declaration is treated as absent: no row is
 // written. The requirements proposed are the bundled ones, never bytes the
@@ -167,7 +166,7 @@ func (d *Proposers) InstallStarter(ctx context.Context, appID string, in Starter
 }
 
 // PickOption proposes, on the user channel, the registry entry's
-// alternative flow optionID for the row's current requirement (§12.13: the
+// alternative flow optionID for the row's current requirement (the
 // pick is reviewed like any declared requirement).
 func (d *Proposers) PickOption(ctx context.Context, appID, slot, optionID string) (ProposeResult, error) {
 	c, err := d.Connection(ctx, appID, slot)
@@ -256,7 +255,7 @@ func (d *Book) borrowOf(r *requirement.Requirement) (string, bool) {
 // predates the entry or its pins, or storage was altered).
 const ruleRegistryNotPinned = "registry.not-pinned"
 
-// checkBorrowBan is re-approval's own hold of §12.12's borrow ban: a staged
+// checkBorrowBan is re-approval's own hold of the borrow ban: a staged
 // change is reachable without passing the stager (a forged pending column),
 // so before its hosts are frozen it must be a requirement the ban would not
 // change (nor refuse).
@@ -416,8 +415,8 @@ func (d *Proposers) reconsentCandidates(ctx context.Context) (rows []store.Conne
 //     the borrow ban holds for it as it would for a fresh proposal;
 //   - an approved row gets the re-resolution of its staged change, or of
 //     its current requirement when none is staged, staged for re-approval:
-//     a pin change always re-consents and never silently promotes
-//     (§12.12). The grant keeps serving what the user approved until then.
+//     a pin change always re-consents and never silently promotes.
+//     The grant keeps serving what the user approved until then.
 //
 // A row the registry now refuses keeps what it has; re-approval and the
 // review re-check it.

@@ -17,7 +17,7 @@ import (
 	"github.com/snug/snugd/daemon/requirement"
 )
 
-// Status is a connection row's status: exactly three values (spec §12.2).
+// Status is a connection row's status: exactly three values.
 // "Needs re-approval" is derived (Connection.NeedsReapproval), never a
 // fourth status. The values are declared once, as the store's
 // (store.Status), and named here.
@@ -29,7 +29,7 @@ const (
 	StatusRevoked  = Status(store.StatusRevoked)
 )
 
-// Provenance says which channel proposed a requirement (spec §12.2, R18).
+// Provenance says which channel proposed a requirement.
 // The values are declared once, as the store's (store.Provenance).
 type Provenance string
 
@@ -41,13 +41,12 @@ const (
 	ProvenanceUser      = Provenance(store.ProvenanceUser)
 )
 
-// MaxSlotsPerApp is AUTH_MAX_SLOTS_PER_APP (spec §12.2): every row of an app
-// counts, revoked tombstones included; replacing an existing slot does not
-// (ruling R13).
+// MaxSlotsPerApp is AUTH_MAX_SLOTS_PER_APP: every row of an app
+// counts, revoked tombstones included; replacing an existing slot does not.
 const MaxSlotsPerApp = 8
 
 // Connection is one connection row as snugd reads it: the grant columns of
-// spec §12.2 and the parsed requirement. Requirement is nil when the stored
+// the user DB and the parsed requirement. Requirement is nil when the stored
 // requirement_json no longer validates (Invalid says why); such a row
 // grants nothing.
 type Connection struct {
@@ -69,7 +68,7 @@ type Connection struct {
 	UpdatedAt          time.Time
 	Invalid            []requirement.Violation
 	// Borrowed reports whether the stored requirement is exactly the
-	// registry's pinned values for its provider (§12.12): disclose it.
+	// registry's pinned values for its provider: disclose it.
 	Borrowed bool
 }
 
@@ -250,7 +249,7 @@ func DecodeHostsFast(col string) ([]string, bool) {
 	return hosts, true
 }
 
-// The writers of spec §12.3, plus reconnect (ruling R11). Each is the sole
+// The writers, plus reconnect. Each is the sole
 // legal author of one transition and is legal only on its stated status;
 // each refusal carries its own code. Every writer runs in one transaction
 // under writeMu and republishes the app's grant index after it commits.
@@ -331,7 +330,7 @@ func stagedRow(tx *store.Tx, cur *store.Connection, a Admitted) (*store.Connecti
 		pending := a.Canonical
 		row.PendingRequirementJSON = &pending
 		// The row's provenance describes requirement_json; the change's
-		// own channel is what its re-approval is reviewed by (§12.1).
+		// own channel is what its re-approval is reviewed by.
 		if err := tx.PutStagedOrigin(cur.AppID, cur.Slot, pending, store.StagedOrigin{Provenance: store.Provenance(a.provenance), Confidence: a.confidence}); err != nil {
 			return nil, err
 		}
@@ -339,7 +338,7 @@ func stagedRow(tx *store.Tx, cur *store.Connection, a Admitted) (*store.Connecti
 	return &row, nil
 }
 
-// propose is the proposers' entry point (§12.1, R11): a write aimed at an
+// propose is the proposers' entry point: a write aimed at an
 // absent or declared row puts it, one aimed at an approved row stages
 // instead, and one aimed at a revoked row is refused outright. The status
 // is read and acted on in one transaction. It reports whether it staged a
@@ -362,7 +361,7 @@ func (d *Book) Propose(ctx context.Context, appID string, a Admitted) (Connectio
 // Approve is approveConnection: legal only on a declared row. It freezes
 // allowed_hosts from requirement_json — never from a pending column storage
 // may have forged — stamps approved_at, sets status approved and clears the
-// imported flag (R11). A stored requirement that no longer validates is
+// imported flag. A stored requirement that no longer validates is
 // refused.
 //
 // Approve binds to nothing a person saw: it is for in-process callers. The
@@ -374,7 +373,7 @@ func (d *Book) Approve(ctx context.Context, appID, slot string) (Connection, err
 // ApproveReviewed is Approve bound to the review a person saw: token is
 // that review's ReviewToken. When the row changed since (a replaced
 // declared row, a re-staged change, another status), the answer is
-// REVIEW_STALE and nothing is written (§12.3: no path widens a host
+// REVIEW_STALE and nothing is written (no path widens a host
 // ceiling without a human seeing the diff).
 func (d *Book) ApproveReviewed(ctx context.Context, appID, slot, token string) (Connection, error) {
 	return d.Write(ctx, appID, slot, journaled(ctx, journal.ActApprove, boundTo(token, d.approveRow)))
@@ -529,7 +528,7 @@ func (d *Book) revokeRow(ctx context.Context, appID, slot string) (Connection, e
 	}))
 }
 
-// Reconnect is the sixth, user-only act of ruling R11: a revoked row becomes
+// Reconnect is the sixth, user-only act: a revoked row becomes
 // declared again, keeping its requirement and its revoked_at tombstone, which
 // review discloses. It grants nothing: the row needs approval again.
 func (d *Book) Reconnect(ctx context.Context, appID, slot string) (Connection, error) {
@@ -652,7 +651,7 @@ func passCoded(log *slog.Logger, op string, err error) error {
 
 // connectionChanged runs after every committed connection or credential
 // write. It clears the credential cache, the app's "allow for this session"
-// memory (ruling R10) and disarms a
+// memory and disarms a
 // standing approval armed on the slot (its frozen scope described the row
 // as it was), then rings the doorbell.
 func (d *Book) ConnectionChanged(appID, slot string) {

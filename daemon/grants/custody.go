@@ -20,7 +20,7 @@ import (
 	"github.com/snug/snugd/daemon/scrub"
 )
 
-// Credential custody (spec §13): values live in snug_secrets, sealed, under
+// Credential custody: values live in snug_secrets, sealed, under
 // auth:<appId>:<slot>:<fieldKey>, and nowhere else. They are write-only
 // through the API: nothing returns a value.
 
@@ -28,7 +28,7 @@ import (
 // comfortably).
 const MaxCredentialBytes = 64 << 10
 
-// ConnStatus is _connection.status (§13): exactly four values.
+// ConnStatus is _connection.status: exactly four values.
 type ConnStatus string
 
 const (
@@ -45,7 +45,7 @@ type LANPin struct {
 	CN          string
 }
 
-// ConnState is a slot's dynamic connection state (§13), kept sealed under
+// ConnState is a slot's dynamic connection state, kept sealed under
 // auth:<appId>:<slot>:_connection. Times are unix milliseconds. The three
 // verify markers are separate on purpose: one family's marker never vouches
 // for another's.
@@ -61,7 +61,7 @@ type ConnState struct {
 	ClaimVerifiedAt *int64
 }
 
-// connStateJSON is ConnState's stored form, with §13's field names.
+// connStateJSON is ConnState's stored form, with the field names.
 type connStateJSON struct {
 	Status          ConnStatus  `json:"status"`
 	ObtainedAt      *int64      `json:"obtainedAt,omitempty"`

@@ -8,7 +8,7 @@ import (
 )
 
 // Fact is what the provider chat lane's context may know about one
-// connection (§16, API.md GET /v1/apps/{appId}/facts): never a credential
+// connection (API.md GET /v1/apps/{appId}/facts): never a credential
 // and never a resolved LAN address.
 type Fact struct {
 	Slot     string
@@ -39,7 +39,7 @@ const MaxScopeSummary = 300
 
 // Facts returns the chat lane's facts about appID's connections, in slot
 // order; nil when the app has none. Every text field has dotted RFC-1918
-// literals scrubbed (§16), whatever it holds.
+// literals scrubbed, whatever it holds.
 func (d *Records) Facts(appID string) []Fact {
 	a := d.index.Load().Apps[appID]
 	if a == nil {

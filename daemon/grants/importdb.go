@@ -44,8 +44,8 @@ type DroppedRow struct {
 	Reason string
 }
 
-// Import reconciles the snug_connections rows of the user DB at path (spec
-// §12.4, ruling R12). The file is untrusted input: every row goes through
+// Import reconciles the snug_connections rows of the user DB at path.
+// The file is untrusted input: every row goes through
 // one of three branches, in one transaction.
 //
 //  1. Byte-identical (app_id, slot, requirement_json, allowed_hosts) to a
@@ -54,7 +54,7 @@ type DroppedRow struct {
 //  2. Anything else that validates strictly lands declared with imported = 1,
 //     approved_at cleared and allowed_hosts recomputed from the requirement;
 //     the file's status, allowed_hosts and pending column are never
-//     trusted. The borrow ban of §12.12 applies as on every proposer
+//     trusted. The borrow ban applies as on every proposer
 //     channel: a row that names or reaches a registry provider lands with
 //     the registry's pinned values, and provenance "registry" is kept only
 //     when the registry really resolved the row. A local revoked row is
@@ -296,8 +296,8 @@ func ruleList(vs []requirement.Violation) string {
 }
 
 // Export writes a copy of the user DB to dest: snug_connections only, every
-// secret dropped and the file vacuumed so freed pages carry nothing (spec
-// §13; DESIGN.md Storage). Exports never carry secrets in v1 (R19).
+// secret dropped and the file vacuumed so freed pages carry nothing
+// (DESIGN.md Storage). Exports never carry secrets in v1.
 func (d *Records) Export(ctx context.Context, dest string) error {
 	if err := d.store.Export(ctx, dest); err != nil {
 		return Internal(d.log, "export", err)

@@ -5,12 +5,12 @@ import (
 	"github.com/snug/snugd/daemon/requirement"
 )
 
-// Pairing in package daemon is a connection's pairing with a device (§13's
+// Pairing in package daemon is a connection's pairing with a device (the pairing
 // families: exchange, device link, token claim), named by the registry.
 // Pairing a host with snugd is daemon/hostauth's.
 
 // pairingOwed reports the pairing family the registry names for r, if any,
-// and whether state still lacks that family's own verify marker (§13). Each
+// and whether state still lacks that family's own verify marker. Each
 // family has its own marker and no other family's marker stands in for it:
 // a connected row without its marker still owes its pairing, so the wizard
 // repairs itself without a data migration.

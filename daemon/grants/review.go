@@ -17,8 +17,8 @@ import (
 	"github.com/snug/snugd/daemon/requirement"
 )
 
-// Posture is how hard a review screen should look at a proposal (spec
-// §12.1): manual entry by the user, a strong field-by-field review, or the
+// Posture is how hard a review screen should look at a proposal:
+// manual entry by the user, a strong field-by-field review, or the
 // registry's pinned values.
 type Posture string
 
@@ -264,7 +264,7 @@ func PostureOf(c Connection, borrowed bool) Posture {
 }
 
 // diffJSON compares two JSON documents leaf by leaf. Array elements are
-// leaves by index: order is significant (§12.3).
+// leaves by index: order is significant.
 func diffJSON(oldJSON, newJSON string) ([]FieldChange, error) {
 	oldLeaves, err := leaves(oldJSON)
 	if err != nil {

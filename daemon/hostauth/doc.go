@@ -18,7 +18,7 @@
 // so snugd cannot tell those processes apart).
 //
 // "Pairing" in this package always means pairing a host with snugd; the
-// pairing of a connection with a device (§13's families) is the
+// pairing of a connection with a device (the pairing families) is the
 // registry's and the daemon's.
 //
 // A Book needs only the store, a clock and a logger; daemon.New builds

@@ -17,7 +17,7 @@ const CallbackPath = "/oauth/callback"
 // sentence a caller may show as it is.
 var (
 	// ErrLoopbackWithoutPKCE: a loopback redirect is representable only
-	// beside PKCE (§12.12, ruling R24); without it an intercepted code could
+	// beside PKCE; without it an intercepted code could
 	// be redeemed by anyone on the machine.
 	ErrLoopbackWithoutPKCE = errors.New("a loopback redirect needs PKCE, and this flow has it turned off")
 	// ErrEndpoint: the endpoint is not an https URL without userinfo or
@@ -27,7 +27,7 @@ var (
 	// nor an https origin's callback.
 	ErrRedirectURI = errors.New("the redirect address is neither snugd's loopback callback nor an https origin's callback")
 	// ErrReservedParam: an authorizeParams entry, or the endpoint's own
-	// query, names a parameter snugd sets itself (ruling R23).
+	// query, names a parameter snugd sets itself.
 	ErrReservedParam = errors.New("an extra authorization parameter names a parameter snugd sets itself")
 	// ErrClientID: the client ID is empty or holds a control character.
 	ErrClientID = errors.New("the client ID is empty or not printable")
@@ -38,7 +38,7 @@ var (
 
 // reservedParams are the authorization-request parameters snugd sets (or
 // never lets an author set) itself, compared case-insensitively. It is
-// requirement.ReservedAuthorizeParams (ruling R23); a test keeps the two
+// requirement.ReservedAuthorizeParams; a test keeps the two
 // equal, since this leaf does not import the requirement package.
 var reservedParams = []string{
 	"response_type", "client_id", "client_secret", "redirect_uri", "scope",
@@ -157,7 +157,7 @@ func DesktopRedirectURI(port int) (string, error) {
 }
 
 // WebRedirectURI returns the redirect of the web surface (the
-// origin-callback posture of §12.12): the host's https origin followed by
+// origin-callback posture): the host's https origin followed by
 // /oauth/callback. The origin is scheme, host and optional port only, as a
 // browser sends it in the Origin header.
 func WebRedirectURI(origin string) (string, error) {

@@ -136,7 +136,7 @@ func TestAuthorizeURLRefusals(t *testing.T) {
 }
 
 // TestReservedParamsMatchRequirement keeps this leaf's reserved list equal
-// to the requirement parser's (ruling R23): every reserved name is refused
+// to the requirement parser's: every reserved name is refused
 // here too.
 func TestReservedParamsMatchRequirement(t *testing.T) {
 	for _, name := range requirement.ReservedAuthorizeParams() {

@@ -1,5 +1,5 @@
-// Package oauth is snugd's OAuth 2.0 protocol core (spec §12.5, §12.12,
-// §13, §14 gate 8; rulings R14, R23, R24): PKCE S256, the authorization
+// Package oauth is snugd's OAuth 2.0 protocol core (the
+// OAuth kinds and gate 8): PKCE S256, the authorization
 // URL, flows and their HMAC-signed state, the callback's query, the token
 // endpoint calls (code exchange, client credentials, refresh, RFC 7009
 // revocation) and the single-flight refresher of gate 8.
@@ -37,7 +37,7 @@
 // The desktop redirect is http://127.0.0.1:<port>/oauth/callback (RFC 8252
 // §7.3, §8.3: the IP literal, never localhost); the web one is the host's
 // https origin followed by /oauth/callback. Whether the registry vouches
-// the desktop posture (ruling R24) is the caller's check, before NewFlow.
+// the desktop posture is the caller's check, before NewFlow.
 //
 // # The callback (GET /oauth/callback, POST /v1/oauth/callback)
 //
@@ -77,7 +77,7 @@
 // followed whatever the transport does, and refuses any 3xx answer; it
 // reads the answer under MaxBody (64 KiB), bounds the call with Timeout
 // (30 s) under ctx, and refuses an endpoint that is not https before any
-// connection. The ceiling check of §13 (token, refresh and revoke hosts
+// connection. The ceiling check (token, refresh and revoke hosts
 // inside the row's frozen ceiling) is the transport's: the daemon passes
 // an *http.Client whose transport refuses a host outside the row's
 // allowed_hosts before dialing.
@@ -95,9 +95,9 @@
 // token; Failed for the rest), the RFC 6749 §5.2 Code when the answer
 // carried a known one, the Status, Secrets — every secret the request
 // submitted (client_secret and its Basic form, refresh_token, code,
-// code_verifier, token), the scrub candidate set of §13 — and Body(), the
+// code_verifier, token), the scrub candidate set — and Body(), the
 // provider's raw answer, capped and unscrubbed, for the caller to scrub
-// with Secrets and hand to its §14.3 extractor. Neither Error(), %v, %#v
+// with Secrets and hand to its provider-error extractor. Neither Error(), %v, %#v
 // nor LogValue ever prints Body or Secrets.
 //
 // # Revocation

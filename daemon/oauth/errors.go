@@ -43,7 +43,7 @@ var tokenErrors = []string{
 // Error is a failed token, refresh or revocation request. Its Error text
 // is a fixed sentence: never the provider's text, never a submitted
 // secret. The provider's raw answer is available through Body, for the
-// caller to scrub with Secrets and hand to the §14.3 extractor.
+// caller to scrub with Secrets and hand to the provider-error extractor.
 //
 // conformance: P3-C13-24
 type Error struct {
@@ -58,7 +58,7 @@ type Error struct {
 	Status int
 	// Secrets are every secret value this request submitted (client
 	// secret, its Basic form, refresh token, code, code verifier, token):
-	// the scrub candidate set for this seat's error handling (§13, §14.3).
+	// the scrub candidate set for this seat's error handling.
 	Secrets []string
 
 	reason string

@@ -17,7 +17,7 @@ import (
 const FlowLifetime = 10 * time.Minute
 
 // StateKeySize is the size of the state-signing key the caller keeps in
-// auth:_state_hmac: 32 random bytes, made on first use (§13).
+// auth:_state_hmac: 32 random bytes, made on first use.
 const StateKeySize = 32
 
 // Errors Verify and FlowIDFromState return: fixed sentences, never derived
@@ -43,7 +43,7 @@ const (
 	SurfaceWeb Surface = "web"
 )
 
-// Flow is one in-flight authorization (auth:_flow:<ID>, §13). The caller
+// Flow is one in-flight authorization (auth:_flow:<ID>). The caller
 // seals it like every secret — Verifier is one — and enforces single use
 // in its store: it marks Used (or deletes the flow) in the same
 // transaction that reads it for a callback, before the code is exchanged.
@@ -71,7 +71,7 @@ type FlowParams struct {
 	Port int
 	// Origin is the web surface's origin (the host's paired origin).
 	Origin string
-	// PKCE is the row's pkce (true unless it says false; ruling R14).
+	// PKCE is the row's pkce (true unless it says false).
 	PKCE bool
 }
 
@@ -180,7 +180,7 @@ func stateMAC(key []byte, f Flow) []byte {
 	return m.Sum(nil)
 }
 
-// State returns the state parameter of f (§13): "<flow ID>.<MAC>", the
+// State returns the state parameter of f: "<flow ID>.<MAC>", the
 // MAC being HMAC-SHA256 under key (auth:_state_hmac) over the flow ID and
 // what binds it, base64url. The flow ID rides in the state so a callback
 // can find its flow; it grants nothing without the MAC.

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Skew is how long before its expiry an access token is refreshed (§13:
-// "inside a 60-second expiry skew"). Wide enough that a token does not
+// Skew is how long before its expiry an access token is refreshed
+// ("inside a 60-second expiry skew"). Wide enough that a token does not
 // expire in flight, narrow enough that a token is not refreshed on every
 // call (Nango's 15 minutes) or burned early.
 const Skew = 60 * time.Second

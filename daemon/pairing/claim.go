@@ -17,7 +17,7 @@ import (
 	"github.com/snug/snugd/transports"
 )
 
-// The token-claim pairing family (spec §12.12), SimpleFIN's: the user
+// The token-claim pairing family, SimpleFIN's: the user
 // pastes a one-time setup token; snugd decodes its claim URL, proves the
 // counterparty is a SimpleFIN Bridge, POSTs the claim URL once, and keeps
 // the user name and password of the access URL the bridge answers as the
@@ -230,7 +230,7 @@ func claimTransportError(err error, connected bool) error {
 }
 
 // commitClaim writes the access credentials and the claimVerifiedAt
-// marker in one transaction (§12.12 "one write, no window"), after
+// marker in one transaction ("one write, no window"), after
 // re-reading the row: a row revoked or re-approved while the claim ran
 // takes nothing. A failed write is said plainly, without the URL: the
 // credentials are not kept anywhere else. A replacement's journal entry

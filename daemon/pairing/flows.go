@@ -11,12 +11,12 @@ import (
 	"github.com/snug/snugd/daemon/hints"
 )
 
-// Pairing flows (§12.12): the OAuth consent, the Hue link-button exchange
+// Pairing flows: the OAuth consent, the Hue link-button exchange
 // and the QR device link each run as a Flow that a host (or snugd ctl)
 // starts for one (app, slot) and then follows through GET /v1/flows/{id}
 // and the flow-updated hint. A flow's state lives here, in memory: a flow
 // is minutes long and a restart ends it (the host starts another). What a
-// flow must persist — an OAuth flow's verifier in auth:_flow:<id> (§13) —
+// flow must persist — an OAuth flow's verifier in auth:_flow:<id> —
 // its own kind writes to the store.
 
 // A FlowKind names the pairing family a flow runs.

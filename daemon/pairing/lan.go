@@ -20,10 +20,10 @@ import (
 	"github.com/snug/snugd/lan"
 )
 
-// The exchange pairing family (spec §12.12), Philips Hue's: discover
+// The exchange pairing family, Philips Hue's: discover
 // bridges on the user's network, collect one's address into a lanHost row,
-// approve (which freezes it), then pair — in that order (§12.11,
-// P3-C12.11-09). Pairing is verify before claim: the verify probe
+// approve (which freezes it), then pair — in that order
+// (P3-C12.11-09). Pairing is verify before claim: the verify probe
 // (GET /api/0/config) must answer like a Hue bridge, its leaf certificate
 // becomes the candidate pin, and the link-button POST /api runs only on
 // connections presenting that leaf. The application key and the pin are
@@ -73,8 +73,8 @@ func lanRefusal(err error) error {
 	return &LANRefusedError{Err: lan.ErrUnreachable}
 }
 
-// checkLANPolicy refuses every LAN act under the browser transport policy
-// (ruling R19): that profile admits no LAN request.
+// checkLANPolicy refuses every LAN act under the browser transport policy:
+// that profile admits no LAN request.
 func (d *Devices) checkLANPolicy() error {
 	if !d.side.Desktop() {
 		return errcode.New(errcode.Forbidden, "the browser transport policy admits no device on the local network")
@@ -113,7 +113,7 @@ func (d *Devices) DiscoverLAN(ctx context.Context, timeout time.Duration) (lan.D
 }
 
 // relocateLAN stages a moved bridge's new address on every approved,
-// pinned LAN row (§12.11 "a bridge that moved"): the pin, not the
+// pinned LAN row ("a bridge that moved"): the pin, not the
 // announced id, says it is the same bridge. The key and the pin carry
 // over; re-approval shows the address diff. Failures are logged, never
 // fatal to the discovery.
@@ -154,13 +154,13 @@ func (d *Devices) relocateLAN(ctx context.Context, bridges []lan.Bridge) {
 	}
 }
 
-// CollectLANAddress writes the post-collection shape of a lanHost row
-// (§12.11): its requirement with declaredApiHosts holding exactly address,
+// CollectLANAddress writes the post-collection shape of a lanHost row:
+// its requirement with declaredApiHosts holding exactly address,
 // through the user channel. On a declared row it replaces the row (approve
 // it next); on an approved row it is staged, and re-approval shows the
 // diff. address must be a canonical RFC-1918 dotted quad, checked by the
-// class's own validator before and independently of the schema (§12.11
-// (b)). The row must declare a lanHost.
+// class's own validator before and independently of the schema.
+// The row must declare a lanHost.
 func (d *Devices) CollectLANAddress(ctx context.Context, appID, slot, address string) (grants.ProposeResult, error) {
 	if !requirement.IsRFC1918Literal(address) {
 		return grants.ProposeResult{}, errcode.New(errcode.BadRequest, lan.ErrNotPrivate.Error())
@@ -356,7 +356,7 @@ func (d *Devices) runLANPair(ctx context.Context, flowID string, c grants.Connec
 var errLANRowChanged = errcode.New(errcode.ConnectionNotApproved, "the connection changed while pairing: approve it again and pair again")
 
 // commitLANPair writes the application key, the pin and lanVerifiedAt in
-// one transaction (§12.12 "one write, no window"), after re-reading the
+// one transaction ("one write, no window"), after re-reading the
 // row: a row revoked or re-approved while the exchange ran takes nothing.
 // The client key is not kept: no requirement field declares it (CLIP v2
 // needs only the application key). A re-pair (replacing) journals a

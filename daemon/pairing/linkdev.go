@@ -20,7 +20,7 @@ import (
 )
 
 // Linked devices (DESIGN.md, "Linked-device helpers and the sidecar
-// symbolic host"; §12.12's device-link family): the daemon's side of the
+// symbolic host"; the device-link family): the daemon's side of the
 // helper supervisor (linkdevice.Supervisor). It gives the executor one
 // LocalTransport per registered helper (gate 6a), runs the QR flow that
 // links a slot (start → qr → linked, the token verified and committed with
@@ -376,7 +376,7 @@ func (d *Devices) pollLink(ctx context.Context, before grants.Connection, key li
 }
 
 // finishLink verifies the released token and commits it (verify before
-// claim, §12.12); any failure unlinks the helper's session, since its
+// claim); any failure unlinks the helper's session, since its
 // token is gone for good. A relink's staged session is promoted to live
 // just before the commit and put back aside if the commit fails, so the
 // old link serves until the new one is stored, and serves again if it is
@@ -513,7 +513,7 @@ func (d *Devices) failLink(key linkdevice.SessionKey, flowID, msg string) {
 	}
 }
 
-// commitLink is the one write of a device link (§12.12 "one write, no
+// commitLink is the one write of a device link ("one write, no
 // window"): the token as the declared field and _connection with status
 // connected and linkVerifiedAt, in one transaction, and only while the row
 // is the approved row the flow started on. A relink's journal entry

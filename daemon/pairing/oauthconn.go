@@ -15,8 +15,7 @@ import (
 	"github.com/snug/snugd/daemon/scrub"
 )
 
-// The OAuth kinds' custody and gate 8 (spec §12.5, §13, §14 gate 8,
-// rulings R14, R24): the token source the executor asks, the guarded
+// The OAuth kinds' custody and gate 8: the token source the executor asks, the guarded
 // client every token, refresh and revoke POST goes through, and the
 // revocation that runs before a revoked slot is wiped. The protocol is
 // daemon/oauth's; this file decides where things are stored and what a
@@ -220,7 +219,7 @@ func (d *Service) storeToken(ctx context.Context, before grants.Connection, t oa
 		return err
 	}
 	if len(t.Wider) > 0 {
-		// §13: a granted scope set wider than the pinned or requested one
+		// A granted scope set wider than the pinned or requested one
 		// is disclosed (scope names, never a token).
 		d.log.Warn("the provider granted scopes beyond those requested", "app", appID, "slot", slot, "wider", t.Wider)
 	}
@@ -256,7 +255,7 @@ func writeOAuthToken(tx *store.Tx, appID, slot string, t oauth.Token) error {
 // connection: invalid_grant marks it expired (reconnect offered), a
 // transient failure changes nothing (the refresh token is kept), any
 // other failure marks it error. The provider's answer is logged only
-// through §14.3's extractor, scrubbed of every secret the request sent.
+// through the extractor, scrubbed of every secret the request sent.
 //
 // conformance: P3-C13-24
 func (d *Service) noteTokenFailure(ctx context.Context, appID, slot string, o oauthRow, err error) {

@@ -30,7 +30,7 @@ import (
 // The oauth leaf's flow ID is the flow book's ID without its "f_" prefix
 // (both are 16 random bytes, base64url), so a state names its flow.
 
-// flowKeyPrefix is §13's auth:_flow:<flowId>.
+// flowKeyPrefix is the key prefix of auth:_flow:<flowId>.
 const FlowKeyPrefix = "auth:_flow:"
 
 // Fixed sentences of the flows.
@@ -54,7 +54,7 @@ type OAuthStart struct {
 // A web host's flow uses the origin-callback surface, only when the
 // registry vouches it for the row's endpoints; any other caller (a
 // desktop host, snugd ctl) uses the desktop loopback redirect on port,
-// only when the registry vouches the loopback posture (ruling R24), and
+// only when the registry vouches the loopback posture, and
 // only with PKCE. One live flow per (app, slot): a newer one replaces it.
 // A connection that holds working tokens (connected) signs in again only
 // with replace, else ALREADY_CONNECTED; its tokens keep working until the
@@ -168,7 +168,7 @@ func (d *Service) hostByID(ctx context.Context, id string) (hostauth.Host, error
 }
 
 // stateKey returns auth:_state_hmac, making 32 random bytes on first use.
-// One key for every app (§13: app-agnostic).
+// One key for every app (app-agnostic).
 func (d *Service) StateKey(ctx context.Context) ([]byte, error) {
 	var key []byte
 	err := d.store.Update(ctx, func(tx *store.Tx) error {

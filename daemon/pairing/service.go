@@ -16,7 +16,7 @@ import (
 	"github.com/snug/snugd/lan"
 )
 
-// Service runs the pairing ceremonies of §13's families — OAuth sign-in
+// Service runs the pairing ceremonies of the pairing families — OAuth sign-in
 // and its tokens (oauthflow.go, oauthconn.go), the SimpleFIN token claim
 // (claim.go), LAN pairing with a Hue bridge (lan.go) and device links
 // through a helper (linkdev.go) — and keeps the flows in progress

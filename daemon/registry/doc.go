@@ -1,5 +1,5 @@
-// Package registry is snugd's registry of pinned providers (spec §12.12,
-// rulings R18 and R22): embedded, reviewed data validated when it loads,
+// Package registry is snugd's registry of pinned providers:
+// embedded, reviewed data validated when it loads,
 // the borrow ban that substitutes pinned values into a requirement that
 // names or reaches a registered provider, and the render-time capability
 // facts a wizard asks for.
@@ -20,13 +20,13 @@
 // An entry file has these keys:
 //
 //	id                      required  ^[a-z0-9][a-z0-9-]{0,39}$, and the file is <id>.json
-//	displayName             required  a valid provider.name (§12.6)
+//	displayName             required  a valid provider.name
 //	aliases                 optional  ≤ 16 further provider names that trigger the borrow
 //	homepageUrl, docsUrl    optional  the provider block a borrow writes
 //	sources                 required  ≥ 1 × {url (https), checked (YYYY-MM-DD), note?}: the
 //	                                  documentation the entry was checked against
 //	hosts                   see below the pinned hosts, already normalized
-//	lanHost                 optional  {class, label}: a LAN entry (§12.11)
+//	lanHost                 optional  {class, label}: a LAN entry
 //	registration            optional  the entry walkthrough {consoleUrl?, instructions?}
 //	scopes                  optional  the entry-level scope pin
 //	testRequest             optional  {method: "GET", pathAndQuery}
@@ -44,7 +44,7 @@
 //
 // An auth option is {id, label, kind, fields?, registration?, endpoints?,
 // pkce?, authorizeParams?, request?, userLayer?}: a complete credential
-// flow with the requirement shapes of ruling R23. It carries no identity
+// flow with the requirement shapes. It carries no identity
 // seat — displayName, name, provider, aliases, hosts, declaredApiHosts,
 // lanHost, scopes or slot is refused with RuleOptionIdentity — because
 // which hosts may receive a credential, under which name and with which
@@ -117,12 +117,12 @@
 //
 // # The borrow ban
 //
-// Resolve applies §12.12's first rule. Both triggers are checked on every
+// Resolve applies the borrow ban's first rule. Both triggers are checked on every
 // requirement, whatever its kind (an api_key requirement naming an OAuth
 // provider borrows too):
 //
 //   - name: provider.name equals an entry's display name or alias,
-//     case-insensitively (ruling R22; the name is printable ASCII in NFC
+//     case-insensitively (the name is printable ASCII in NFC
 //     after requirement.Parse). A rename ("5potify") evades this one;
 //   - host: a host of the requirement's ceiling — declaredApiHosts,
 //     endpoint hosts and userLayer hosts, normalized as
@@ -141,7 +141,7 @@
 // kept — the registry has nothing to substitute — and its class is checked
 // here, independently of the schema: none (pre-collection) or exactly one
 // RFC-1918 literal, else ErrLANAddress. The result passes requirement.Parse
-// of its canonical form with AllowUserLayer (ruling R18: the registry is the
+// of its canonical form with AllowUserLayer (the registry is the
 // only caller allowed to set it). Triggers that hit two entries are refused
 // with ErrConflict, never resolved. A borrow is reported as such
 // (Resolution.Borrowed, the entry and option, the triggers and the
@@ -149,7 +149,7 @@
 // record provenance "registry".
 //
 // ResolveOption is the same with the option picked by the user among the
-// entry's alternative flows (§12.13); Lookup and Entries list them.
+// entry's alternative flows; Lookup and Entries list them.
 //
 // A requirement that triggers nothing comes back unchanged, after
 // requirement.Parse of its canonical form without AllowUserLayer, so a

@@ -14,7 +14,7 @@ import (
 type Entry struct {
 	ID          string
 	DisplayName string
-	// Aliases are further names that trigger the borrow ban (ruling R22).
+	// Aliases are further names that trigger the borrow ban.
 	Aliases     []string
 	HomepageURL string
 	DocsURL     string
@@ -22,12 +22,12 @@ type Entry struct {
 	// declaredApiHosts, and exactly the ceiling it derives. Empty for a LAN
 	// entry, whose one host is the address the user collects.
 	Hosts []string
-	// LANHost is set on a LAN entry (§12.11).
+	// LANHost is set on a LAN entry.
 	LANHost *requirement.LANHost
 	// Registration is the entry walkthrough; an option with a walkthrough
 	// of its own replaces it for that flow.
 	Registration requirement.Registration
-	// Scopes are the entry-level scope pin (§12.12); nil when the entry
+	// Scopes are the entry-level scope pin; nil when the entry
 	// pins none.
 	Scopes      []string
 	TestRequest *requirement.TestRequest
@@ -81,7 +81,7 @@ type Option struct {
 }
 
 // RedirectPosture is a desktop OAuth redirect posture the registry vouches
-// for (§12.12).
+// for.
 type RedirectPosture string
 
 // PostureLoopback: the provider's client registration accepts a loopback
@@ -89,7 +89,7 @@ type RedirectPosture string
 // only beside PKCE.
 const PostureLoopback RedirectPosture = "loopback"
 
-// WebRedirectPosture is a web-surface redirect posture (§12.12, since 1.0).
+// WebRedirectPosture is a web-surface redirect posture (since 1.0).
 type WebRedirectPosture string
 
 // PostureOriginCallback, the sole member today: the provider's client
@@ -97,7 +97,7 @@ type WebRedirectPosture string
 // exact authorized redirect URI.
 const PostureOriginCallback WebRedirectPosture = "origin-callback"
 
-// Family is a pairing family (§12.12). Exactly three exist.
+// Family is a pairing family. Exactly three exist.
 type Family string
 
 // The three pairing families.
@@ -120,7 +120,7 @@ func Families() []Family {
 }
 
 // Pairing is an entry's pairing seat: registry data over an ordinary kind,
-// never a kind and never a seat of a requirement row (§12.12). Every family
+// never a kind and never a seat of a requirement row. Every family
 // carries a verify probe, run before any credential is written.
 type Pairing struct {
 	Family Family

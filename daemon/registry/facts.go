@@ -8,7 +8,7 @@ import (
 	"github.com/snug/snugd/daemon/requirement"
 )
 
-// The render-time facts of §12.12. They are answered from the registry for
+// The render-time facts. They are answered from the registry for
 // a requirement row when a wizard renders; they are never persisted and
 // never become part of a requirement. Each binds to what the row will
 // actually do, not to the name it carries:

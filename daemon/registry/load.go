@@ -30,7 +30,7 @@ func optionFlowKeys() []string {
 }
 
 // identityKeys are the seats that belong to the entry and never to an auth
-// option (§12.12): which hosts may receive a credential, under which name
+// option: which hosts may receive a credential, under which name
 // and with which privilege breadth is a per-provider decision, never a
 // per-flow one.
 func identityKeys() []string {
@@ -109,7 +109,7 @@ func (l *loader) entry(file string, raw []byte) *entry {
 }
 
 // names checks the display name and aliases: each must be a valid
-// provider.name (the rule requirement.Parse applies, §12.6), and no two may
+// provider.name (the rule requirement.Parse applies), and no two may
 // fold to the same name.
 func (l *loader) names(e *entry) {
 	if len(e.aliases) > maxAliases {
@@ -217,7 +217,7 @@ func (l *loader) hosts(e *entry, isLAN bool) {
 }
 
 // registrationBlock validates a walkthrough ({consoleUrl?, instructions?})
-// with the rules requirement.Parse applies to registration (§12.7).
+// with the rules requirement.Parse applies to registration.
 func (l *loader) registrationBlock(raw json.RawMessage, path, rule string) (requirement.Registration, bool) {
 	doc, _ := json.Marshal(map[string]any{
 		"slot": "registration-check", "provider": map[string]string{"name": "check"},
@@ -234,7 +234,7 @@ func (l *loader) registrationBlock(raw json.RawMessage, path, rule string) (requ
 }
 
 // option decodes one auth option and validates it combined with its entry:
-// the combination must be a valid requirement (ruling R18: the registry is
+// the combination must be a valid requirement (the registry is
 // the one channel that may set AllowUserLayer).
 func (l *loader) option(e *entry, m map[string]json.RawMessage, raw json.RawMessage, path string) *option {
 	keys := append(append([]string{"id", "label"}, optionFlowKeys()...), identityKeys()...)
@@ -392,7 +392,7 @@ func (l *loader) helperRules(e *entry) {
 	}
 }
 
-// pairingSeat decodes and checks the pairing seat (§12.12).
+// pairingSeat decodes and checks the pairing seat.
 func (l *loader) pairingSeat(e *entry, m map[string]json.RawMessage) *Pairing {
 	raw, ok := m["pairing"]
 	if !ok {
@@ -521,7 +521,7 @@ func validPath(s string) bool {
 // desktop checks the desktop OAuth redirect posture: loopback is its only
 // member, it needs an authorization-code option, and it is representable
 // only beside PKCE (pkce false plus loopback leaves auth-code injection
-// undefendable, §12.12).
+// undefendable).
 func (l *loader) desktop(e *entry, m map[string]json.RawMessage) {
 	if _, ok := m["desktopRedirectPosture"]; !ok {
 		return
@@ -547,7 +547,7 @@ func (l *loader) desktop(e *entry, m map[string]json.RawMessage) {
 }
 
 // web checks the web-surface seats: webRedirectPosture and webRegistration
-// require each other and an OAuth kind (§12.12).
+// require each other and an OAuth kind.
 func (l *loader) web(e *entry, m map[string]json.RawMessage) {
 	_, hasPosture := m["webRedirectPosture"]
 	raw, hasReg := m["webRegistration"]

@@ -26,7 +26,7 @@ var data embed.FS
 type Registry struct {
 	doc     []byte            // the public document (Document)
 	entries []*entry          // sorted by id
-	byName  map[string]*entry // lowercased display names and aliases (ruling R22)
+	byName  map[string]*entry // lowercased display names and aliases
 	byHost  map[string]*entry // pinned hosts
 	// byEndpoints maps an OAuth option's authorize and token URLs, byte for
 	// byte, to its entry: the binding of the render-time OAuth facts.
@@ -82,10 +82,10 @@ type option struct {
 	fieldSet string
 }
 
-// isLAN reports whether e is a LAN entry (§12.11).
+// isLAN reports whether e is a LAN entry.
 func (e *entry) isLAN() bool { return e.lanHost != nil }
 
-// A LoadError is one way the registry data breaks the rules of §12.12 and
+// A LoadError is one way the registry data breaks the rules and
 // this package. File names the data file, Path the seat in it ("$" is the
 // file itself), Rule is one of the Rule* names and Msg says what is wrong.
 // Registry data is public, so a LoadError may name any of it.
@@ -274,7 +274,7 @@ func (l *loader) index(entries []*entry) *Registry {
 	return g
 }
 
-// foldName is the case-insensitive key of a provider name (ruling R22).
+// foldName is the case-insensitive key of a provider name.
 // Names are printable ASCII after requirement.Parse; strings.ToLower also
 // folds what a requirement built past the parser might hold.
 func foldName(s string) string { return strings.ToLower(s) }

@@ -8,17 +8,17 @@ import (
 )
 
 // Disclosure is the sentence a review screen shows beside a borrowed
-// requirement (§12.12: a borrow MUST be surfaced to the user).
+// requirement (a borrow MUST be surfaced to the user).
 const Disclosure = "these values came from snugd's registry, not from the app"
 
-// Trigger says which borrow trigger hit (§12.12). Both are checked on
+// Trigger says which borrow trigger hit. Both are checked on
 // every requirement.
 type Trigger uint8
 
 // The two triggers.
 const (
 	// TriggerName: provider.name equals an entry's display name or one of
-	// its aliases, case-insensitively (ruling R22).
+	// its aliases, case-insensitively.
 	TriggerName Trigger = 1 << iota
 	// TriggerHost: a host of the requirement's ceiling (declaredApiHosts,
 	// endpoint and userLayer hosts, normalized) is a pinned host.
@@ -46,7 +46,7 @@ type Resolution struct {
 	Requirement *requirement.Requirement
 	// Borrowed reports whether registry values replaced declared ones. A
 	// review screen shows Disclosure beside a borrowed requirement, and the
-	// writers record provenance "registry" for it (ruling R18).
+	// writers record provenance "registry" for it.
 	Borrowed bool
 	// EntryID and OptionID name the entry and the auth option applied.
 	EntryID  string
@@ -92,8 +92,8 @@ func (e *InvalidError) Error() string {
 	return b.String()
 }
 
-// Resolve applies the borrow ban of §12.12 to r: when r names an entry
-// (display name or alias, case-insensitively, ruling R22) or a host of its
+// Resolve applies the borrow ban to r: when r names an entry
+// (display name or alias, case-insensitively) or a host of its
 // ceiling is one the entry pins — whatever r's kind — the entry's pinned
 // values replace r's own. Nothing is merged: hosts, endpoints, the
 // registration walkthrough, the provider block, the scopes (the entry's
@@ -129,7 +129,7 @@ func (g *Registry) Resolve(r *requirement.Requirement) (Resolution, error) {
 }
 
 // ResolveOption is Resolve with the auth option picked by the user among
-// the entry's alternative flows (§12.13) instead of matched by field keys.
+// the entry's alternative flows instead of matched by field keys.
 // r must trigger the entry; the pick is then reviewed like any declared
 // requirement. It returns ErrNoEntry when r triggers no entry or the entry
 // has no option optionID.

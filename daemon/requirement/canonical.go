@@ -15,7 +15,7 @@ const maxExponent = 999_999_999
 // errNumberRange is returned for a number whose exponent is out of range.
 var errNumberRange = errors.New("number exponent out of range")
 
-// writeCanonical writes v in the canonical form of spec §12.3: object keys
+// writeCanonical writes v in the canonical form: object keys
 // sorted recursively by their UTF-8 bytes, no whitespace, arrays in their
 // original order, strings with the minimal escapes (only '"', '\\' and the
 // control characters; no HTML escaping, non-ASCII as UTF-8) and numbers in

@@ -179,7 +179,7 @@ func TestRequirementCanonicalRoundTrip(t *testing.T) {
 	})
 }
 
-// Canonical returns the canonical form (spec §12.3, writeCanonical) of any
+// Canonical returns the canonical form (writeCanonical) of any
 // JSON document, the oracle the tests hold Requirement.Canonical to. The
 // document must be strict JSON: valid UTF-8, no duplicate object keys, no
 // lone surrogate escapes, at most 128 levels deep. Errors name a byte

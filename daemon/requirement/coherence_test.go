@@ -132,7 +132,7 @@ func TestParseKindNone(t *testing.T) {
 // conformance: P3-C12.5-38, P3-C12.5-39, P3-C12.5-40
 func TestParseKindLinkedDevice(t *testing.T) {
 	checkAccepted(t, linkedDoc, func(doc) {}, Options{})
-	checkAccepted(t, linkedDoc, field(0, "type", "text"), Options{}) // any type (ruling R14)
+	checkAccepted(t, linkedDoc, field(0, "type", "text"), Options{}) // any type
 	tests := []struct {
 		name string
 		mut  func(doc)
@@ -193,7 +193,7 @@ func deref(b *bool) any {
 	return *b
 }
 
-// TestParseHostXOR walks the host XOR table of §12.11 row by row.
+// TestParseHostXOR walks the host XOR table row by row.
 //
 // conformance: P3-C12.11-02, P3-C12.11-03, P3-C12.11-04, P3-C12.11-05, P3-C12.11-06, P3-C12.11-07, P3-C12.11-08
 func TestParseHostXOR(t *testing.T) {

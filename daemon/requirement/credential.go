@@ -9,8 +9,8 @@ import (
 )
 
 // DetectCredential reports whether s contains a credential-shaped value
-// (spec §13: "a host that finds a credential-shaped value inside a
-// requirement rejects the requirement"; ruling R17). reason is a fixed
+// ("a host that finds a credential-shaped value inside a
+// requirement rejects the requirement"). reason is a fixed
 // phrase naming the shape ("a GitHub token"); it never contains any part of
 // s. Parse runs it over every string a requirement holds except the fixed
 // vocabularies (kind, field type, lanHost class, testRequest method): the

@@ -1,15 +1,15 @@
-// Package requirement is the connection requirement contract of spec
-// §12.2–§12.11 and §13: the strict parser with every bound and coherence
+// Package requirement is the connection requirement contract:
+// the strict parser with every bound and coherence
 // rule, the credential-shaped value detector, the canonical form, host
 // normalization and deriveConnectionAllowedHosts.
 //
 // Every path that lets a requirement into snugd goes through Parse: the
-// five writers and reconnect, import reconciliation (§12.4: "validates
+// five writers and reconnect, import reconciliation ("validates
 // strictly"), the re-validation reapproveConnection owes a pending
-// requirement (§12.3), the registry's substitution, and the API's
+// requirement, the registry's substitution, and the API's
 // validation answers (a 422's details are Parse's violations). Other
 // packages import the rules from here and never restate them: ValidSlot
-// for the slot rule (§15's connection URLs, the API), NormalizeHost for
+// for the slot rule (connection URLs, the API), NormalizeHost for
 // both sides of the ceiling check (gate 4), IsRFC1918Literal for the LAN
 // class, DeriveAllowedHosts and HostsJSON for the frozen ceiling.
 //
@@ -18,16 +18,16 @@
 //
 // # The document
 //
-// A requirement is one JSON object (ruling R23) with these keys; every
+// A requirement is one JSON object with these keys; every
 // length counts UTF-16 code units, as the spec's TypeScript schema and the
 // template lint count a string's length (a character outside the Basic
 // Multilingual Plane, such as an emoji, counts twice), and every object at
 // every level admits only its listed keys (an unknown key anywhere is
-// key.unknown, §12.5):
+// key.unknown):
 //
 //	slot              required  ^[a-z0-9][a-z0-9-]{0,39}$ (SlotPattern)
 //	provider          required  {name, homepageUrl?, docsUrl?}
-//	  name            required  1–120 printable ASCII (§12.6, below)
+//	  name            required  1–120 printable ASCII (below)
 //	  homepageUrl     optional  https URL ≤ 300 (URLs, below)
 //	  docsUrl         optional  https URL ≤ 300
 //	kind              required  one of the seven Kinds
@@ -40,14 +40,14 @@
 //	  required        optional  boolean; absent stays absent
 //	registration      optional  {consoleUrl?, instructions?}
 //	  consoleUrl      optional  https URL ≤ 300
-//	  instructions    optional  ≤ 10 × 1–300, plain prose (§12.7)
+//	  instructions    optional  ≤ 10 × 1–300, plain prose
 //	endpoints         optional  {authorize?, token?, refresh?, revoke?}: https URLs ≤ 300, no fragment
 //	scopes            optional  ≤ 64 × 1–200 RFC 6749 scope-tokens, each listed once
-//	pkce              optional  boolean; true when absent on both OAuth kinds (R14)
+//	pkce              optional  boolean; true when absent on both OAuth kinds
 //	authorizeParams   optional  ≤ 16 × name ^[A-Za-z0-9_.\[\]-]{1,64}$ → 1–300 plain characters,
 //	                            never a parameter snugd sets (ReservedAuthorizeParams)
 //	request           optional  {headerTemplate?, queryTemplate?}: objects of name → template
-//	userLayer         registry  only with Options.AllowUserLayer (§12.10, below)
+//	userLayer         registry  only with Options.AllowUserLayer (below)
 //	lanHost           optional  {class: "rfc1918-ipv4-literal", label: 1–80 plain prose}
 //	declaredApiHosts  see XOR   1–32 hostnames ≤ 253, normalized (NormalizeHost)
 //	testRequest       optional  {method: exactly "GET", pathAndQuery}
@@ -59,7 +59,7 @@
 // mark, one top-level object, nothing after it. A JSON null is a type
 // mismatch everywhere, never "absent".
 //
-// The seats §12.12 keeps in the registry — pairing, webRegistration,
+// The seats kept in the registry — pairing, webRegistration,
 // webRedirectPosture, browserCallable, auth options, aliases — are not keys
 // of a requirement, so a requirement carrying one is refused as key.unknown.
 //
@@ -70,7 +70,7 @@
 // Content-Length and Transfer-Encoding headers) and their grammar belong to
 // daemon/template's lint. Parse reads their JSON shape, runs template.Lint
 // once with the declared field keys of both layers (one resolution for both
-// placements, §12.9) and turns each Finding into a Violation under the
+// placements) and turns each Finding into a Violation under the
 // finding's own rule name. A finding whose path or message could carry a
 // credential-shaped fragment is reported with a fixed path or sentence.
 //
@@ -78,7 +78,7 @@
 //
 // The seven kinds are append-only constants (Kinds); widening the set is a
 // code change, never configuration, and no Options value admits another
-// kind. Coherence rules enforced at parse (§12.5, ruling R14):
+// kind. Coherence rules enforced at parse:
 //
 //   - none carries no fields (key present at all, even []) and no
 //     headerTemplate or queryTemplate (an empty request object is fine), and
@@ -90,7 +90,7 @@
 // Nothing is invented for api_key, bearer_token and basic_auth: they may
 // carry any optional seat.
 //
-// # Hosts and the XOR of §12.11
+// # Hosts and their XOR
 //
 // Exactly one host source:
 //
@@ -105,11 +105,11 @@
 // the endpoints key and a userLayer are refused (lan-host.host-class), since
 // their hosts would join the ceiling of a row reviewed as a device on the
 // user's own network, and a pre-collection row would not derive the empty
-// ceiling §12.5 requires.
+// ceiling a requirement must have.
 //
 // Beside a lanHost the one host must be a canonical RFC-1918 dotted quad
 // (IsRFC1918Literal) and is kept as written. Everywhere else a host must be
-// a DNS hostname (ruling R8): NormalizeHost refuses IP literals in every
+// a DNS hostname: NormalizeHost refuses IP literals in every
 // spelling and the numeric spellings browsers read as IPv4 (127.1, 0x7f.1,
 // 2130706433), and normalizes the rest (IDNA non-transitional ToASCII
 // under a strict lookup profile, lowercase: "API.Bücher.de" becomes
@@ -142,7 +142,7 @@
 // characters, line and paragraph separators and noncharacters; leading or
 // trailing whitespace; and text not in NFC. Hosts render these seats as
 // plain text: registration.instructions as a numbered list, never HTML,
-// never links (§12.7), and consoleUrl with its full host visible. Because a
+// never links, and consoleUrl with its full host visible. Because a
 // rendering mistake would otherwise become phishing dressed in the host's
 // chrome, the prose seats (instructions, field labels and descriptions,
 // lanHost.label, provider.name) also refuse markup: HTML/XML tags, comments
@@ -151,7 +151,7 @@
 // prose are allowed and stay text. Placeholders are sample input, so
 // "<your API key>" is allowed there.
 //
-// provider.name is printable ASCII, U+0020–U+007E (§12.6): it stops
+// provider.name is printable ASCII, U+0020–U+007E: it stops
 // non-ASCII homoglyphs (Cyrillic "ѕ", fullwidth letters, zero-width and
 // bidi characters) and the registry-key evasion they enable; leading,
 // trailing and doubled spaces are refused for the same reason. It does not
@@ -162,7 +162,7 @@
 //
 // # Credentials
 //
-// A requirement never contains a credential value (§13, ruling R17).
+// A requirement never contains a credential value.
 // DetectCredential runs over every string the requirement holds but the
 // fixed vocabularies (kind, field type, lanHost class, testRequest method)
 // — slot, provider name and URLs, field keys, labels, descriptions,
@@ -176,12 +176,12 @@
 //
 // # userLayer
 //
-// The embedded org→user second layer (§12.10) is registry-synthesized
+// The embedded org→user second layer is registry-synthesized
 // only: Parse refuses it (user-layer.channel) unless Options.AllowUserLayer
 // is set, and only the registry's substitution code sets it. The decision
 // rests on the channel and never on the content, so on a refusing channel
 // its content is not even read. Its shape is snugd's (the spec's .ts is not
-// available, ruling R1): {kind, fields?, registration?, endpoints?,
+// available): {kind, fields?, registration?, endpoints?,
 // scopes?, pkce?, authorizeParams?, declaredApiHosts?}, with the same
 // bounds and kind rules as the top level, field keys unique across both
 // layers (both layers' values share the slot's auth:<appId>:<slot>:
@@ -203,7 +203,7 @@
 // # Canonical form
 //
 // Requirement.Canonical writes a requirement in the canonical form of
-// §12.3: keys sorted recursively by UTF-8 bytes, no whitespace, arrays in
+// Keys sorted recursively by UTF-8 bytes, no whitespace, arrays in
 // order (array order is significant: instructions are a numbered
 // walkthrough, fields the wizard's order, scopes what review renders),
 // minimal string escapes without HTML escaping, one exact spelling per

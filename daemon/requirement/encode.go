@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Canonical returns the requirement's canonical form (spec §12.3): the
+// Canonical returns the requirement's canonical form: the
 // normalized requirement encoded as JSON with recursively sorted keys and no
 // whitespace, exactly as Canonical would rewrite it. It is what the writers
 // store as requirement_json and compare, as a string, to decide a

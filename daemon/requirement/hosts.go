@@ -21,7 +21,7 @@ func (e *HostError) Error() string { return "host " + e.msg }
 
 func hostErr(rule, msg string) *HostError { return &HostError{Rule: rule, msg: msg} }
 
-// maxHostLen is the schema bound on a declared host (§12.5) and the DNS
+// maxHostLen is the schema bound on a declared host and the DNS
 // bound on a name's text form.
 const maxHostLen = 253
 
@@ -59,8 +59,8 @@ func hostProfile() *idna.Profile {
 // label is all digits or 0x-hex), also when it only appears after mapping
 // (fullwidth digits); and anything IDNA processing rejects (underscores,
 // spaces, invalid punycode, disallowed code points). A LAN row's RFC-1918
-// literal is not a hostname and is checked with IsRFC1918Literal instead
-// (ruling R8). NormalizeHost is safe for concurrent use.
+// literal is not a hostname and is checked with IsRFC1918Literal instead.
+// NormalizeHost is safe for concurrent use.
 func NormalizeHost(s string) (string, error) {
 	if isNormalLDH(s) {
 		// The common case, and the executor's hot path: already normal.
@@ -183,7 +183,7 @@ func isIPLiteral(s string) bool {
 // endsInNumber is the WHATWG URL "ends in a number" check: the last label is
 // all ASCII digits, or "0x"/"0X" followed by hex digits only. A host for
 // which it holds is parsed as an IPv4 address by browsers (127.1, 0x7f.1,
-// 2130706433), so a ceiling never holds one (ruling R8).
+// 2130706433), so a ceiling never holds one.
 func endsInNumber(s string) bool {
 	last := s[strings.LastIndexByte(s, '.')+1:]
 	if last == "" {
@@ -221,7 +221,7 @@ func rfc1918() [3]netip.Prefix {
 // IsRFC1918Literal reports whether s is the canonical dotted-quad spelling
 // of an address in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16: four decimal
 // octets without leading zeros, no zone, nothing around it. It is the one
-// host a LAN row's ceiling may hold (§12.11, ruling R8); "010.0.0.1",
+// host a LAN row's ceiling may hold; "010.0.0.1",
 // "10.1", "::ffff:10.0.0.1" and "172.32.0.1" are not.
 func IsRFC1918Literal(s string) bool {
 	a, err := netip.ParseAddr(s)
@@ -236,7 +236,7 @@ func IsRFC1918Literal(s string) bool {
 	return false
 }
 
-// DeriveAllowedHosts is deriveConnectionAllowedHosts (§12.5): the ceiling
+// DeriveAllowedHosts is deriveConnectionAllowedHosts: the ceiling
 // frozen at approval. It is the union of DeclaredAPIHosts, the host of every
 // OAuth endpoint (authorize, token, refresh, revoke), and the userLayer's
 // declared hosts and endpoint hosts. lanHost contributes nothing, so a
@@ -245,7 +245,7 @@ func IsRFC1918Literal(s string) bool {
 //
 // The result is normalized, unique and sorted by bytes, so the same
 // requirement always derives the same bytes however its hosts were
-// permuted, repeated or cased (§12.4: import compares them byte for byte).
+// permuted, repeated or cased (import compares them byte for byte).
 // It is never nil. A host that does not normalize is left out, which only
 // narrows the ceiling; a Requirement from Parse has none.
 func DeriveAllowedHosts(r *Requirement) []string {

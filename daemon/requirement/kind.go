@@ -2,13 +2,13 @@ package requirement
 
 import "slices"
 
-// A Kind is a connection's auth kind (spec §12.5). The set is append-only: a
+// A Kind is a connection's auth kind. The set is append-only: a
 // stored row's kind is never re-read as a different kind, so a constant is
 // never renamed, reordered or reused, and widening the set is a schema
 // version change made here in code, never a configuration knob.
 type Kind string
 
-// The seven kinds, in the order spec §12.5 lists them. A new kind is added
+// The seven kinds, in their defined order. A new kind is added
 // after KindNone.
 const (
 	KindAPIKey            Kind = "api_key"
@@ -32,7 +32,7 @@ func Kinds() []Kind {
 func (k Kind) Valid() bool { return slices.Contains(Kinds(), k) }
 
 // IsOAuth reports whether k is one of the two OAuth kinds, whose pkce seat
-// defaults to true (ruling R14).
+// defaults to true.
 func (k Kind) IsOAuth() bool {
 	return k == KindOAuth2ClientCreds || k == KindOAuth2AuthCode
 }

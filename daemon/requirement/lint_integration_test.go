@@ -35,7 +35,7 @@ func checkLintRefused(t *testing.T, base func() doc, mut func(doc), opts Options
 	t.Fatalf("Parse(%s) = \n%swant a finding under %s", raw, violationList(vs), prefix)
 }
 
-// TestLintEnvelope: the template envelope bounds of §12.5 reach Parse's
+// TestLintEnvelope: the template envelope bounds reach Parse's
 // violations through the lint.
 //
 // conformance: P3-C12.5-19, P3-C12.5-20, P3-C12.5-21, P3-C12.5-22, P3-C12.5-23, P3-C12.5-24

@@ -15,7 +15,7 @@ import (
 // parses again.
 const MaxSize = 256 << 10
 
-// Bounds of spec §12.5 (lengths in UTF-16 code units) and ruling R23.
+// Bounds of a requirement (lengths in UTF-16 code units).
 const (
 	maxProviderName   = 120
 	maxURL            = 300
@@ -41,7 +41,7 @@ const (
 // cares.
 type Options struct {
 	// AllowUserLayer admits the userLayer seat. Only the registry's
-	// substitution code sets it (spec §12.10, ruling R18): the decision
+	// substitution code sets it: the decision
 	// rests on the channel a requirement came from, never on what it says,
 	// so every other caller — the user, assistant, starter-manifest and
 	// user-docs channels, import, the writers' re-validation of a stored
@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // The key sets of each object. Anything else is key.unknown: the schema is
-// strict at every level (§12.5), and the registry-only seats of §12.12
+// strict at every level, and the registry-only seats
 // (pairing, webRegistration, webRedirectPosture, browserCallable, auth
 // options, aliases) are simply not among them.
 func topKeys() []string {
@@ -70,7 +70,7 @@ func userLayerKeys() []string {
 
 // ReservedAuthorizeParams returns the authorization-request parameters
 // snugd sets (or must never let an author set) itself; authorizeParams may
-// not name any of them, compared case-insensitively (ruling R23). Beyond
+// not name any of them, compared case-insensitively. Beyond
 // the parameters of RFC 6749 and RFC 7636 it reserves nonce (a fixed nonce
 // defeats replay protection; an OpenID flow mints its own), response_mode
 // (it could move the code out of the callback snugd serves), request and
@@ -89,8 +89,7 @@ func ReservedAuthorizeParams() []string {
 	}
 }
 
-// Parse reads, validates and normalizes a connection requirement (spec
-// §12.5–§12.11, §13; rulings R8, R13, R14, R17, R18, R22, R23). On success
+// Parse reads, validates and normalizes a connection requirement. On success
 // it returns the Requirement and no violations; otherwise it returns nil
 // and every violation it found, sorted by path (array indices numerically),
 // rule and message — never only the first.
@@ -215,7 +214,7 @@ func (p *parser) credential(path, s string) {
 }
 
 // text validates a free-text seat: bounds, characters, NFC, and for prose
-// seats the plain-text rule of §12.7, then the credential detector.
+// seats the plain-text rule, then the credential detector.
 func (p *parser) text(path, s string, max int, prose bool) {
 	p.length(path, s, max)
 	if rule, msg := textProblem(s); rule != "" {
@@ -262,7 +261,7 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 	}
 	if s, ok := m["userLayer"]; ok {
 		if !p.opts.AllowUserLayer {
-			// ruling R18, §12.10: the channel decides, never the content,
+			// The channel decides, never the content,
 			// so the content is not even read.
 			p.add(s.path, RuleUserLayerChannel, "userLayer is accepted only from the host's registry, never from this channel")
 		} else {
@@ -270,7 +269,7 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 		}
 	}
 
-	// Coherence of §12.5 for the three kinds that carry rules.
+	// Coherence rules for the three kinds that carry rules.
 	switch r.Kind {
 	case KindNone:
 		for _, name := range []string{"headerTemplate", "queryTemplate"} {
@@ -284,11 +283,11 @@ func (p *parser) requirement(v *jsonValue) *Requirement {
 		}
 	}
 	if _, lan := m["lanHost"]; lan {
-		// §12.11: exactly one host source. An endpoint's or a userLayer's
+		// Exactly one host source. An endpoint's or a userLayer's
 		// host would join the collected address in the ceiling, freezing
 		// a public host into a row reviewed as a device on the user's own
 		// network, and a pre-collection row would derive a non-empty
-		// ceiling before any address exists (§12.5).
+		// ceiling before any address exists.
 		if s, ok := m["endpoints"]; ok {
 			p.add(s.path, RuleLANHostOffClass, "beside a lanHost there are no endpoints: the collected address is the row's only host")
 		}
@@ -322,7 +321,7 @@ type flow struct {
 }
 
 // flow reads the shared seats of one layer and applies the per-kind rules
-// that concern them (§12.5): none carries no fields, linked_device at least
+// that concern them: none carries no fields, linked_device at least
 // one field and no endpoints, and the OAuth kinds default pkce to true.
 func (p *parser) flow(m map[string]seat, parent string) flow {
 	var f flow
@@ -375,7 +374,7 @@ func (p *parser) flow(m map[string]seat, parent string) flow {
 		}
 	case KindOAuth2AuthCode, KindOAuth2ClientCreds:
 		if f.pkce == nil {
-			t := true // ruling R14: public-client posture
+			t := true // public-client posture
 			f.pkce = &t
 		}
 	}
@@ -399,12 +398,12 @@ func (p *parser) provider(s seat) Provider {
 	return pr
 }
 
-// providerName applies §12.6: printable ASCII (which NFC leaves alone), so
+// providerName applies the provider-name rule: printable ASCII (which NFC leaves alone), so
 // homoglyphs, fullwidth forms, zero-width and bidi characters cannot make a
 // name look like — or dodge the registry key of — another provider. Pure
-// ASCII lookalikes ("5potify") pass; §12.6 says so and the registry's host
+// ASCII lookalikes ("5potify") pass by design and the registry's host
 // trigger carries them. Surrounding and doubled spaces are refused too:
-// the registry compares names case-insensitively (ruling R22), and "Spotify "
+// the registry compares names case-insensitively, and "Spotify "
 // would otherwise be a registry key of its own.
 func (p *parser) providerName(path, name string) {
 	p.length(path, name, maxProviderName)
@@ -436,7 +435,7 @@ func (p *parser) optionalURL(m map[string]seat, name string, endpoint bool) stri
 }
 
 // url validates an https URL seat. Every URL in a requirement is held to
-// the rules its host would face in the ceiling (ruling R8): the display URLs
+// the rules its host would face in the ceiling: the display URLs
 // (homepageUrl, docsUrl, consoleUrl) as well as the endpoints, because a
 // reviewer reads all of them as "where this goes". The URL must be
 // printable ASCII without spaces or backslashes, start with exactly
@@ -556,7 +555,7 @@ func (p *parser) field(s seat) Field {
 				p.add(k.path, RuleFieldKeyPattern, "must match ^[a-z0-9_]{1,40}$")
 			case key[0] == '_':
 				// The slot's own state lives beside its fields in
-				// snug_secrets (auth:<appId>:<slot>:_connection, §13), so a
+				// snug_secrets (auth:<appId>:<slot>:_connection), so a
 				// field key may not begin with "_" and alias it.
 				p.add(k.path, RuleFieldKeyReserved, "must not begin with _: such names are reserved for snugd's connection state")
 			case p.keys[key]:
@@ -714,7 +713,7 @@ func (p *parser) authorizeParams(s seat) map[string]string {
 	return out
 }
 
-// validParamName is the query-name charset of §12.9, which authorize
+// validParamName is the query-name charset of query placements, which authorize
 // parameters share because they land in the authorize URL's query.
 func validParamName(n string) bool {
 	if len(n) == 0 || len(n) > maxParamName {
@@ -771,7 +770,7 @@ func (p *parser) templateMap(s seat) map[string]string {
 // templateTexts returns the parts of a template value that are the author's
 // own text rather than references: the static text (with every placeholder
 // replaced by a space) and each quoted literal inside a placeholder, escapes
-// undone. It follows the grammar of ruling R15 loosely — the lint judges
+// undone. It follows the template grammar loosely — the lint judges
 // well-formedness — so an unclosed placeholder's remainder counts as text.
 func templateTexts(v string) []string {
 	var static strings.Builder
@@ -838,7 +837,7 @@ func (p *parser) lanHost(s seat) *LANHost {
 }
 
 // topHosts reads the requirement's declaredApiHosts and applies the host
-// XOR of §12.11:
+// XOR of the host rules:
 //
 //	lanHost  declaredApiHosts               verdict
 //	absent   1..32 hostnames                accepted
@@ -847,8 +846,8 @@ func (p *parser) lanHost(s seat) *LANHost {
 //	present  exactly one RFC-1918 literal   accepted: post-collection
 //	present  off-class host, ≥2 hosts, []   refused
 //
-// A none requirement needs declaredApiHosts even beside a lanHost (ruling
-// R14): keyless never means "no host gate".
+// A none requirement needs declaredApiHosts even beside a lanHost:
+// keyless never means "no host gate".
 func (p *parser) topHosts(m map[string]seat) []string {
 	_, lan := m["lanHost"]
 	s, ok := m["declaredApiHosts"]
@@ -975,7 +974,7 @@ func (p *parser) userLayer(s seat) *UserLayer {
 	return ul
 }
 
-// lintTemplates runs the template lint of §12.8–§12.9 over both placements
+// lintTemplates runs the template lint over both placements
 // with one resolution of the declared field keys (both layers), and turns
 // its findings into violations. A finding's message is dropped for a fixed
 // sentence if it could carry a credential-shaped fragment.

@@ -64,7 +64,7 @@ func fieldDoc(i int) any {
 	return doc{"key": fmt.Sprintf("f%d", i), "label": "Field", "type": "text"}
 }
 
-// TestParseBounds checks every bound of §12.5 at its edge: the maximum is
+// TestParseBounds checks every requirement bound at its edge: the maximum is
 // accepted and one more is refused. Lengths count UTF-16 code units.
 //
 // conformance: P3-C12.2-05, P3-C12.5-02, P3-C12.5-03, P3-C12.5-04, P3-C12.5-06, P3-C12.5-07, P3-C12.5-08, P3-C12.5-09, P3-C12.5-10, P3-C12.5-11, P3-C12.5-12, P3-C12.5-13, P3-C12.5-14, P3-C12.5-15, P3-C12.5-16, P3-C12.5-17, P3-C12.5-18, P3-C12.5-25, P3-C12.5-26, P3-C12.5-27, P3-C12.5-28, P3-C12.5-30, P3-C12.5-31
@@ -221,7 +221,7 @@ func lanDoc() doc {
 }
 
 // TestParseUnknownKeys refuses an unknown key at every level, and the
-// registry-only seats of §12.12 as unknown keys.
+// registry-only seats as unknown keys.
 //
 // conformance: P3-C12.5-01, P3-C12.12-13, P3-C12.12-33
 func TestParseUnknownKeys(t *testing.T) {

@@ -2,8 +2,8 @@ package requirement
 
 import "github.com/snug/snugd/daemon/template"
 
-// A Requirement is a parsed, validated and normalized connection requirement
-// (spec §12.5, shapes of ruling R23). It describes what an app needs and is
+// A Requirement is a parsed, validated and normalized connection requirement.
+// It describes what an app needs and is
 // credential-free. Build one only with Parse: the zero value and hand-built
 // values carry none of Parse's guarantees.
 //
@@ -22,14 +22,14 @@ type Requirement struct {
 	Endpoints    Endpoints
 	// Scopes are what review renders, in order.
 	Scopes []string
-	// PKCE is never nil for the OAuth kinds: absent means true (ruling R14).
+	// PKCE is never nil for the OAuth kinds: absent means true.
 	// For the other kinds it is whatever the author wrote, nil when absent.
 	PKCE *bool
 	// AuthorizeParams are extra authorization-request parameters. None of
 	// them is a parameter snugd sets itself (ReservedAuthorizeParams).
 	AuthorizeParams map[string]string
 	Request         Request
-	// UserLayer is the registry-synthesized second layer (§12.10); nil
+	// UserLayer is the registry-synthesized second layer; nil
 	// unless Parse ran with Options.AllowUserLayer.
 	UserLayer *UserLayer
 	LANHost   *LANHost
@@ -39,7 +39,7 @@ type Requirement struct {
 	TestRequest      *TestRequest
 }
 
-// Provider names the third party. Name is printable ASCII (§12.6).
+// Provider names the third party. Name is printable ASCII.
 type Provider struct {
 	Name        string
 	HomepageURL string
@@ -69,7 +69,7 @@ const (
 )
 
 // Registration is the walkthrough for obtaining credentials. Instructions
-// are plain text (§12.7): render them as a numbered list, never as HTML or
+// are plain text: render them as a numbered list, never as HTML or
 // links, and render ConsoleURL with its full host visible.
 type Registration struct {
 	ConsoleURL   string
@@ -85,7 +85,7 @@ type Endpoints struct {
 	Revoke    string
 }
 
-// Request holds the credential templates (§12.8, §12.9): header name (or
+// Request holds the credential templates: header name (or
 // query parameter name) to template value. Order is not significant.
 type Request struct {
 	HeaderTemplate map[string]string
@@ -114,10 +114,10 @@ type TestRequest struct {
 	PathAndQuery string
 }
 
-// A UserLayer is the embedded org→user second layer of a two-layer provider
-// (§12.10). Only the registry synthesizes it, and Parse admits it only when
+// A UserLayer is the embedded org→user second layer of a two-layer provider.
+// Only the registry synthesizes it, and Parse admits it only when
 // Options.AllowUserLayer is set. Its shape is snugd's (the spec's .ts
-// definition is not available, ruling R1): the seats of a requirement that
+// definition is not available): the seats of a requirement that
 // describe one credential flow — kind, fields, registration, endpoints,
 // scopes, pkce, authorizeParams, declaredApiHosts — under the same bounds.
 // It has no identity or placement seats of its own (slot, provider,

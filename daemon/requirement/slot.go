@@ -2,14 +2,14 @@ package requirement
 
 import "github.com/snug/snugd/daemon/internal/ident"
 
-// SlotPattern is the slot rule of spec §12.2 (ident.SlotPattern, where it
+// SlotPattern is the slot rule (ident.SlotPattern, where it
 // is written once): lowercase and dash-only by construction. The schema and
-// the packages above it (connection-relative URLs of §15, the registry,
+// the packages above it (connection-relative URLs, the registry,
 // the starters) name it through this package; they never restate it.
 const SlotPattern = ident.SlotPattern
 
 // ValidSlot reports whether s matches SlotPattern. Mixed case is rejected,
-// never folded (ruling R13).
+// never folded.
 func ValidSlot(s string) bool { return ident.ValidSlot(s) }
 
 // ValidFieldKey reports whether s has the shape of a field key,

@@ -57,7 +57,7 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// markupProblem reports why s is not plain text (§12.7). The host renders
+// markupProblem reports why s is not plain text. The host renders
 // registration instructions, labels, descriptions, the lanHost label and
 // the provider name as plain text; refusing markup at the schema keeps a
 // rendering mistake from turning a requirement into phishing dressed in the

@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// TestParseProviderName is the confusable guard of §12.6 and its stated
+// TestParseProviderName is the provider-name confusable guard and its stated
 // limits: non-ASCII look-alikes are refused, pure-ASCII look-alikes pass.
 //
 // conformance: P3-C12.6-01, P3-C12.6-02, P3-C12.6-03
@@ -49,7 +49,7 @@ func TestParseProviderName(t *testing.T) {
 }
 
 // TestParsePlainText: free-text seats refuse invisible characters and
-// non-NFC text; the prose seats also refuse markup (§12.7), and the
+// non-NFC text; the prose seats also refuse markup, and the
 // placeholder keeps its angle brackets.
 func TestParsePlainText(t *testing.T) {
 	prose := []struct {

@@ -44,11 +44,11 @@ const (
 	RuleSlotPattern = "slot.pattern" // slot does not match SlotPattern
 	RuleKindUnknown = "kind.unknown" // not one of the seven kinds
 
-	RuleTextASCII      = "text.ascii"      // provider.name outside printable ASCII (§12.6)
+	RuleTextASCII      = "text.ascii"      // provider.name outside printable ASCII
 	RuleTextNFC        = "text.nfc"        // text not in Unicode NFC
 	RuleTextControl    = "text.control"    // a control, format (zero-width, bidi), private-use or separator character
 	RuleTextWhitespace = "text.whitespace" // leading or trailing whitespace; in provider.name also a double space
-	RuleTextMarkup     = "text.markup"     // markup in a plain-text seat (§12.7)
+	RuleTextMarkup     = "text.markup"     // markup in a plain-text seat
 
 	RuleURLInvalid             = "url.invalid"              // not a well-formed absolute URL of printable ASCII
 	RuleURLScheme              = "url.scheme"               // not https://
@@ -74,21 +74,21 @@ const (
 	RuleHostPath        = "host.path"         // a path, query or fragment
 	RuleHostPort        = "host.port"         // a ':' port
 	RuleHostTrailingDot = "host.trailing-dot" // a trailing dot (never matches at gate 4)
-	RuleHostIPLiteral   = "host.ip-literal"   // an IP address literal (ruling R8)
-	RuleHostNumeric     = "host.numeric"      // a numeric spelling such as 127.1, 0x7f.1, 2130706433 (R8)
+	RuleHostIPLiteral   = "host.ip-literal"   // an IP address literal
+	RuleHostNumeric     = "host.numeric"      // a numeric spelling such as 127.1, 0x7f.1, 2130706433
 	RuleHostInvalid     = "host.invalid"      // not a valid IDNA hostname
 	RuleHostDuplicate   = "host.duplicate"    // two entries normalize to the same host
 
-	RuleHostsRequired      = "hosts.required"      // no lanHost and no declaredApiHosts (§12.11 row 2)
+	RuleHostsRequired      = "hosts.required"      // no lanHost and no declaredApiHosts (a host is required)
 	RuleLANHostClass       = "lan-host.class"      // lanHost.class is not rfc1918-ipv4-literal
-	RuleLANHostCount       = "lan-host.host-count" // lanHost beside two or more hosts (§12.11 row 5)
-	RuleLANHostOffClass    = "lan-host.host-class" // lanHost beside a host outside the class (§12.11 row 5), endpoints or a userLayer
-	RuleKindSeatForbidden  = "kind.seat-forbidden" // a seat the kind must not carry (§12.5)
-	RuleKindSeatRequired   = "kind.seat-required"  // a seat the kind must carry (§12.5)
+	RuleLANHostCount       = "lan-host.host-count" // lanHost beside two or more hosts
+	RuleLANHostOffClass    = "lan-host.host-class" // lanHost beside a host outside the class, endpoints or a userLayer
+	RuleKindSeatForbidden  = "kind.seat-forbidden" // a seat the kind must not carry
+	RuleKindSeatRequired   = "kind.seat-required"  // a seat the kind must carry
 	RuleTestRequestMethod  = "test-request.method" // testRequest.method is not exactly GET
 	RuleTestRequestPath    = "test-request.path"   // testRequest.pathAndQuery malformed
-	RuleUserLayerChannel   = "user-layer.channel"  // userLayer outside registry substitution (§12.10)
-	RuleCredentialDetected = "credential.detected" // a credential-shaped value (§13, ruling R17)
+	RuleUserLayerChannel   = "user-layer.channel"  // userLayer outside registry substitution
+	RuleCredentialDetected = "credential.detected" // a credential-shaped value
 	RuleTemplateInvalid    = "template.invalid"    // a lint finding that named no rule of its own
 )
 

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// The JSON-escaped spellings of a candidate (§14.1): how encoding/json,
+// The JSON-escaped spellings of a candidate: how encoding/json,
 // PHP's json_encode and .NET's System.Text.Json write the candidate inside
 // a JSON string. Each escapes a class of bytes its own way, so a spelling
 // is a choice per class present in the candidate, with one hex case for

@@ -8,8 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxProviderErrorChars bounds the provider error text shown to a human
-// (§14.3).
+// MaxProviderErrorChars bounds the provider error text shown to a human.
 const MaxProviderErrorChars = 160
 
 // providerErrorFields are the named fields of the recognized error
@@ -32,7 +31,7 @@ func providerErrorFields() [][]any {
 	}
 }
 
-// ProviderErrorText bounds a provider's error body for a human (§14.3):
+// ProviderErrorText bounds a provider's error body for a human:
 // it scrubs the body with the caller's candidate set (raw values;
 // their percent-encoded spellings are added here) FIRST, then extracts a
 // named field of a recognized error envelope or, failing that, a

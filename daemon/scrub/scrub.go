@@ -9,7 +9,7 @@ import (
 	"github.com/snug/snugd/daemon/internal/multimatch"
 )
 
-// Gate 10's value scrub (§14, §14.1). It is exact-substring matching over
+// Gate 10's value scrub. It is exact-substring matching over
 // the values this request injected, in every spelling the executor knows
 // how to derive:
 //
@@ -343,7 +343,7 @@ func lowerHex(s string) string {
 const HostMark = "[connection host]"
 
 // Host replaces every occurrence of host in s, in any ASCII case, with
-// HostMark (§15: error-path text of a connection-relative request names
+// HostMark (error-path text of a connection-relative request names
 // the connection, never the host it resolved to). An empty host replaces
 // nothing.
 func Host(s, host string) string {
@@ -371,7 +371,7 @@ func Host(s, host string) string {
 const PrivateAddressMark = "[private address]"
 
 // PrivateIPv4 replaces every dotted-decimal RFC-1918 IPv4 literal in
-// s (§14.2, §16): unconditionally, whatever the text is. It looks at every
+// s: unconditionally, whatever the text is. It looks at every
 // run of digits and dots and replaces the whole run when any four
 // consecutive parts of it spell an address in 10/8, 172.16/12 or
 // 192.168/16, leading zeros read as decimal ("192.168.001.020" counts). It

@@ -1,5 +1,5 @@
 // Package starter holds the starter apps snugd bundles and the install
-// act's vouching of them (spec §12.1): the third proposer, whose
+// act's vouching of them: the third proposer, whose
 // requirements come from the starter's own connection.json and are always
 // reviewed strongly, field by field.
 //
@@ -10,15 +10,15 @@
 // Each starter is a directory data/<id>/ embedded with go:embed, holding
 // exactly two files:
 //
-//   - index.html: a small, working single-file micro-app (Part I). It has
+//   - index.html: a small, working single-file micro-app. It has
 //     no network of its own: it sends snug:net-request frames to its host
 //     by postMessage and addresses its connection by slot, as
-//     snug-connection://<slot>/<path> (§15), so no host is baked into
+//     snug-connection://<slot>/<path>, so no host is baked into
 //     HTML that installed apps never rebuild;
-//   - connection.json: a JSON array of 1 to 8 requirements (§12.5, the
+//   - connection.json: a JSON array of 1 to 8 requirements (the
 //     shapes of ruling R23). Each passes requirement.Parse with zero
 //     Options at load: a starter manifest is a manifest channel, never the
-//     registry, so a userLayer is refused (§12.10).
+//     registry, so a userLayer is refused.
 //
 // The shipped starters are weather (OpenWeather, slot "weather") and
 // lights (Philips Hue on the LAN, slot "hue", in the pre-collection shape:
@@ -34,7 +34,7 @@
 // of the bundled bytes (compared in constant time). A mismatch means the
 // declaration is not vouched and is treated as absent: no row is written
 // from it. A vouched install proposes the bundled requirements
-// (Manifest.Requirements) with provenance "starter" (ruling R18), never a
+// (Manifest.Requirements) with provenance "starter", never a
 // connection.json the host sent along.
 //
 // Everything in this package is safe for concurrent use.

@@ -24,9 +24,9 @@ var data embed.FS
 
 // Limits of a bundled starter.
 const (
-	// MaxHTML is the largest starter HTML: the artifact limit of Part I R6.
+	// MaxHTML is the largest starter HTML: the artifact size limit.
 	MaxHTML = 5 << 20
-	// MaxRequirements is AUTH_MAX_SLOTS_PER_APP (§12.2): a starter cannot
+	// MaxRequirements is AUTH_MAX_SLOTS_PER_APP: a starter cannot
 	// declare more slots than an app may hold.
 	MaxRequirements = 8
 )
@@ -71,8 +71,8 @@ type Manifest struct {
 
 // Load loads and validates the bundled starters. Every requirement of
 // every connection.json passes requirement.Parse with zero Options: a
-// starter manifest is not the registry, so it may never carry a userLayer
-// (§12.10). The daemon refuses to start when Load fails.
+// starter manifest is not the registry, so it may never carry a userLayer.
+// The daemon refuses to start when Load fails.
 func Load() (*Catalog, error) {
 	sub, err := fs.Sub(data, "data")
 	if err != nil {
@@ -145,7 +145,7 @@ func loadStarter(fsys fs.FS, d fs.DirEntry) (*starter, error) {
 
 // parseConnection validates a connection.json: a JSON array of 1 to
 // MaxRequirements requirements, each passing requirement.Parse with zero
-// Options (no userLayer, §12.10), with distinct slots. It returns each
+// Options (no userLayer), with distinct slots. It returns each
 // requirement's canonical form.
 func parseConnection(conn []byte) ([]string, error) {
 	var items []json.RawMessage
@@ -190,7 +190,7 @@ func (c *Catalog) Lookup(id string) (Manifest, bool) {
 	return s.manifest(), true
 }
 
-// Vouch is the two-fact check of §12.1. It vouches for an installed app —
+// Vouch is the two-fact check. It vouches for an installed app —
 // and returns the bundled manifest whose requirements the install act may
 // propose — only when both facts hold:
 //

@@ -118,7 +118,7 @@ func TestStarterApps(t *testing.T) {
 	}
 }
 
-// TestVouch is the two-fact check of §12.1: the install source must be a
+// TestVouch is the two-fact check: the install source must be a
 // bundled starter, and both the factory and the current HTML must match
 // the bundled bytes; otherwise the declaration is treated as absent.
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkRenderCoinbaseExchange renders the four-header Coinbase Exchange
-// template of §12.8.1.
+// example template.
 func BenchmarkRenderCoinbaseExchange(b *testing.B) {
 	set := mustCompile(b, coinbaseFields, coinbaseExchange())
 	values := map[string]string{

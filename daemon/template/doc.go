@@ -1,5 +1,5 @@
-// Package template is the credential template language of spec §12.8–§12.9
-// (rulings R15 and R16): the lint a requirement passes before it is
+// Package template is the credential template language:
+// the lint a requirement passes before it is
 // reviewed, stored or rendered, and the render engine that turns declared
 // credential fields into header and query values.
 //
@@ -15,8 +15,8 @@
 //
 // # Grammar
 //
-// A template value is literal text with placeholders embedded in it
-// (ruling R15). In EBNF, over the characters of the value:
+// A template value is literal text with placeholders embedded in it.
+// In EBNF, over the characters of the value:
 //
 //	template    = { text | placeholder } ;
 //	text        = printable ASCII (U+0020–U+007E); "{{" opens a placeholder and
@@ -49,14 +49,14 @@
 //
 // # Helpers
 //
-// The helper enum is pinned (§12.8): five members with fixed arities.
+// The helper enum is pinned: five members with fixed arities.
 // Nothing configures another; helper names are matched exactly.
 //
 //	timestamp()                     0    the pass's timestamp: unix seconds in decimal
 //	base64(s)                       1    standard base64, padded, of the UTF-8 bytes of s
 //	hmac_sha256(key, message)       2    lowercase hex of HMAC-SHA256 keyed with key's bytes
 //	hmac_sha256_b64(secret, p1…p5)  2–6  base64(HMAC-SHA256(base64decode(secret), p1‖…‖p5))
-//	cdp_jwt(keyName, privateKey)    2    a Coinbase CDP Ed25519 JWT (ruling R16)
+//	cdp_jwt(keyName, privateKey)    2    a Coinbase CDP Ed25519 JWT
 //
 // hmac_sha256_b64 decodes its secret as standard base64, padded or not; a
 // secret that does not decode is a render error naming its field. Both
@@ -74,13 +74,13 @@
 //
 // One render pass covers both placements. It reads the clock once, and
 // every timestamp() and request.timestamp of that pass, in headers and
-// query alike and inside cdp_jwt, is that one value (§12.8.1): a signature
+// query alike and inside cdp_jwt, is that one value: a signature
 // recomputed from the sent timestamp always matches the sent signature.
 // request.timestamp is minted by the pass, never taken from the request.
 //
 // A quoted argument renders verbatim and is never resolved:
 // {{base64('api_key')}} is base64 of the text "api_key" even when api_key
-// is a declared field holding a live credential (§12.8).
+// is a declared field holding a live credential.
 //
 // A referenced field with no value (absent or empty) is an error naming the
 // key (ErrMissingValue). A rendered header value holding CR, LF, NUL, any
@@ -101,7 +101,7 @@
 //	template.header-name            a header name does not match ^[A-Za-z0-9-]{1,64}$
 //	template.query-name             a query name does not match ^[A-Za-z0-9_.\[\]-]{1,64}$
 //	template.reserved-header        a header template names Host, Content-Length or
-//	                                Transfer-Encoding (ruling R15), or another framing or
+//	                                Transfer-Encoding, or another framing or
 //	                                hop-by-hop header that ruling R3 refuses from an app:
 //	                                Connection, TE, Trailer, Upgrade, Keep-Alive, Proxy-*
 //	template.duplicate-header       two header templates differ only in case

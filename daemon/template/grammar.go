@@ -9,12 +9,12 @@ import (
 	"unicode/utf8"
 )
 
-// This file is the flat grammar of ruling R15: the parser that turns one
+// This file is the flat template grammar: the parser that turns one
 // template value into a program (a list of parts) or into findings. See
 // doc.go for the grammar in EBNF.
 
-// maxValueLen is the bound on one template value, in characters (§12.8,
-// §12.9). Characters are counted as UTF-16 code units, as the spec's
+// maxValueLen is the bound on one template value, in characters.
+// Characters are counted as UTF-16 code units, as the spec's
 // JavaScript reference counts a string's length; this is never laxer than
 // counting code points.
 const maxValueLen = 300
@@ -24,7 +24,7 @@ const maxValueLen = 300
 // so an unbounded value with many findings would cost quadratic time.
 const maxParseLen = 4 * maxValueLen
 
-// A helper is one member of the pinned helper enum of spec §12.8, or hValue
+// A helper is one member of the pinned helper enum, or hValue
 // for a placeholder that places a single operand.
 type helper uint8
 
@@ -38,7 +38,7 @@ const (
 )
 
 // lookupHelper resolves a helper name. The enum is a switch, not a table, so
-// that nothing can add a member at run time (§12.8: an unused helper is
+// that nothing can add a member at run time (an unused helper is
 // reachable signing surface).
 func lookupHelper(name string) (helper, bool) {
 	switch name {
@@ -98,7 +98,7 @@ const (
 	opTimestamp                  // request.timestamp: the pass's memoized timestamp
 )
 
-// lookupToken resolves a pinned request token (§12.8: exactly these five).
+// lookupToken resolves a pinned request token (exactly these five).
 func lookupToken(name string) (opKind, bool) {
 	switch name {
 	case "request.method":
@@ -121,7 +121,7 @@ func requestTokens() [5]string {
 
 // An operand is one value a part reads. A quoted literal is an opText
 // operand whose text is the literal's content: the renderer copies it and
-// never looks it up (§12.8, the disclosure rule).
+// never looks it up (the disclosure rule).
 type operand struct {
 	kind  opKind
 	field int    // opField: index into Set.keys
@@ -131,7 +131,7 @@ type operand struct {
 // A part is one piece of a compiled template: static text, a placed
 // operand, or one helper call over operands. An argument is an operand,
 // never a part, so a nested call has no representation and cannot be
-// evaluated (§12.8).
+// evaluated.
 type part struct {
 	helper helper
 	args   []operand // hValue: exactly one
@@ -484,7 +484,7 @@ func (p *parser) call(start, nameAt int, name string, depth int) (part, bool) {
 		p.failAt(RuleArity, nameAt, arityMessage(h, len(args)))
 	}
 	if h == hCDPJWT {
-		// §12.8: both cdp_jwt arguments MUST be declared field keys.
+		// Both cdp_jwt arguments MUST be declared field keys.
 		for i, o := range args {
 			switch {
 			case argLit[i]:
@@ -526,7 +526,7 @@ func unknownHelperMessage(name string) string {
 
 // resolve maps an identifier to an operand through the requirement's one
 // resolution of its field keys. Anything else is an unknown identifier:
-// there is no fallback that reads it as text (§12.8).
+// there is no fallback that reads it as text.
 func (p *parser) resolve(at int, name string) operand {
 	if k, ok := lookupToken(name); ok {
 		return operand{kind: k}

@@ -9,7 +9,7 @@ import (
 	"errors"
 )
 
-// The helpers of the pinned enum (§12.8), except cdp_jwt (jwt.go) and
+// The helpers of the pinned enum, except cdp_jwt (jwt.go) and
 // timestamp, which is the pass's memoized value (render.go). Each appends its
 // output to dst. Their outputs are ASCII (hex or base64), so no helper can
 // put a byte into a header that the header check would refuse.

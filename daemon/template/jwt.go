@@ -14,11 +14,11 @@ import (
 	"unicode/utf8"
 )
 
-// cdpJWTLifetime is exp - nbf of a cdp_jwt, in seconds (ruling R16; the CDP
+// cdpJWTLifetime is exp - nbf of a cdp_jwt, in seconds (the CDP
 // SDK's default expiresIn).
 const cdpJWTLifetime = 120
 
-// appendCDPJWT is cdp_jwt(keyName, privateKey) of §12.8 as ruling R16 reads
+// appendCDPJWT is cdp_jwt(keyName, privateKey) as snugd reads
 // it: the compact JWS Coinbase's CDP SDK makes for an Ed25519 key. Header
 // {"alg":"EdDSA","kid":keyName,"nonce":<16 random bytes, hex>,"typ":"JWT"};
 // claims {"sub":keyName,"iss":"cdp","aud":["cdp_service"],"nbf":ts,"iat":ts,
@@ -73,7 +73,7 @@ func (r *renderer) appendCDPJWT(dst []byte, keyName, privateKey operand) ([]byte
 
 // ed25519Key reads a cdp_jwt private key: standard base64 (padded or not) of
 // 64 bytes, seed ‖ public key, as the CDP SDK issues it, or of a 32-byte
-// seed (ruling R16). A 64-byte key whose public half is not its seed's is
+// seed. A 64-byte key whose public half is not its seed's is
 // refused: it would sign with one key and claim another. why says what is
 // wrong, without the value.
 func ed25519Key(b64 []byte) (key ed25519.PrivateKey, why string) {

@@ -38,14 +38,14 @@ const (
 	fieldsSeat = "fields"
 )
 
-// Envelope bounds of §12.5, §12.8 and §12.9.
+// Envelope bounds of requirements and templates.
 const (
 	maxEntries = 8
 	maxNameLen = 64
 )
 
 // resolver is the one resolution of the declared field keys that both
-// placements are linted against (§12.9). It also numbers the keys the
+// placements are linted against. It also numbers the keys the
 // templates reference, in first-reference order, for the compiled Set.
 type resolver struct {
 	declared []string // usable declared keys, in the order given
@@ -55,7 +55,7 @@ type resolver struct {
 }
 
 // newResolver resolves the declared field keys once. A key that spells a
-// helper or the request namespace is refused and left out (ruling R15): it
+// helper or the request namespace is refused and left out: it
 // would read as something it is not.
 func newResolver(fieldKeys []string) (*resolver, []Finding) {
 	r := &resolver{isKey: make(map[string]bool, len(fieldKeys)), index: make(map[string]int)}
@@ -158,7 +158,7 @@ func queryPlacement() placement {
 	return placement{seat: querySeat, nameRule: RuleQueryName, name: isQueryName}
 }
 
-// isHeaderName matches ^[A-Za-z0-9-]{1,64}$ (§12.5).
+// isHeaderName matches ^[A-Za-z0-9-]{1,64}$.
 func isHeaderName(s string) bool {
 	if len(s) == 0 || len(s) > maxNameLen {
 		return false
@@ -172,7 +172,7 @@ func isHeaderName(s string) bool {
 	return true
 }
 
-// isQueryName matches ^[A-Za-z0-9_.\[\]-]{1,64}$ (§12.9).
+// isQueryName matches ^[A-Za-z0-9_.\[\]-]{1,64}$.
 func isQueryName(s string) bool {
 	if len(s) == 0 || len(s) > maxNameLen {
 		return false
@@ -194,8 +194,8 @@ func isQueryName(s string) bool {
 // Proxy-*). A credential template has no business with any of them.
 func reservedHeader(h string) bool {
 	switch l := strings.ToLower(h); l {
-	case "host", "content-length", "transfer-encoding", // ruling R15
-		"connection", "te", "trailer", "upgrade", "keep-alive": // ruling R3
+	case "host", "content-length", "transfer-encoding", // framing headers
+		"connection", "te", "trailer", "upgrade", "keep-alive": // hop-by-hop headers
 		return true
 	default:
 		return strings.HasPrefix(l, "proxy-")

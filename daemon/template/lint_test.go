@@ -40,7 +40,7 @@ var grammarCases = []struct {
 	rules []string
 	msg   string // a substring of the first finding's message
 }{
-	// What a value may reference (§12.8).
+	// What a value may reference.
 	{"field key", "Bearer {{api_key}}", nil, ""},
 	{"spaces around expression", "{{ api_key }}", nil, ""},
 	{"spaces around arguments", "{{ hmac_sha256( api_secret , request.body ) }}", nil, ""},
@@ -61,7 +61,7 @@ var grammarCases = []struct {
 	{"non-ASCII inside a helper argument", "{{base64('é')}}", nil, ""},
 	{"exactly 300 characters", strings.Repeat("a", 289) + "{{api_key}}", nil, ""},
 
-	// Braces (ruling R15).
+	// Braces.
 	{"unclosed placeholder", "{{", []string{template.RuleUnclosed}, "never closed"},
 	{"unclosed after a name", "Bearer {{api_key", []string{template.RuleUnclosed}, ""},
 	{"closed with one brace", "{{api_key}", []string{template.RuleUnclosed}, ""},
@@ -73,7 +73,7 @@ var grammarCases = []struct {
 	{"triple open brace", "{{{api_key}}}", []string{template.RuleSyntax}, ""},
 	{"placeholder inside a placeholder", "{{ {{api_key}} }}", []string{template.RuleSyntax, template.RuleStrayClose}, ""},
 
-	// Whitespace and characters (ruling R15).
+	// Whitespace and characters.
 	{"tab before expression", "{{\tapi_key}}", []string{template.RuleWhitespace}, "tab"},
 	{"tab between arguments", "{{hmac_sha256(api_secret,\trequest.body)}}", []string{template.RuleWhitespace}, ""},
 	{"newline inside placeholder", "{{api_key\n}}", []string{template.RuleWhitespace}, "line feed"},
@@ -93,7 +93,7 @@ var grammarCases = []struct {
 	{"300 UTF-16 units of astral characters", "{{base64('" + strings.Repeat("😀", 143) + "')}}", nil, ""},
 	{"302 UTF-16 units in 158 code points", "{{base64('" + strings.Repeat("😀", 144) + "')}}", []string{template.RuleTooLong}, "302 characters"},
 
-	// Literals (ruling R15).
+	// Literals.
 	{"unterminated literal", "{{'abc}}", []string{template.RuleUnterminatedLiteral}, ""},
 	{"unterminated literal argument", "{{base64('abc)}}", []string{template.RuleUnterminatedLiteral}, ""},
 	{"escaped closing quote leaves literal open", `{{'abc\'}}`, []string{template.RuleUnterminatedLiteral}, ""},
@@ -118,7 +118,7 @@ var grammarCases = []struct {
 	{"pipe", "{{api_key | base64}}", []string{template.RuleSyntax}, ""},
 	{"concatenation", "{{api_key + api_secret}}", []string{template.RuleSyntax}, ""},
 
-	// Names (§12.8).
+	// Names.
 	{"transposed field key", "{{hmac_sha256(api_secrt, request.body)}}", []string{template.RuleUnknownIdentifier},
 		"unknown identifier api_secrt: did you mean api_secret?"},
 	{"environment variable", "{{env.HOME}}", []string{template.RuleUnknownIdentifier}, "env.HOME"},
@@ -131,7 +131,7 @@ var grammarCases = []struct {
 	{"number", "{{1}}", []string{template.RuleUnknownIdentifier}, ""},
 	{"unknown identifier in an argument", "{{base64(apikey)}}", []string{template.RuleUnknownIdentifier}, "did you mean api_key?"},
 
-	// Helpers (§12.8).
+	// Helpers.
 	{"unknown helper sha1", "{{sha1(x)}}", []string{template.RuleUnknownHelper, template.RuleUnknownIdentifier}, "unknown helper sha1"},
 	{"unknown helper hmac_sha512", "{{hmac_sha512(api_secret, 'm')}}", []string{template.RuleUnknownHelper}, "unknown helper hmac_sha512"},
 	{"unknown helper md5", "{{md5(api_key)}}", []string{template.RuleUnknownHelper}, ""},
@@ -156,7 +156,7 @@ var grammarCases = []struct {
 	{"cdp_jwt with request.timestamp", "{{cdp_jwt(key_name, request.timestamp)}}", []string{template.RuleCDPJWTArgument}, ""},
 	{"cdp_jwt with two literals", "{{cdp_jwt('a', 'b')}}", []string{template.RuleCDPJWTArgument, template.RuleCDPJWTArgument}, ""},
 
-	// Nesting (§12.8).
+	// Nesting.
 	{"nested call", "{{base64(hmac_sha256(api_secret, request.body))}}", []string{template.RuleNestedCall}, "nested call hmac_sha256"},
 	{"nested timestamp", "{{hmac_sha256(api_secret, timestamp())}}", []string{template.RuleNestedCall}, ""},
 	{"nested unknown helper", "{{base64(sha1(api_key))}}", []string{template.RuleNestedCall}, ""},
@@ -218,7 +218,7 @@ func TestGrammar(t *testing.T) {
 	}
 }
 
-// TestTransposedFieldKey is the example of §12.8: one transposed character
+// TestTransposedFieldKey is the example: one transposed character
 // would sign the eight-byte text "api_secrt" instead of the credential. The
 // lint rejects it, and there is no Set to render.
 // conformance: P3-C12.8-04
@@ -397,7 +397,7 @@ func TestEnvelope(t *testing.T) {
 			template.Templates{Query: map[string]string{"t": "{{timestamp}}"}},
 			[]want{{"fields", template.RuleReservedFieldKey}, {"request.queryTemplate.t", template.RuleUnknownIdentifier}}},
 	}
-	// §12.9: neither charset admits a character that smuggles URL structure
+	// Neither charset admits a character that smuggles URL structure
 	// or template metacharacters.
 	for _, c := range []string{"&", "=", "?", "#", "/", "%", "{", "}", " ", "+", ";", ":", ",", "'", "\\", "\t", "\n", "\x00"} {
 		hn, qn := "X"+c+"Y", "x"+c+"y"

@@ -14,7 +14,7 @@ import (
 // rawURL, its existing query included, are preserved exactly.
 //
 // Call it after the ceiling checks, on the URL the executor will send
-// (§12.9: placement after the ceiling); the result is secret-bearing. An
+// (placement after the ceiling); the result is secret-bearing. An
 // error never contains the URL or a value.
 func PlaceQuery(rawURL string, q []Pair) (string, error) {
 	if _, err := url.Parse(rawURL); err != nil {

@@ -82,7 +82,7 @@ type renderer struct {
 	vals []string // values of set.keys
 	req  Request
 	env  Env
-	ts   int64  // the pass's one timestamp, unix seconds (§12.8.1)
+	ts   int64  // the pass's one timestamp, unix seconds
 	tsb  []byte // ts in decimal
 	buf  []byte // every value of the pass, one after another
 	tmp  []byte // helper scratch
@@ -103,11 +103,11 @@ const (
 
 // Render runs one render pass with one memoized timestamp over both
 // placements: the clock is read once, before the first template, and every
-// timestamp() and request.timestamp of both placements reads that value
-// (§12.8.1). values maps declared field keys to credential values; a
+// timestamp() and request.timestamp of both placements reads that value.
+// values maps declared field keys to credential values; a
 // referenced key whose value is absent or empty is an error wrapping
 // ErrMissingValue. A rendered header value holding a CR, LF, NUL, any other
-// control byte or a non-ASCII byte is an error (ruling R15). Errors name
+// control byte or a non-ASCII byte is an error. Errors name
 // seats and field keys, never a value. Render is safe for concurrent use.
 func (s *Set) Render(values map[string]string, req Request, env Env) (Rendered, error) {
 	if s == nil {
@@ -264,7 +264,7 @@ func readsField(args []operand) bool {
 }
 
 // appendOperand appends an operand's text. A quoted literal is copied
-// verbatim: it is never looked up as a field or a token (§12.8).
+// verbatim: it is never looked up as a field or a token.
 func (r *renderer) appendOperand(dst []byte, o operand) []byte {
 	switch o.kind {
 	case opText:
@@ -306,7 +306,7 @@ func (r *renderer) rand() io.Reader {
 }
 
 // checkHeaderValue refuses a rendered header value that could split or
-// smuggle a header (ruling R15): CR, LF, NUL, any other control byte
+// smuggle a header: CR, LF, NUL, any other control byte
 // (tab included) and any byte outside ASCII.
 func checkHeaderValue(v []byte) error {
 	for _, c := range v {

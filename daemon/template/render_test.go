@@ -72,8 +72,8 @@ func headerMap(ps []template.Pair) map[string]string {
 	return m
 }
 
-// coinbaseExchange is the four-header Coinbase Exchange signature of
-// §12.8.1.
+// coinbaseExchange is the four-header Coinbase Exchange signature
+// example.
 func coinbaseExchange() template.Templates {
 	return template.Templates{Header: map[string]string{
 		"CB-ACCESS-KEY":        "{{api_key}}",
@@ -303,7 +303,7 @@ func TestTimestampIsMinted(t *testing.T) {
 	}
 }
 
-// TestQuotedLiteralIsNeverResolved is the disclosure rule of §12.8: a
+// TestQuotedLiteralIsNeverResolved is the disclosure rule: a
 // quoted argument renders verbatim even when it spells a declared field
 // holding a live credential, or a request token.
 // conformance: P3-C12.8-16

@@ -30,7 +30,7 @@ type Templates struct {
 // A Set is a linted, compiled pair of templates, ready to render. It is
 // immutable and safe for concurrent use. Compile is the only way to get a
 // non-empty Set: a Set holds no unresolved name, so the engine has no
-// unknown-token-as-literal fallback to reach (§12.8). The zero Set renders
+// unknown-token-as-literal fallback to reach. The zero Set renders
 // nothing.
 type Set struct {
 	keys    []string // the field keys the templates reference, in first-reference order
@@ -47,13 +47,13 @@ type entry struct {
 }
 
 // Compile lints both placements against one resolution of the declared
-// field keys (spec §12.9) and, when there is no finding, returns the
+// field keys and, when there is no finding, returns the
 // compiled Set. It reports every finding, never only the first; with any
 // finding the Set is nil. Findings come in a fixed order: field keys, then
 // header templates by name, then query templates by name, each value's
 // findings in the order of their position.
 func Compile(fieldKeys []string, t Templates) (*Set, []Finding) {
-	res, findings := newResolver(fieldKeys) // §12.9: one resolution serves both placements
+	res, findings := newResolver(fieldKeys) // one resolution serves both placements
 	headers, f := compilePlacement(res, headerPlacement(), t.Header)
 	findings = append(findings, f...)
 	query, f := compilePlacement(res, queryPlacement(), t.Query)
@@ -77,9 +77,9 @@ func Lint(fieldKeys []string, t Templates) []Finding {
 
 // Request is what the request tokens read. URL and PathAndQuery are the URL
 // exactly as it will be sent, after connection-relative resolution and before
-// query credentials are added (ruling R15). An absent body is "". There is
-// no timestamp here: request.timestamp is minted by the render pass
-// (§12.8.1), never taken from the request.
+// query credentials are added. An absent body is "". There is
+// no timestamp here: request.timestamp is minted by the render pass,
+// never taken from the request.
 type Request struct {
 	Method       string
 	URL          string

@@ -49,7 +49,7 @@ func (d *decoder) common(m member) bool {
 	return true
 }
 
-// offerRequestID records a requestId candidate for recovery (R1).
+// offerRequestID records a requestId candidate for recovery.
 func (d *decoder) offerRequestID(m member) {
 	if m.kind() != kindString {
 		d.ridAmbiguous = true

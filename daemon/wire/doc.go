@@ -7,7 +7,7 @@
 // # Parsing
 //
 // ParseNetRequest is the one frame parser snugd runs. Every frame carries
-// v: 1 (R1). net-request is strict (R4): any unknown key and any
+// v: 1. net-request is strict: any unknown key and any
 // duplicate key rejects the frame.
 //
 // A refused frame is a *ParseError carrying the code an answer would
@@ -17,7 +17,7 @@
 // that answers it, and refuses when no requestId was recovered: such a
 // frame is never answered.
 //
-// ParseNetRequest applies Part I §3 and ruling R3 exactly, including the
+// ParseNetRequest applies the net-request rules exactly, including the
 // rules the published schema cannot carry: no body on GET or HEAD, no
 // credential-shaped header (CredentialHeader: the five STRIP_HEADERS after
 // lowercasing and mapping '_' to '-'), no transport-owned header, header
@@ -27,7 +27,7 @@
 // host and a canonical port. The scheme is left to the executor.
 //
 // Lengths are counted in characters as JSON Schema counts them (Unicode
-// code points); frame sizes are the bytes as received (R6, FrameLimit).
+// code points); frame sizes are the bytes as received (FrameLimit).
 // Parsing is one pass over the frame with a small JSON scanner (the
 // strict reader of daemon/internal/strictjson): encoding/json matches keys
 // case-insensitively and keeps the last of two duplicate keys, which a
@@ -42,7 +42,7 @@
 // to the body delivered, the body valid UTF-8 as ValidText makes it);
 // NetErrorResponse builds an error answer whose envelope (ErrorBodyOf)
 // always has code, message and retryable, and never a reserved code. EncodeNetResponse turns a net-response over its size
-// class into the NET_SIZE_EXCEEDED answer (R6) and says that it did.
+// class into the NET_SIZE_EXCEEDED answer and says that it did.
 //
 // # Schemas
 //

@@ -15,7 +15,7 @@ import (
 // fields, rules and at most a header name the frame itself carried, never a
 // value from the frame. RequestID is the requestId recovered from the raw
 // frame when it carried exactly one plausible string id (1–128
-// characters); when it is empty the frame MUST NOT be answered (R1).
+// characters); when it is empty the frame MUST NOT be answered.
 type ParseError struct {
 	Code      errcode.Code
 	Message   string
@@ -56,7 +56,7 @@ func (e *ParseError) Body() ErrorBody {
 }
 
 // ErrorBody is the error envelope every error answer carries: code,
-// message and retryable, always all three (ruling R2). A PARSE_FAILED
+// message and retryable, always all three. A PARSE_FAILED
 // error also carries rawExcerpt (≤ 200 characters) and attemptsRemaining
 // (§6), and only that code carries them.
 type ErrorBody struct {
@@ -102,7 +102,7 @@ func (b ErrorBody) problem() string {
 	return ""
 }
 
-// emitProblem adds what a sender may not do: emit a reserved code (R2).
+// emitProblem adds what a sender may not do: emit a reserved code.
 func (b ErrorBody) emitProblem() string {
 	if e, ok := errcode.Lookup(b.Code); ok && e.Reserved {
 		return "error.code " + string(b.Code) + " is reserved and never emitted"
@@ -116,7 +116,7 @@ func (b ErrorBody) emitProblem() string {
 // registered meaning; retryable is the registry's flag, except that a
 // frame that failed to parse is never retryable. An error without a code,
 // or with a code that is reserved or not registered, becomes HOST_ERROR,
-// so a reserved code is never emitted (ruling R2). The wrapped cause
+// so a reserved code is never emitted. The wrapped cause
 // (errcode.Error.Err) never reaches the envelope.
 func ErrorBodyOf(err error) ErrorBody {
 	if pe, ok := errors.AsType[*ParseError](err); ok {

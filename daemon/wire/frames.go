@@ -9,7 +9,7 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// The thirteen frame types of Part I §2.
+// The thirteen frame types.
 const (
 	TypeAppAnnounce    = "snug:app-announce"
 	TypeHostReady      = "snug:host-ready"
@@ -26,7 +26,7 @@ const (
 	TypeAppEvent       = "snug:app-event"
 
 	typePrefix      = "snug:"
-	protocolVersion = 1 // R1: every frame carries v: 1
+	protocolVersion = 1 // Every frame carries v: 1
 )
 
 // FrameTypes returns the thirteen frame types in the order of Part I's
@@ -39,8 +39,8 @@ func FrameTypes() []string {
 	}
 }
 
-// Size classes (R6), measured on the serialized UTF-8 bytes of a frame
-// (ruling R3), and Part I's other limits. Lengths in characters count
+// Size classes, measured on the serialized UTF-8 bytes of a frame
+// (an exact key set), and the frame protocol's other limits. Lengths in characters count
 // Unicode code points, as JSON Schema's maxLength does.
 const (
 	MaxFrameBytes    = 256 << 10      // every frame but the db and net pairs
@@ -61,7 +61,7 @@ const (
 	maxScanBytes = 2 * MaxDBFrameBytes
 )
 
-// FrameLimit returns the size class of frameType in bytes (R6): 8 MiB for
+// FrameLimit returns the size class of frameType in bytes: 8 MiB for
 // the db pair, MaxNetFrameBytes for the net pair and 256 KiB for every
 // other type, unknown ones included.
 func FrameLimit(frameType string) int {
@@ -106,8 +106,8 @@ func oversize(typ string, ms []member) *ParseError {
 	return &ParseError{Code: d.code, Type: typ, RequestID: d.recovered(), Message: fmt.Sprintf("frame exceeds %d bytes", FrameLimit(typ))}
 }
 
-// shapeCode is the code a shape failure of typ answers with. Ruling R2:
-// net-request shape failures are NET_INVALID_REQUEST. R5's registry has no
+// shapeCode is the code a shape failure of typ answers with:
+// net-request shape failures are NET_INVALID_REQUEST. The registry has no
 // shape code for the other frames, so they answer HOST_ERROR, which is how
 // a receiver renders the unregistered MALFORMED anyway.
 func shapeCode(typ string) errcode.Code {
@@ -121,7 +121,7 @@ func shapeCode(typ string) errcode.Code {
 // characters unescaped (so the size class measures what is sent), with
 // type and v: 1. A frame over its size class is an error, except a
 // NetResponse, which becomes the NET_SIZE_EXCEEDED answer to the same
-// request (R6: never a silent drop); EncodeNetResponse says when it did.
+// request (never a silent drop); EncodeNetResponse says when it did.
 func Encode(f Frame) ([]byte, error) {
 	if r, ok := f.(NetResponse); ok {
 		b, _, err := EncodeNetResponse(r)
@@ -139,7 +139,7 @@ func Encode(f Frame) ([]byte, error) {
 
 // EncodeNetResponse encodes r as Encode does. When r is over the net
 // size class, b is instead the NET_SIZE_EXCEEDED answer to the same
-// request (R6) and replaced is true, so the caller records the refusal
+// request and replaced is true, so the caller records the refusal
 // without reading the bytes.
 //
 // It writes the frame with appendNetResponse (byte for byte what

@@ -10,24 +10,24 @@ import (
 	"github.com/snug/snugd/daemon/errcode"
 )
 
-// Limits of snug:net-request (Part I §3, ruling R3).
+// Limits of snug:net-request.
 const (
 	MaxNetURLChars      = 4096
 	MaxHeaderNameChars  = 128
 	MaxHeaderValueChars = 4096
 	// MaxNetRequestBody bounds a request body both ways: at most this many
-	// characters and at most this many UTF-8 bytes (ruling R3). A string
+	// characters and at most this many UTF-8 bytes. A string
 	// never has more characters than UTF-8 bytes, so the byte count decides.
 	MaxNetRequestBody = 262144
 	// MaxNetResponseBody is the cap the executor reads a response under;
-	// a larger body is a terminal NET_SIZE_EXCEEDED (ruling R5).
+	// a larger body is a terminal NET_SIZE_EXCEEDED.
 	MaxNetResponseBody = 1 << 20
 )
 
 // CredentialHeader reports whether name is credential-shaped: one of
 // STRIP_HEADERS after lowercasing ASCII letters and mapping '_' to '-'
-// (ruling R3: X_Api_Key counts as x-api-key, since CGI-style servers fold
-// the two). Ruling R17: at gate 7 "credential-shaped" means exactly this.
+// (X_Api_Key counts as x-api-key, since CGI-style servers fold
+// the two). At gate 7 "credential-shaped" means exactly this.
 // It does not allocate.
 func CredentialHeader(name string) bool {
 	switch len(name) {
@@ -46,7 +46,7 @@ func CredentialHeader(name string) bool {
 }
 
 // reservedHeader reports whether an app may not set name: the transport
-// owns host, framing and connection management (ruling R3), and proxy-*
+// owns host, framing and connection management, and proxy-*
 // is never forwarded. Names are compared as CredentialHeader compares them.
 func reservedHeader(name string) bool {
 	if len(name) >= len("proxy-") && canonIs(name[:len("proxy-")], "proxy-") {
@@ -135,7 +135,7 @@ func isToken(s string) bool {
 	return true
 }
 
-// headerProblem checks one app-supplied header (ruling R3).
+// headerProblem checks one app-supplied header.
 func headerProblem(name, value string) string {
 	if name == "" || len(name) > MaxHeaderNameChars {
 		return fmt.Sprintf("header names must be 1–%d characters", MaxHeaderNameChars)
@@ -166,7 +166,7 @@ func duplicateHeader(name string) string {
 
 // NetRequest is snug:net-request: the app's request for one network call.
 // There is no appId: the acting app is the one the host says sent the
-// frame (§3, R4).
+// frame.
 type NetRequest struct {
 	RequestID  string
 	InstanceID string
@@ -261,7 +261,7 @@ func canonName(name string) string {
 	return string(b)
 }
 
-// netURLProblem applies ruling R3's URL rules. The scheme is not judged
+// netURLProblem applies the net-request URL rules. The scheme is not judged
 // here (gate 4 and §15 do that), but there must be one.
 func netURLProblem(s string) string {
 	if p := checkLen("url", s, 1, MaxNetURLChars); p != "" {
@@ -369,14 +369,14 @@ func canonicalPort(p string) bool {
 	return n <= 65535
 }
 
-// ParseNetRequest parses a snug:net-request exactly as Part I §3 and
-// ruling R3 define it. It is strict (R4): any key outside {type, v,
+// ParseNetRequest parses a snug:net-request exactly as the
+// net-request rules define it. It is strict: any key outside {type, v,
 // requestId, instanceId, url, method, headers, body} rejects the frame,
 // appId included, and so does a duplicate key at any level. The frame is
 // at most MaxNetFrameBytes as received.
 //
 // A refused frame returns a *ParseError: UNSUPPORTED_VERSION when v is
-// not 1, NET_INVALID_REQUEST otherwise (ruling R2), with the requestId
+// not 1, NET_INVALID_REQUEST otherwise, with the requestId
 // recovered when one may be answered. A returned NetRequest never carries
 // a credential-shaped header. ParseNetRequest is safe for concurrent use.
 func ParseNetRequest(raw []byte) (NetRequest, error) {

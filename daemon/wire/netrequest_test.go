@@ -38,7 +38,7 @@ func TestParseNetRequestAccepts(t *testing.T) {
 }
 
 // TestParseNetRequestStrict: the key set is exactly {type, v, requestId,
-// instanceId, url, method, headers, body} (ruling R3); keys are matched
+// instanceId, url, method, headers, body}; keys are matched
 // exactly, as JavaScript matches them.
 //
 // conformance: P1-NET3-01, P1-NET3-09
@@ -74,7 +74,7 @@ func TestParseNetRequestStrict(t *testing.T) {
 	}
 }
 
-// TestParseNetRequestLimits walks every length limit of §3 across its
+// TestParseNetRequestLimits walks every length limit across its
 // boundary.
 //
 // conformance: P1-NET3-02, P1-NET3-03, P1-NET3-04, P1-NET3-05, P1-NET3-06, P1-R6-05
@@ -161,7 +161,7 @@ func TestParseNetRequestBodyOnGetOrHead(t *testing.T) {
 
 // TestParseNetRequestStripHeaders: a credential-shaped header makes the
 // whole frame malformed (C1), compared after lowercasing and mapping '_'
-// to '-' (ruling R3), however the name is spelled in JSON.
+// to '-', however the name is spelled in JSON.
 //
 // conformance: P1-NET3-08, P1-F2-02
 func TestParseNetRequestStripHeaders(t *testing.T) {
@@ -193,7 +193,7 @@ func TestParseNetRequestStripHeaders(t *testing.T) {
 	}
 }
 
-// TestParseNetRequestHeaderRules: the rest of ruling R3's header rules,
+// TestParseNetRequestHeaderRules: the rest of the net-request header rules,
 // and the names that look like a STRIP name but are not one.
 //
 // conformance: P1-F2-02
@@ -266,7 +266,7 @@ func TestNetRequestURLInvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestParseNetRequestURL: ruling R3's URL rules. The scheme is not judged
+// TestParseNetRequestURL: the net-request URL rules. The scheme is not judged
 // here, but the URL must parse.
 //
 // conformance: P1-F2-02
@@ -478,7 +478,7 @@ func netFrameOfSize(t testing.TB, n int) []byte {
 	return f
 }
 
-// TestCredentialHeader is gate 7's predicate (ruling R17).
+// TestCredentialHeader is gate 7's predicate.
 //
 // conformance: P1-NET3-08
 func TestCredentialHeader(t *testing.T) {

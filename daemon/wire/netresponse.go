@@ -12,7 +12,7 @@ import (
 )
 
 // AllowedResponseHeader reports whether the response header name may cross
-// into a net-response. Matching is on the lowercased name (ruling R21);
+// into a net-response. Matching is on the lowercased name;
 // set-cookie never crosses.
 func AllowedResponseHeader(name string) bool {
 	_, ok := allowedLower(name)
@@ -77,7 +77,7 @@ func lowerIs(name, lower string) bool {
 // http.Header, or any map of name to values) with lowercase names, the
 // values of one name joined with ", " in order. Names that differ only in
 // case are merged in sorted order. A value holding CR, LF or NUL is
-// dropped. Everything else, set-cookie included, is dropped (§3).
+// dropped. Everything else, set-cookie included, is dropped.
 func FilterResponseHeaders(h map[string][]string) map[string]string {
 	out := make(map[string]string)
 	var buf [8]string // the names of a usual answer, without allocating
@@ -121,8 +121,8 @@ func FilterResponseHeaders(h map[string][]string) map[string]string {
 //
 // ok tells the two shapes apart, as in snug:app-response. url, when
 // present, echoes the URL the app asked for, never the URL a connection
-// resolved to (§15: the resolved host is never disclosed to the app).
-// truncated is never set for the body cap (ruling R5: an oversized body is
+// resolved to (the resolved host is never disclosed to the app).
+// truncated is never set for the body cap (an oversized body is
 // NET_SIZE_EXCEEDED), and snugd never sets it at all.
 type NetResponse struct {
 	RequestID string

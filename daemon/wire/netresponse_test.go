@@ -12,7 +12,7 @@ import (
 )
 
 // TestFilterResponseHeaders: only the whitelist crosses, matched on the
-// lowercased name (ruling R21); set-cookie never does.
+// lowercased name; set-cookie never does.
 //
 // conformance: P1-NET3-13, P1-NET3-14
 func TestFilterResponseHeaders(t *testing.T) {

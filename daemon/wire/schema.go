@@ -18,7 +18,7 @@ func SchemaTypes() []string { return FrameTypes() }
 // Schema returns the JSON Schema of frameType ("snug:net-request"; the
 // bare "net-request" is accepted too), and reports whether there is one.
 // The bytes are the caller's own copy. The schemas carry what JSON Schema
-// can express; the prose rules of §3 and §4 (ruling R3) are enforced only
+// can express; the prose rules are enforced only
 // by the parsers in this package, and each schema's description says
 // which.
 func Schema(frameType string) ([]byte, bool) {

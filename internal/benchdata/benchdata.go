@@ -13,8 +13,7 @@ import (
 // padded with spaces before its "]" to exactly n bytes. It is what an API
 // returns rather than text that needs no escape: a '"' (escaped to \")
 // every 17 bytes or so, at irregular places. No denser: a 1 MiB body's
-// escapes must fit the 64 KiB margin of the net frame size class (Part I
-// R6), or snugd answers it NET_SIZE_EXCEEDED; these come to about 60,000,
+// escapes must fit the 64 KiB margin of the net frame size class, or snugd answers it NET_SIZE_EXCEEDED; these come to about 60,000,
 // 5 KiB short of it.
 func Readings(n int) []byte {
 	var b bytes.Buffer

@@ -22,14 +22,14 @@ import (
 	"time"
 )
 
-// The addresses and names of the run (RULINGS R8: a documentation block).
+// The addresses and names of the run (a documentation block, the one admitted as public).
 const (
 	upstreamHost = "api.bench.test"
 	upstreamAddr = "203.0.113.10"
 	benchKey     = "bench-key-7c41e0d2" // the api_key credential both proxies inject
 	keyHeader    = "X-Api-Key"
 	smallBody    = `{"id":1,"name":"lamp","on":true,"level":42}`
-	bigBodyBytes = 1 << 20 // Part I R6's cap, exactly
+	bigBodyBytes = 1 << 20 // the response body cap, exactly
 )
 
 func main() {

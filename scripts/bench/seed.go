@@ -11,7 +11,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 )
 
-// userDDL is spec §12.2's USERDB_DDL, the table snugd ctl import reads.
+// userDDL is the user DB's USERDB_DDL, the table snugd ctl import reads.
 const userDDL = `CREATE TABLE IF NOT EXISTS snug_connections (
   app_id TEXT NOT NULL,
   slot TEXT NOT NULL,

@@ -2,7 +2,7 @@
 
 // Package e2e is snugd's end-to-end harness: the real snugd binary, built
 // from ./cmd/snugd with no test switch, against TLS upstreams on
-// documentation-range and private addresses (ruling R8), everything in
+// documentation-range and private addresses, everything in
 // network namespaces the harness creates. scripts/e2e.sh runs it as root:
 //
 //	go test -tags e2e -count=1 ./scripts/e2e/

@@ -39,7 +39,7 @@ const (
 
 const app = "e2e-app"
 
-// exchangeRequirement is a Coinbase-Exchange-style requirement (§12.8.1)
+// exchangeRequirement is a Coinbase-Exchange-style requirement
 // for the "public" upstream. Its provider name is not in snugd's registry,
 // so no borrow replaces its host.
 const exchangeRequirement = `{

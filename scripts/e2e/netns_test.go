@@ -38,7 +38,7 @@ type netns struct {
 	nsAddr  string // "198.51.100.10"
 }
 
-// The two upstream namespaces of the harness. Ruling R8: the "public"
+// The two upstream namespaces of the harness. The "public"
 // upstream sits in a documentation block, which snugd's SSRF guard admits
 // precisely because nothing is deployed there; the private one sits in
 // RFC 1918 space, which the guard refuses.

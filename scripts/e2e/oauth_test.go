@@ -30,7 +30,7 @@ import (
 // snugd-e2e-op, on a documentation address. The harness's /etc/hosts maps the
 // shipped registry entries' hosts (Spotify's, Twitch's) onto it and the
 // harness CA signed its certificate for them, so snugd reaches it exactly
-// as it would reach the providers (ruling R24: no registry switch): the
+// as it would reach the providers (no registry switch): the
 // system resolver, the SSRF guard, TLS verification, the row's ceiling.
 //
 //	snugd-e2e-op   se2e-op1 203.0.113.30/24: the OP on 443 (se2e-op0 203.0.113.29/24

@@ -52,7 +52,7 @@ type event struct {
 	Header map[string][]string `json:"header,omitempty"`
 	Body   string              `json:"body,omitempty"`
 	// SigOK says CB-ACCESS-SIGN equals the HMAC the upstream recomputed
-	// from the CB-ACCESS-TIMESTAMP it received (§12.8.1).
+	// from the CB-ACCESS-TIMESTAMP it received.
 	SigOK bool `json:"sigOK,omitempty"`
 }
 
@@ -139,8 +139,8 @@ func (l *countingListener) Accept() (net.Conn, error) {
 
 // upstreamHandler is the upstream's behaviour, by path:
 //
-//	/redirect  302 to /accounts (snugd must not follow it, ruling R9)
-//	/big       a 1 MiB + 1 byte body (NET_SIZE_EXCEEDED, ruling R5)
+//	/redirect  302 to /accounts (snugd must not follow it)
+//	/big       a 1 MiB + 1 byte body (NET_SIZE_EXCEEDED, never truncated)
 //	/echo      echoes the CB-ACCESS-KEY and passphrase it received, raw and
 //	           percent-encoded, in the body and in a Link header (gate 10's scrub)
 //	/slow      holds the answer for a second (the SIGTERM drain)

@@ -75,8 +75,7 @@ func newRequest(t *testing.T, method, url string, body []byte) *http.Request {
 }
 
 // testRedirect: every 3xx, 304 included and both ends of the class,
-// comes back as the answer; the Location is never requested (§14 gate 9,
-// ruling R9).
+// comes back as the answer; the Location is never requested (gate 9).
 func testRedirect(t *testing.T, h Harness) {
 	for _, code := range []int{300, 301, 302, 303, 304, 307, 308, 399} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {
@@ -138,7 +137,7 @@ func testStatus(t *testing.T, h Harness) {
 }
 
 // testBodyCap: exactly the limit is delivered whole; one byte more is
-// ErrBodyTooLarge, with or without a declared length (ruling R5).
+// ErrBodyTooLarge, with or without a declared length.
 func testBodyCap(t *testing.T, h Harness) {
 	const limit = transports.MaxBodyBytes
 	payload := make([]byte, limit+1)
@@ -189,7 +188,7 @@ func testBodyCap(t *testing.T, h Harness) {
 
 // testEndlessBody: an upstream that never stops is cut off at the cap, the
 // transport stops reading (the upstream sees its writes fail), and memory
-// stays bounded (Part I R6: capped while reading, not after buffering).
+// stays bounded (capped while reading, not after buffering).
 func testEndlessBody(t *testing.T, h Harness) {
 	const (
 		limit   = transports.MaxBodyBytes

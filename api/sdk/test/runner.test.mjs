@@ -1,4 +1,4 @@
-// Unit tests of the runner's frame rules (Part I R1, R3, R4, §4, R7) under
+// Unit tests of the runner's frame rules under
 // Node's test runner, with a minimal stand-in for the DOM: node --test api/sdk/test/
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -53,7 +53,7 @@ test("the iframe is sandboxed with allow-scripts only", () => {
   r.close();
 });
 
-test("R4: frames are routed by source and the appId is the host's", async () => {
+test("frames are routed by source and the appId is the host's", async () => {
   const s = fakeSnugd();
   const { r, app, win } = mounted(s);
   const frame = { type: "snug:net-request", v: 1, requestId: "a1", instanceId: app.instanceId, url: "snug-connection://x/", method: "GET" };
@@ -68,7 +68,7 @@ test("R4: frames are routed by source and the appId is the host's", async () => 
   r.close();
 });
 
-test("R3: one terminal answer per requestId; stale instances and duplicates get none", async () => {
+test("one terminal answer per requestId; stale instances and duplicates get none", async () => {
   const s = fakeSnugd();
   const { r, app, win } = mounted(s);
   const frame = { type: "snug:net-request", v: 1, requestId: "dup", instanceId: app.instanceId, url: "snug-connection://x/", method: "GET" };
@@ -83,7 +83,7 @@ test("R3: one terminal answer per requestId; stale instances and duplicates get 
   r.close();
 });
 
-test("R1: another version is answered only with a plausible requestId", async () => {
+test("another version is answered only with a plausible requestId", async () => {
   const { r, win } = mounted(fakeSnugd());
   dispatch(win, { type: "snug:app-message", v: 2, requestId: "r1" });
   dispatch(win, { type: "snug:app-message", v: 2, requestId: "" });
@@ -106,7 +106,7 @@ test("app messages and db requests get exactly one error; unknown types none", a
   r.close();
 });
 
-test("§4: open-url is refused unless https without userinfo, and opened only when the hook says yes", async () => {
+test("open-url is refused unless https without userinfo, and opened only when the hook says yes", async () => {
   const opened = [];
   globalThis.open = (url) => opened.push(url);
   let answer = false;
@@ -126,7 +126,7 @@ test("§4: open-url is refused unless https without userinfo, and opened only wh
   r.close();
 });
 
-test("R7: a connection hint is rebuilt field by field for its own app only", async () => {
+test("a connection hint is rebuilt field by field for its own app only", async () => {
   const s = fakeSnugd();
   const r = new Runner(s);
   const a = r.mount(container, { appId: "app-a", html: "" });

@@ -1,5 +1,5 @@
 // Package claimtest is a SimpleFIN Bridge simulator for tests of the
-// token-claim family (spec §12.12), following the protocol as the
+// token-claim family, following the protocol as the
 // bridge's own documentation describes it (checked 2026-12-01:
 // https://www.simplefin.org/protocol.html,
 // https://beta-bridge.simplefin.org/info/developers):

@@ -1,5 +1,5 @@
 // Package ident holds the two identifier rules every layer checks: the
-// slot rule (spec §12.2) and the app-id rule (API.md). They are written
+// slot rule and the app-id rule (API.md). They are written
 // here once; daemon/requirement names the slot rule for the schema
 // (requirement.ValidSlot), the daemon refuses a bad app id as BAD_REQUEST,
 // and the store checks both again as its last line before storage.
@@ -14,13 +14,13 @@ import (
 	"unicode/utf8"
 )
 
-// SlotPattern is the slot rule of spec §12.2: lowercase and dash-only by
+// SlotPattern is the slot rule: lowercase and dash-only by
 // construction, because SQLite compares bytes exactly and a mixed-case form
 // would fork one provider into two rows.
 const SlotPattern = `^[a-z0-9][a-z0-9-]{0,39}$`
 
 // ValidSlot reports whether s matches SlotPattern. Mixed case is rejected,
-// never folded (ruling R13).
+// never folded.
 func ValidSlot(s string) bool {
 	if len(s) == 0 || len(s) > 40 {
 		return false
@@ -49,7 +49,7 @@ var (
 	ErrAppIDText = errors.New("app id must be 1-128 characters of text, without control or format characters")
 	// ErrAppIDReserved is an app id that begins with "_": auth:_flow:<id>
 	// and auth:_state_hmac are app-agnostic keys beside the apps'
-	// auth:<appId>:… slices (§13), and such an id could alias them.
+	// auth:<appId>:… slices, and such an id could alias them.
 	ErrAppIDReserved = errors.New("app id must not begin with _: such names are reserved for snugd's own state")
 )
 

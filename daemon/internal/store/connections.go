@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Status is a connection row's status: exactly three values (spec §12.2).
+// Status is a connection row's status: exactly three values.
 type Status string
 
 const (
@@ -20,7 +20,7 @@ const (
 	StatusRevoked  Status = "revoked"
 )
 
-// Provenance says which channel proposed a requirement (spec §12.2).
+// Provenance says which channel proposed a requirement.
 type Provenance string
 
 const (
@@ -59,14 +59,14 @@ type Connection struct {
 }
 
 // NeedsReapproval reports whether an approved row has a staged change: the
-// derived "needs re-approval" of §12.2, never a fourth status.
+// derived "needs re-approval", never a fourth status.
 func (c *Connection) NeedsReapproval() bool {
 	return c.Status == StatusApproved && c.PendingRequirementJSON != nil
 }
 
 // check holds a row to the invariants every writer keeps, as the last line
 // before storage: the spec's value sets (slot pattern, status, provenance)
-// and the shapes of §12.2–§12.4 and R11–R12 (pending only on an approved
+// and the writers' shapes (pending only on an approved
 // row; an approved row has approved_at and a revoked one revoked_at; an
 // imported row is declared, since approval clears the flag and import never
 // lands a row approved or revoked). The requirement schema itself is
@@ -333,7 +333,7 @@ func eachText(tx *Tx, fn func(*ConnectionText) error) error {
 }
 
 // CountConnections counts every row of appID, revoked tombstones included:
-// the number the per-app slot cap is checked against (§12.2, R13).
+// the number the per-app slot cap is checked against.
 func (tx *Tx) CountConnections(appID string) (int, error) {
 	var n int
 	if err := tx.queryRow("SELECT count(*) FROM snug_connections WHERE app_id = ?", appID).Scan(&n); err != nil {

@@ -1,5 +1,5 @@
 // Package store holds every SQL statement snugd runs: the snug_connections
-// table of spec §12.2, the sealed snug_secrets table of §13, and snugd's own
+// table, the sealed snug_secrets table, and snugd's own
 // snugd_* tables with their own migration counter. Callers get typed,
 // transactional methods (Store.Update, Store.View and the methods of Tx) and
 // never write SQL.
@@ -77,7 +77,7 @@
 // higher than this build knows is refused (ErrNewerSchema), as is a file
 // that has tables but no snugd_meta.
 //
-// snug_connections is §12.2's USERDB_DDL byte for byte, without CHECK
+// snug_connections is the USERDB_DDL byte for byte, without CHECK
 // constraints; UpsertConnection enforces the spec's value sets and the
 // writers' invariants in Go instead. snugd_hosts, snugd_pairings,
 // snugd_invitations, snugd_journal and snugd_staged are snugd's own
@@ -141,6 +141,6 @@
 // ReadUserDB reads an untrusted user DB read-only and immutable, with
 // trusted_schema off and bounds on rows and value sizes, and returns its
 // snug_connections rows raw, reporting structurally unusable ones instead of
-// failing; it never reads snug_secrets. The daemon reconciles (R12) and
+// failing; it never reads snug_secrets. The daemon reconciles and
 // applies the result with UpsertConnection inside one Update.
 package store

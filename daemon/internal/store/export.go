@@ -15,7 +15,7 @@ import (
 // from which every snug_secrets row and every snugd_* table is then removed,
 // and which is VACUUMed again, so no free page still holds a removed byte.
 // What remains is snug_connections (and the empty snug_secrets table) at
-// user_version 6: a default export in the sense of spec §13. The file is
+// user_version 6: a default export, holding no secrets. The file is
 // written 0600 beside dest under a temporary name, synced, and renamed over
 // dest, so dest is either untouched or the whole export.
 func (s *Store) Export(ctx context.Context, dest string) (err error) {

@@ -22,7 +22,7 @@ type JournalEntry struct {
 	Code       string // the registry code answered, if any
 	Status     int    // the upstream HTTP status, 0 when nothing was fetched
 	Duration   time.Duration
-	Unattended bool // a standing approval answered instead of the user (§17)
+	Unattended bool // a standing approval answered instead of the user
 	Note       string
 
 	// ResolvedHost is the host a connection-URL request (Host

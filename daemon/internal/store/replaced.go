@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Replaced is the local row an imported row replaced (spec §12.4), as it
+// Replaced is the local row an imported row replaced, as it
 // was just before the import.
 type Replaced struct {
 	RequirementJSON    string

@@ -30,7 +30,7 @@ const (
 	MaxSecretValueBytes = 1 << 20 // a PEM key or an OAuth token set is a few KiB
 )
 
-// Key names of spec §13.
+// Key names of the secrets table.
 const (
 	// StateHMACKey holds the app-agnostic OAuth state-signing key.
 	StateHMACKey = "auth:_state_hmac"

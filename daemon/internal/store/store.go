@@ -22,7 +22,7 @@ const (
 	KeyFileName = "secrets.key" // the master key of the file key source
 )
 
-// UserVersion is Part II's user-DB version (spec §12.2): PRAGMA user_version
+// UserVersion is Part II's user-DB version: PRAGMA user_version
 // of snugd.db, of every export, and the only version ReadUserDB accepts.
 const UserVersion = 6
 

@@ -54,7 +54,7 @@ type ImportRow struct {
 	Unusable               string // "" for a structurally sound row
 }
 
-// importColumn describes one column of §12.2's DDL for structural checks.
+// importColumn describes one column's DDL for structural checks.
 type importColumn struct {
 	name     string
 	kind     string // "text", "integer" or "real"
@@ -151,7 +151,7 @@ PRAGMA cell_size_check = ON;
 PRAGMA mmap_size = 0;`
 
 // ReadUserDB reads the snug_connections rows of the user DB at path, an
-// untrusted file (spec §12.4). It opens the file read-only and immutable,
+// untrusted file. It opens the file read-only and immutable,
 // with trusted_schema off; refuses (ErrNotUserDB) a file that is not SQLite,
 // whose user_version is not 6, whose snug_connections is missing, a view, a
 // virtual table, lacks a column or computes one, holds more than
@@ -160,7 +160,7 @@ PRAGMA mmap_size = 0;`
 // other row is returned, a structurally unusable one (a wrong column type,
 // NULL in a NOT NULL column, a value over MaxImportValueBytes, text that is
 // not UTF-8) with Unusable saying why. It never reads snug_secrets or any
-// other table. Judging the rows (R12's three branches) is the caller's.
+// other table. Judging the rows (the three branches) is the caller's.
 func ReadUserDB(ctx context.Context, path string) ([]ImportRow, error) {
 	path, err := filepath.Abs(path)
 	if err != nil {

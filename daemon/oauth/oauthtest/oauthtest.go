@@ -1,7 +1,7 @@
 // Package oauthtest runs a real authorization server for tests of the
 // daemon and the API: zitadel/oidc's OpenID Provider (OpenID Certified)
 // with its example in-memory storage and login UI, over TLS, with a
-// certificate for the shipped registry entries' hosts (ruling R24: tests
+// certificate for the shipped registry entries' hosts (tests
 // reach it through the pinned hosts mapped onto it by an injected
 // resolver and dialer, never a registry switch).
 //
