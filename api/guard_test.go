@@ -70,6 +70,8 @@ func TestOriginRefusals(t *testing.T) {
 		{"text/plain POST", req{method: "POST", path: "/v1/apps/app1/connections/mail/approve", header: map[string]string{"Content-Type": "text/plain;charset=UTF-8", "Authorization": auth(desk)}, body: "{}"}, 415},
 		{"form POST", req{method: "POST", path: "/v1/apps/app1/connections/mail/approve", header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Authorization": auth(desk)}, body: "a=b"}, 415},
 		{"JSON in latin1", req{method: "POST", path: "/v1/apps/app1/connections/mail/approve", header: map[string]string{"Content-Type": "application/json; charset=latin1", "Authorization": auth(desk)}, body: "{}"}, 415},
+		{"JSON with another parameter", req{method: "POST", path: "/v1/apps/app1/connections/mail/approve", header: map[string]string{"Content-Type": "application/json; v=1", "Authorization": auth(desk)}, body: "{}"}, 415},
+		{"JSON in UTF-8, to no app", req{method: "POST", path: "/v1/apps/app9/connections/mail/approve", header: map[string]string{"Content-Type": "application/json; charset=UTF-8", "Authorization": auth(desk)}, body: "{}"}, 404},
 		{"bearer in lower case", req{method: "GET", path: "/v1/status", header: map[string]string{"Authorization": "bearer " + desk}}, 200},
 		{"token as basic auth", req{method: "GET", path: "/v1/status", header: map[string]string{"Authorization": "Basic " + desk}}, 401},
 	}

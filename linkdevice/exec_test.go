@@ -1,6 +1,7 @@
 package linkdevice
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -392,4 +393,40 @@ func TestHelperChildrenKilled(t *testing.T) {
 		st, err := os.ReadFile("/proc/" + string(raw) + "/stat")
 		return err != nil || strings.Contains(string(st), ") Z ")
 	})
+}
+
+// Kill ends the helper's whole process group at once, before anyone
+// reaps the helper: a child it started dies with it, not only when Wait
+// later sweeps the group.
+func TestKillEndsTheGroupBeforeWait(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc to watch the child in")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh(1) to fork")
+	}
+	p, err := ExecStarter{}.Start(t.Context(), Command{
+		Path: sh,
+		Args: []string{"-c", "sleep 300 & echo $!; wait"},
+		Dir:  t.TempDir(),
+		Env:  []string{"PATH=/usr/bin:/bin"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	line, err := bufio.NewReader(p.Stdout()).ReadString('\n')
+	if err != nil {
+		p.Kill()
+		p.Wait()
+		t.Fatalf("reading the child's pid: %v", err)
+	}
+	child := strings.TrimSpace(line)
+	p.Kill()
+	waitFor(t, "the child to die before Wait", func() bool {
+		st, err := os.ReadFile("/proc/" + child + "/stat")
+		return err != nil || strings.Contains(string(st), ") Z ")
+	})
+	p.Wait()
 }

@@ -228,6 +228,26 @@ func TestScrubJSONSpellingBounds(t *testing.T) {
 	}
 }
 
+// TestScrubJSONSpellingReplacementRune: a value holding U+FFFD itself (three
+// bytes, which every encoder writes raw) or an invalid byte (kept as it is)
+// keeps them whole in its escaped spellings, so the spelling with "/"
+// escaped is scrubbed too.
+//
+// conformance: P3-X14.1-01
+func TestScrubJSONSpellingReplacementRune(t *testing.T) {
+	for _, tc := range []struct{ v, in string }{
+		{"k\ufffd/x", `k` + "\ufffd" + `\/x`},
+		{"k\ufffd/x", `k` + "\ufffd" + `\u002fx`},
+		{"k\xff/x", `k` + "\xff" + `\/x`},
+	} {
+		var s Set
+		s.Add(tc.v)
+		if got := s.Apply("[" + tc.in + "]"); got != "["+Mark+"]" {
+			t.Errorf("Apply(%q) with the value %q = %q, want it scrubbed", tc.in, tc.v, got)
+		}
+	}
+}
+
 // TestScrubUserPassHalves: each half of a user:pass value long enough to
 // be credential-shaped is scrubbed alone (SimpleFIN's password echoed
 // without its user name); a short user name is left in ordinary text.

@@ -114,6 +114,8 @@ var grammarCases = []struct {
 	{"leading comma", "{{hmac_sha256(,api_secret)}}", []string{template.RuleSyntax}, ""},
 	{"space before parenthesis", "{{base64 ('x')}}", []string{template.RuleSyntax}, "space between"},
 	{"call missing close parenthesis", "{{base64(api_key}}", []string{template.RuleSyntax}, ""},
+	{"linted on past an error at }}", "{{base64(api_key }}{{nope}}", []string{template.RuleSyntax, template.RuleUnknownIdentifier}, ""},
+	{"linted on past an argument cut at }}", "{{base64(}}{{nope}}", []string{template.RuleSyntax, template.RuleUnknownIdentifier}, ""},
 	{"sigil", "{{$api_key}}", []string{template.RuleSyntax}, ""},
 	{"pipe", "{{api_key | base64}}", []string{template.RuleSyntax}, ""},
 	{"concatenation", "{{api_key + api_secret}}", []string{template.RuleSyntax}, ""},

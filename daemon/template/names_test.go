@@ -24,6 +24,10 @@ func TestEditDistance(t *testing.T) {
 	if got := nearest("ab", []string{"ac", "ad"}); got != "ac" {
 		t.Errorf(`nearest("ab", ["ac" "ad"]) = %q, want "ac"`, got)
 	}
+	// A candidate at distance 0 is the nearest: none after it is nearer.
+	if got := nearest("ab", []string{"ab", "ac"}); got != "ab" {
+		t.Errorf(`nearest("ab", ["ab" "ac"]) = %q, want "ab"`, got)
+	}
 }
 
 // TestNameRules: the header and query name rules and the identifier
