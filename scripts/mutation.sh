@@ -262,7 +262,7 @@ for pkg in "$@"; do
 	while read -r st type _ pos; do
 		case "$st" in
 		KILLED) killed=$((killed + 1)) ;;
-		TIMED) timedout=$((timedout + 1)) ;;
+		TIMED-OUT) timedout=$((timedout + 1)) ;;
 		NOT-COVERED) notcovered=$((notcovered + 1)) ;;
 		NOT-VIABLE) notviable=$((notviable + 1)) ;;
 		LIVED)
