@@ -12,15 +12,7 @@ import (
 func TestUnreadableSecrets(t *testing.T) {
 	s := openStore(t)
 	putSecrets(t, s, map[string]string{"auth:a:s:k": "value", "auth:a:s:j": "other", "auth:b:s:k": "third"})
-	alter := func(key string) {
-		t.Helper()
-		blob := flip(rawSecret(t, s, key), 14)
-		update(t, s, func(tx *Tx) error {
-			_, err := tx.exec("UPDATE snug_secrets SET value = ? WHERE key = ?", blob, key)
-			return err
-		})
-	}
-	alter("auth:a:s:k")
+	alterSecret(t, s, "auth:a:s:k")
 	if got := s.UnreadableSecrets(""); len(got) != 0 {
 		t.Errorf("UnreadableSecrets before any check or read = %q, want none", got)
 	}
@@ -40,7 +32,7 @@ func TestUnreadableSecrets(t *testing.T) {
 	}
 
 	// A read that fails marks; a delete unmarks.
-	alter("auth:b:s:k")
+	alterSecret(t, s, "auth:b:s:k")
 	view(t, s, func(tx *Tx) error {
 		if _, err := tx.SlotSecrets("b", "s"); err == nil {
 			t.Error("SlotSecrets of an altered value: no error")
@@ -65,16 +57,8 @@ func TestUnreadableSecrets(t *testing.T) {
 func TestUnreadableNotMarkedFromAReplacedValue(t *testing.T) {
 	s := openStore(t)
 	putSecrets(t, s, map[string]string{"auth:a:s:k": "value", "auth:a:s:j": "other"})
-	alter := func(key string) {
-		t.Helper()
-		blob := flip(rawSecret(t, s, key), 14)
-		update(t, s, func(tx *Tx) error {
-			_, err := tx.exec("UPDATE snug_secrets SET value = ? WHERE key = ?", blob, key)
-			return err
-		})
-	}
-	alter("auth:a:s:k")
-	alter("auth:a:s:j")
+	alterSecret(t, s, "auth:a:s:k")
+	alterSecret(t, s, "auth:a:s:j")
 	view(t, s, func(tx *Tx) error {
 		if _, err := tx.SecretKeys(""); err != nil { // the snapshot begins
 			return err
@@ -91,11 +75,22 @@ func TestUnreadableNotMarkedFromAReplacedValue(t *testing.T) {
 	if got := s.UnreadableSecrets(""); !slices.Equal(got, []string{"auth:a:s:j"}) {
 		t.Errorf("UnreadableSecrets after a read of a replaced value = %q, want only the key not written meanwhile", got)
 	}
-	alter("auth:a:s:k")
+	alterSecret(t, s, "auth:a:s:k")
 	if bad, err := s.CheckSeals(t.Context()); err != nil || !slices.Equal(bad, []string{"auth:a:s:j", "auth:a:s:k"}) {
 		t.Fatalf("CheckSeals = %q, %v", bad, err)
 	}
 	if got := s.UnreadableSecrets(""); !slices.Equal(got, []string{"auth:a:s:j", "auth:a:s:k"}) {
 		t.Errorf("UnreadableSecrets after a check that began after the write = %q", got)
 	}
+}
+
+// alterSecret flips one bit of the sealed value stored under key, in
+// the file, as a disk error would: the value no longer opens.
+func alterSecret(t *testing.T, s *Store, key string) {
+	t.Helper()
+	blob := flip(rawSecret(t, s, key), 14)
+	update(t, s, func(tx *Tx) error {
+		_, err := tx.exec("UPDATE snug_secrets SET value = ? WHERE key = ?", blob, key)
+		return err
+	})
 }
