@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // unreadableKeys is the set of snug_secrets keys whose value was seen not
@@ -27,8 +28,11 @@ type unreadableKeys struct {
 	// the seq of its last committed write at or after floor (keys written
 	// earlier are dropped when the map grows past maxChanged, and every
 	// transaction older than floor is then treated as stale for all).
-	seq, floor uint64
-	changed    map[string]uint64
+	// seq is read without mu (begin runs at every transaction's start)
+	// and moved only under it.
+	seq     atomic.Uint64
+	floor   uint64
+	changed map[string]uint64
 }
 
 // maxChanged bounds unreadableKeys.changed: past it the map is cleared
@@ -38,9 +42,7 @@ const maxChanged = 4096
 // begin returns the sequence number a transaction starts at: taken before
 // its snapshot, so a write stamped later may or may not be in it.
 func (u *unreadableKeys) begin() uint64 {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.seq
+	return u.seq.Load()
 }
 
 // note records what opening key's value found in a transaction that began
@@ -77,14 +79,14 @@ func (u *unreadableKeys) written(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	delete(u.keys, key)
-	u.seq++
+	seq := u.seq.Add(1)
 	if len(u.changed) >= maxChanged {
-		u.changed, u.floor = nil, u.seq
+		u.changed, u.floor = nil, seq
 	}
 	if u.changed == nil {
 		u.changed = map[string]uint64{}
 	}
-	u.changed[key] = u.seq
+	u.changed[key] = seq
 }
 
 // UnreadableSecrets lists, in byte order, the keys starting with prefix
