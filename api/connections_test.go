@@ -163,7 +163,7 @@ func TestStatus(t *testing.T) {
 	}
 	want := ConnectionCounts{Total: 3, Declared: 1, Approved: 1, Revoked: 1}
 	if st.Version != testVersion || st.DataDir != e.dir || st.TransportPolicy != "desktop" || st.Apps != 2 ||
-		st.Connections != want || st.Hosts.Paired != 1 || st.Listen == "" || st.Helpers == nil || st.Standing == nil {
+		st.Connections != want || st.Hosts.Paired != 1 || st.Listen == "" || st.Helpers == nil || st.Standing == nil || st.Goroutines <= 0 {
 		t.Errorf("Status = %+v", st)
 	}
 	e.clock.Advance(90 * 1e9)
@@ -172,7 +172,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("UptimeSeconds = %d, want 90", st.UptimeSeconds)
 	}
 	resp, body := e.do(req{method: "GET", path: "/v1/status", header: map[string]string{"Authorization": "Bearer " + tok}})
-	if resp.StatusCode != http.StatusOK || strings.Contains(body, tok[len("snugh_"):]) {
+	if resp.StatusCode != http.StatusOK || strings.Contains(body, tok[len("snugh_"):]) || strings.Contains(body, `"goroutines"`) {
 		t.Errorf("GET /v1/status = %d %s", resp.StatusCode, body)
 	}
 	for _, k := range []string{`"version"`, `"startedAt"`, `"uptimeSeconds"`, `"dataDir"`, `"transportPolicy"`, `"connections"`, `"needsReapproval"`, `"hosts"`, `"helpers"`, `"standing"`, `"pendingConfirms"`, `"database":"ok"`} {

@@ -31,7 +31,7 @@ func (s *Server) status(c echo.Context) error {
 	for _, st := range r.Standing {
 		out.Standing = append(out.Standing, standingJSON(st))
 	}
-	out.Database, out.DatabaseMessage, out.DiskFree = "ok", "", r.DiskFree
+	out.Database, out.DatabaseMessage, out.DiskFree, out.Goroutines = "ok", "", r.DiskFree, r.Goroutines
 	switch {
 	case r.Damaged != "":
 		out.Database, out.DatabaseMessage = "damaged", r.Damaged

@@ -205,6 +205,9 @@ type StatusResponse struct {
 	DatabaseMessage string `json:"databaseMessage,omitempty"`
 	UnwritableSince *Time  `json:"unwritableSince,omitempty"`
 	DiskFree        uint64 `json:"diskFreeBytes,omitempty"`
+	// Goroutines is the daemon's goroutine count, on the ctl channel
+	// only (a paired host never sees it).
+	Goroutines int `json:"goroutines,omitempty"`
 }
 
 // HelperSandboxJSON is StatusResponse.helperSandbox: the Landlock ABI

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/snug/snugd/daemon/fetch"
@@ -45,6 +46,10 @@ type StatusReport struct {
 	// a journal write succeeds again.
 	Unwritable      string
 	UnwritableSince time.Time
+	// Goroutines is the daemon's goroutine count, for the ctl channel
+	// only (0 for a paired host: it would show other hosts' traffic):
+	// a leak shows as a count that grows under steady load.
+	Goroutines int
 }
 
 // ConnectionCounts counts connection rows by status. NeedsReapproval
@@ -162,5 +167,8 @@ func (d *Daemon) StatusReport(ctx context.Context) (StatusReport, error) {
 	r.Standing = d.exec.Standings(ctx)
 	r.Hosts.Paired = len(hosts)
 	r.Hosts.PendingPairings = pending
+	if mine == nil {
+		r.Goroutines = runtime.NumGoroutine()
+	}
 	return r, nil
 }

@@ -46,3 +46,17 @@ func TestStatusReport(t *testing.T) {
 		t.Errorf("StatusReport carries a secret: %s", b)
 	}
 }
+
+// TestStatusGoroutinesCtlOnly: the ctl channel sees the goroutine count, a
+// paired host never does (it would show other hosts' traffic).
+func TestStatusGoroutinesCtlOnly(t *testing.T) {
+	d, _, _ := newHostsDaemon(t)
+	r, err := d.StatusReport(t.Context())
+	if err != nil || r.Goroutines <= 0 {
+		t.Errorf("ctl StatusReport: goroutines %d, %v; want > 0", r.Goroutines, err)
+	}
+	r, err = d.StatusReport(hostauth.WithHost(t.Context(), "h_other"))
+	if err != nil || r.Goroutines != 0 {
+		t.Errorf("host StatusReport: goroutines %d, %v; want 0", r.Goroutines, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,8 +100,8 @@ func runSoak(args []string) error {
 
 	fmt.Printf("snugd soak, %s: %v of %d req/s /v1/net (small GET through an api_key connection), 5 reads/s (status, connections, journal), a pairing request every second, a proposal every 2 s, credentials set every 10 s; sampled every %v\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), cfg.duration, cfg.netRate, cfg.every)
-	fmt.Println("| t | RSS MiB | fds | of them files | threads | snugd.db KiB | WAL KiB | net ok | net failed | net p50 ms | net p99 ms | reads | writes | failed |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| t | RSS MiB | fds | of them files | threads | goroutines | snugd.db KiB | WAL KiB | net ok | net failed | net p50 ms | net p99 ms | reads | writes | failed |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	start := time.Now()
 	var samples []soakSample
 	tick := time.NewTicker(cfg.every)
@@ -287,24 +288,36 @@ type soakSample struct {
 	at                    time.Duration
 	rss, db, wal          int64
 	fds, files, threads   int // files: the fds that are not sockets
+	goroutines            int // from snugd ctl status --json
 	netOK, netFailed      int64
 	p50, p99              time.Duration
 	reads, writes, failed int64
 }
 
 func (s soakSample) row() string {
-	return fmt.Sprintf("| %s | %.1f | %d | %d | %d | %d | %d | %d | %d | %.2f | %.2f | %d | %d | %d |",
-		s.at.Round(time.Second), float64(s.rss)/(1<<20), s.fds, s.files, s.threads, s.db>>10, s.wal>>10,
+	return fmt.Sprintf("| %s | %.1f | %d | %d | %d | %d | %d | %d | %d | %d | %.2f | %.2f | %d | %d | %d |",
+		s.at.Round(time.Second), float64(s.rss)/(1<<20), s.fds, s.files, s.threads, s.goroutines, s.db>>10, s.wal>>10,
 		s.netOK, s.netFailed, ms(s.p50), ms(s.p99), s.reads, s.writes, s.failed)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// sampleSnugd reads snugd's RSS, open files and threads from /proc, the
-// database and WAL sizes, and the load's counts so far.
+// sampleSnugd reads snugd's RSS, open files and threads from /proc, its
+// goroutines from snugd ctl status --json, the database and WAL sizes,
+// and the load's counts so far.
 func sampleSnugd(sd *snugd, at time.Duration, st *soakStats) (soakSample, error) {
 	s := soakSample{at: at}
-	var err error
+	out, err := sd.ctl("", "status", "--json")
+	if err != nil {
+		return s, err
+	}
+	var status struct {
+		Goroutines int `json:"goroutines"`
+	}
+	if err := json.Unmarshal([]byte(out), &status); err != nil || status.Goroutines <= 0 {
+		return s, fmt.Errorf("snugd ctl status --json gave no goroutine count (%v): %.200s", err, out)
+	}
+	s.goroutines = status.Goroutines
 	if s.rss, _, err = sd.mem(); err != nil {
 		return s, err
 	}
@@ -354,10 +367,18 @@ func sampleSnugd(sd *snugd, at time.Duration, st *soakStats) (soakSample, error)
 // while); a leak would pass the bound within the hour.
 const maxSockets = 16 + 64 + 8
 
+// maxGoroutineDrift is how far the goroutines' median may rise from the
+// first judged half to the second: a few requests more in flight at the
+// samples (each holds a handful), not a leak.
+const maxGoroutineDrift = 32
+
 // judgeSoak applies the soak's bounds to the samples after the warm-up:
 // RSS grows less than 5% from the first judged sample to the last; the
 // open files that are not sockets and the threads never exceed their most
-// in the first half; the sockets stay under maxSockets; the WAL stays
+// in the first half; the goroutines' median in the second half is within
+// maxGoroutineDrift of the first half's (they come and go with the
+// requests in flight; a leak of one per request or per write would add
+// thousands); the sockets stay under maxSockets; the WAL stays
 // under 16 MiB; and nothing failed.
 func judgeSoak(cfg soakConfig, samples []soakSample, st *soakStats, refused int64) error {
 	var judged []soakSample
@@ -391,6 +412,15 @@ func judgeSoak(cfg soakConfig, samples []soakSample, st *soakStats, refused int6
 	threads := func(s soakSample) int { return s.threads }
 	filesEarly, filesLate := most(early, files), most(late, files)
 	thrEarly, thrLate := most(early, threads), most(late, threads)
+	median := func(ss []soakSample) int {
+		g := make([]int, len(ss))
+		for i, s := range ss {
+			g[i] = s.goroutines
+		}
+		slices.Sort(g)
+		return g[len(g)/2]
+	}
+	grEarly, grLate := median(early), median(late)
 	growth := float64(last.rss-first.rss) / float64(first.rss) * 100
 	peak := float64(maxRSS-first.rss) / float64(first.rss) * 100
 	var bad bytes.Buffer
@@ -406,6 +436,8 @@ func judgeSoak(cfg soakConfig, samples []soakSample, st *soakStats, refused int6
 	check(growth < 5, "RSS %.1f → %.1f MiB (%+.1f%%; peak %+.1f%%), bound +5%%", mib(first.rss), mib(last.rss), growth, peak)
 	check(filesLate <= filesEarly, "open files that are not sockets: at most %d in the first half, %d in the second", filesEarly, filesLate)
 	check(thrLate <= thrEarly, "threads: at most %d in the first half, %d in the second", thrEarly, thrLate)
+	check(grLate <= grEarly+maxGoroutineDrift, "goroutines: median %d in the first half, %d in the second (%d → %d, at most %d), bound +%d",
+		grEarly, grLate, first.goroutines, last.goroutines, most(judged, func(s soakSample) int { return s.goroutines }), maxGoroutineDrift)
 	check(maxSock <= maxSockets, "sockets: %d → %d, at most %d, bound %d", first.fds-first.files, last.fds-last.files, maxSock, maxSockets)
 	check(maxWAL <= 16<<20, "WAL at most %.1f MiB over the run, bound 16 MiB", mib(maxWAL))
 	check(last.netFailed == 0 && last.failed == 0, "%d /v1/net answered, %d failed; %d reads, %d writes, %d failed%s", last.netOK, last.netFailed, last.reads, last.writes, last.failed, firstErr(st))
