@@ -7,6 +7,7 @@ package oauth_test
 
 import (
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -145,9 +146,17 @@ func TestGitHubGrantDeletion(t *testing.T) {
 
 	wrong := ep
 	wrong.ClientSecret = "not-the-secret"
-	if got := c.RevokeGrant(t.Context(), wrong, tok.AccessToken, tok.RefreshToken); got.Outcome != oauth.RevokeFailed ||
+	refused := c.RevokeGrant(t.Context(), wrong, tok.AccessToken, tok.RefreshToken)
+	if got := refused; got.Outcome != oauth.RevokeFailed ||
 		got.ManageAccessURL != ep.ManageAccessURL || !strings.Contains(got.Message(), ep.ManageAccessURL) {
 		t.Fatalf("wrong app credentials = %+v, want RevokeFailed naming the manage-access page", got)
+	}
+	// The refusal's secrets hold the Basic credentials as sent (the ID and
+	// secret as they are, not form-encoded): an answer echoing the
+	// Authorization header is scrubbed of them.
+	raw := base64.StdEncoding.EncodeToString([]byte(wrong.ClientID + ":" + wrong.ClientSecret))
+	if len(refused.Errors) != 1 || !slices.Contains(refused.Errors[0].Secrets, raw) || !slices.Contains(refused.Errors[0].Secrets, tok.AccessToken) {
+		t.Fatalf("the refusal's secrets miss the Basic credentials or the token: %d errors", len(refused.Errors))
 	}
 	public := ep
 	public.ClientSecret = ""
@@ -391,5 +400,24 @@ func TestDropboxBearerRevocation(t *testing.T) {
 	op.Expire(tok.AccessToken)
 	if got := c.RevokeGrant(t.Context(), ep, tok.AccessToken, ""); got.Outcome != oauth.AlreadyRevoked {
 		t.Fatalf("an expired token without a refresh token = %+v, want AlreadyRevoked: nothing remains", got)
+	}
+
+	// A row holding only its refresh token (the access token was never
+	// stored, or wiped) still revokes: refresh once, revoke with the new
+	// access token. A row holding neither sends nothing.
+	tok = dropboxSignIn(offline)
+	before = op.Count("refresh_token")
+	if got := c.RevokeGrant(t.Context(), ep, "", tok.RefreshToken); got.Outcome != oauth.Revoked || got.Errors != nil {
+		t.Fatalf("RevokeGrant with only a refresh token = %+v, want Revoked", got)
+	}
+	if n := op.Count("refresh_token") - before; n != 1 || op.Live(tok.RefreshToken) {
+		t.Fatalf("%d refreshes and the refresh token live %v; want 1 and dead", n, op.Live(tok.RefreshToken))
+	}
+	sent := len(op.RevokeRequests())
+	if got := c.RevokeGrant(t.Context(), ep, "", ""); got.Outcome != oauth.AccessRemains || got.Errors != nil {
+		t.Fatalf("RevokeGrant with no token = %+v, want AccessRemains", got)
+	}
+	if n := len(op.RevokeRequests()) - sent; n != 0 {
+		t.Fatalf("RevokeGrant with no token sent %d revocations", n)
 	}
 }
