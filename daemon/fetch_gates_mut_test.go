@@ -9,6 +9,7 @@ import (
 
 	"github.com/snug/snugd/daemon/errcode"
 	"github.com/snug/snugd/daemon/fetch"
+	"github.com/snug/snugd/daemon/internal/store"
 )
 
 // The tests in this file hold the executor's gates at the edges a
@@ -268,5 +269,51 @@ func TestKeylessLANRowIsPinned(t *testing.T) {
 	}
 	if res, _ := r.net(t, "app1", frame("GET", "http://192.168.1.20/api", nil)); res.Code == "" {
 		t.Fatal("plain http went out to a pinned device")
+	}
+}
+
+// TestNewExecutorRefusesANilHelperTransport: gate 5 stands down for a
+// helper's sidecar name when the executor holds a transport for it, so a
+// nil one is refused when the executor is built, not met at the send.
+func TestNewExecutorRefusesANilHelperTransport(t *testing.T) {
+	_, err := fetch.NewExecutor(fetch.ExecDeps{Policy: fetch.PolicyDesktop, Local: map[string]fetch.LocalTransport{"sim": nil}})
+	if err == nil || !strings.Contains(err.Error(), `"sim"`) {
+		t.Fatalf("NewExecutor with a nil helper transport = %v, want an error naming it", err)
+	}
+	if _, err := fetch.NewExecutor(fetch.ExecDeps{Policy: fetch.PolicyDesktop, Local: map[string]fetch.LocalTransport{}}); err != nil {
+		t.Fatalf("NewExecutor with no helpers = %v", err)
+	}
+}
+
+// TestRegrantComparesTransportClass: a POST to a LAN device parked at its
+// confirm, and meanwhile the slot's row changed to one without lanHost
+// whose ceiling still lists the address (a row only a tampered database
+// holds: validation refuses a private literal without lanHost). The
+// re-grant refuses it NET_NOT_APPROVED: the LAN transport chosen for the
+// old row never carries a request the new row would send by the public
+// one, and neither transport is dialed.
+//
+// conformance: P3-X14-10, P3-X14-12
+func TestRegrantComparesTransportClass(t *testing.T) {
+	ctx := t.Context()
+	r := newRig(t, func(c *Config) { c.ConfirmTimeout = time.Hour })
+	r.connect(t, "app1", lanReq("hue", "192.168.1.20"), map[string]string{"username": secretKey})
+	r.setPin(t, "app1", "hue", r.lanPin())
+	ch := r.parkedNet(ctx, t, "app1", frame("POST", "https://192.168.1.20/api/lights", map[string]any{"body": `{"on":true}`}))
+	cs := waitConfirms(t, r.d, 1)
+	public := apiKeyReq("hue", apiHost)
+	forgeRow(t, r, store.Connection{AppID: "app1", Slot: "hue", RequirementJSON: canonical(t, public),
+		Status: store.StatusApproved, AllowedHosts: `["192.168.1.20"]`})
+	if err := r.d.exec.DecideConfirm(cs[0].ID, true, fetch.RememberOnce); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-ch; res.Code != errcode.NetNotApproved {
+		t.Fatalf("Net after the row lost its LAN class = %q, want NET_NOT_APPROVED", res.Code)
+	}
+	if n := len(r.lanUp.requests()) + len(r.up.requests()); n != 0 {
+		t.Errorf("the refused request reached a device or upstream %d times", n)
+	}
+	if n := len(r.lanDial.Dials()) + len(r.dialer.Dials()); n != 0 {
+		t.Errorf("the refused request dialed %d times", n)
 	}
 }

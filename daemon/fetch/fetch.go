@@ -291,6 +291,13 @@ func NewExecutor(deps ExecDeps) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Gate 5 stands down for a helper's sidecar name when Local has an
+	// entry for it: a nil entry would pass that and fail at the send.
+	for id, lt := range deps.Local {
+		if lt == nil {
+			return nil, fmt.Errorf("fetch: helper %q has no transport", id)
+		}
+	}
 	e := &Executor{
 		index:          deps.Index,
 		owners:         deps.Owners,

@@ -281,7 +281,7 @@ func (e *Executor) checkSSRF(ctx context.Context, f *Fetch) *errcode.Error {
 	if strings.HasSuffix(f.Host, ".invalid") {
 		id, ok := strings.CutSuffix(f.Host, sidecarZone)
 		if ok && id != "" && !strings.Contains(id, ".") && f.Grant.Req.Kind == requirement.KindLinkedDevice {
-			if lt, ok := e.Local[id]; ok && lt != nil {
+			if _, ok := e.Local[id]; ok { // never nil: NewExecutor refuses a nil transport
 				f.Sidecar = id
 				return nil // stand-down 2: the sidecar symbolic host
 			}
