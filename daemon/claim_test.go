@@ -494,7 +494,7 @@ func claimCases() []claimCase {
 			b.OnClaim = func(w http.ResponseWriter, _ *http.Request, _ string) { http.Error(w, claimCanary, 500) }
 		}, want: claim.ReasonUncertain, claims: 1, requests: 2},
 		{name: "claim answer too large", bridge: hostileAccess(func(a string) string { return a + strings.Repeat("x", 16<<10) }), want: claim.ReasonUncertain, claims: 1, requests: 2},
-		{name: "slow claim", cfg: func(c *Config) { c.RequestTimeout = 300 * time.Millisecond }, bridge: func(b *claimtest.Bridge) {
+		{name: "slow claim", cfg: func(c *Config) { c.RequestTimeout = 2 * time.Second }, bridge: func(b *claimtest.Bridge) {
 			b.OnClaim = func(_ http.ResponseWriter, r *http.Request, _ string) { <-r.Context().Done() }
 		}, want: claim.ReasonUncertain, claims: 1, requests: 2},
 		// The access URL (P3-C12.12-20, -21): nothing stored.

@@ -155,16 +155,22 @@ func TestSimRotationAndExpiry(t *testing.T) {
 	if p, err := s.c.PollLink(t.Context()); err != nil || p.State != LinkExpired {
 		t.Errorf("PollLink = %+v, %v; want expired", p, err)
 	}
-	if err := s.c.StartLink(t.Context()); err != nil {
+
+	// A wrong code, then cancel, on a simulator whose codes live the
+	// default 20 s: with 150 ms codes a scan that a loaded machine answers
+	// late would meet an expired attempt instead of the wrong code.
+	dir2 := t.TempDir()
+	s2 := startSim(t, dir2)
+	if err := s2.c.StartLink(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := scan(t, dir, "SNUGSIM1:00000000000000000000000000000000"); got != "rejected: not the current code" {
+	if got := scan(t, dir2, "SNUGSIM1:00000000000000000000000000000000"); got != "rejected: not the current code" {
 		t.Errorf("scan(wrong) = %q", got)
 	}
-	if err := s.c.CancelLink(t.Context()); err != nil {
+	if err := s2.c.CancelLink(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := s.c.PollLink(t.Context()); err != nil || p.State != LinkIdle {
+	if p, err := s2.c.PollLink(t.Context()); err != nil || p.State != LinkIdle {
 		t.Errorf("PollLink after cancel = %+v, %v; want idle", p, err)
 	}
 }
