@@ -1,15 +1,96 @@
 #!/usr/bin/env bash
 # fuzz.sh: run every fuzz target in the module for a given time each (default 30s), one at a time, and keep new coverage in testdata/fuzz.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 
 usage() {
 	echo "usage: scripts/fuzz.sh [DURATION] [PATTERN]" >&2
+	echo "       scripts/fuzz.sh --report [GOAL]" >&2
+	echo "       scripts/fuzz.sh --top-up [GOAL]" >&2
 	echo "  DURATION  go test -fuzztime for each target (30s, 10m, 1h, or 5000x); default 30s" >&2
 	echo "  PATTERN   only targets whose package/Name matches this extended regexp" >&2
+	echo "  --report  the CPU-hours the ledger holds per parser of outside input, against GOAL" >&2
+	echo "  --top-up  fuzz each parser of outside input until the ledger holds GOAL (default 1h) for it" >&2
 	exit 2
 }
 case "${1:-}" in -h | --help) usage ;; esac
+
+ledger=scripts/fuzz/ledger.tsv
+parsers=scripts/fuzz/parsers
+
+# seconds turns 90s, 30m or 1h into seconds.
+seconds() {
+	if ! [[ "$1" =~ ^([0-9]+)(s|m|h)$ ]]; then
+		echo "fuzz: $1 is not a duration (90s, 30m, 1h)" >&2
+		exit 2
+	fi
+	case "${BASH_REMATCH[2]}" in
+	s) echo "${BASH_REMATCH[1]}" ;;
+	m) echo $((BASH_REMATCH[1] * 60)) ;;
+	h) echo $((BASH_REMATCH[1] * 3600)) ;;
+	esac
+}
+
+# had prints the CPU seconds the ledger holds for the targets given.
+had() {
+	[ -f "$ledger" ] || { echo 0; return; }
+	awk -F '\t' -v list=" $* " '!/^#/ && index(list, " " $2 " ") { s += $3 } END { printf "%d", s }' "$ledger"
+}
+
+# report prints each parser of outside input (scripts/fuzz/parsers) with
+# the CPU-hours its targets have had and what it still owes of goal.
+report() {
+	local goal=$1 short=0 name targets have
+	printf '%-24s %8s %8s  %s\n' parser cpu-h owed-h targets
+	while IFS=$'\t' read -r name targets; do
+		case "$name" in '#'* | '') continue ;; esac
+		# shellcheck disable=SC2086 # targets is a space-separated list
+		have=$(had $targets)
+		local owe=$((goal - have))
+		[ "$owe" -gt 0 ] || owe=0
+		[ "$owe" -eq 0 ] || short=$((short + 1))
+		awk -v n="$name" -v h="$have" -v o="$owe" -v t="$targets" 'BEGIN { printf "%-24s %8.2f %8.2f  %s\n", n, h / 3600, o / 3600, t }'
+	done <"$parsers"
+	if [ "$short" -ne 0 ]; then
+		echo "fuzz: $short parsers have had less than $((goal / 60)) CPU-minutes" >&2
+		return 1
+	fi
+}
+
+case "${1:-}" in
+--report)
+	[ "$#" -le 2 ] || usage
+	goal=$(seconds "${2:-1h}")
+	report "$goal"
+	exit
+	;;
+--top-up)
+	# Each parser's first target runs until the ledger holds goal for
+	# the parser: a run of the owed CPU spread over the cores, then
+	# another if the cores were shared, one at a time.
+	[ "$#" -le 2 ] || usage
+	goal=$(seconds "${2:-1h}")
+	while IFS=$'\t' read -r name targets; do
+		case "$name" in '#'* | '') continue ;; esac
+		# shellcheck disable=SC2086 # targets is a space-separated list
+		while have=$(had $targets) && [ "$have" -lt "$goal" ]; do
+			first=${targets%% *}
+			wall=$(((goal - have + $(nproc) - 1) / $(nproc)))
+			[ "$wall" -ge 60 ] || wall=60
+			echo "fuzz: $name: $((have / 60)) of $((goal / 60)) CPU-minutes; $first for ${wall}s"
+			"$self" "${wall}s" "^${first}\$" </dev/null
+			# shellcheck disable=SC2086
+			if [ "$(had $targets)" -le "$have" ]; then
+				echo "fuzz: $first added no CPU time to the ledger" >&2
+				exit 1
+			fi
+		done
+	done <"$parsers"
+	report "$goal"
+	exit
+	;;
+esac
 fuzztime=${1:-30s}
 pattern=${2:-}
 [ "$#" -le 2 ] || usage
@@ -36,7 +117,6 @@ fi
 # Every run appends a row per target to the ledger (when, target, CPU
 # seconds, execs, new corpus entries, crashers), checked in beside the
 # corpus, so the hours a parser has been fuzzed add up across runs.
-ledger=scripts/fuzz/ledger.tsv
 mkdir -p scripts/fuzz
 [ -f "$ledger" ] || printf '# at\ttarget\tcpu_seconds\texecs\tnew_corpus\tcrashers\n' >"$ledger"
 
@@ -125,6 +205,8 @@ printf '%-32s %-28s %12s %7s %5s %5s %8s\n' total "${#targets[@]} targets" "$tot
 echo
 echo "CPU-hours so far per target (all runs in $ledger):"
 awk -F '\t' '!/^#/ { cpu[$2] += $3; execs[$2] += $4 } END { for (t in cpu) printf "  %-56s %6.2f h %14d execs\n", t, cpu[t] / 3600, execs[t] }' "$ledger" | sort
+echo
+report 3600 || true
 if [ "$failed" -ne 0 ]; then
 	echo "fuzz: $failed targets failed (a crasher's input is in its testdata/fuzz directory)" >&2
 	exit 1
