@@ -23,6 +23,10 @@ func TestParseConnectionURL(t *testing.T) {
 		{"snug-connection://hue/", fetch.ConnectionURLOK, "hue", "/"},
 		{"snug-connection://Hue/x", fetch.ConnectionURLMalformed, "", ""},
 		{"snug-connection:hue/x", fetch.ConnectionURLMalformed, "", ""},
+		// The bare scheme is a connection URL without "//": malformed,
+		// not some other kind of URL.
+		{"snug-connection:", fetch.ConnectionURLMalformed, "", ""},
+		{"SNUG-CONNECTION:", fetch.ConnectionURLMalformed, "", ""},
 		{"snug-connection:/hue/x", fetch.ConnectionURLMalformed, "", ""},
 		{"snug-connection://hue", fetch.ConnectionURLMalformed, "", ""},
 		{"snug-connection://hue?x=1", fetch.ConnectionURLMalformed, "", ""},
