@@ -306,6 +306,10 @@ func TestCheckHost(t *testing.T) {
 		{"127.0.0.1.", reasonTrailingDot},
 		{"localhost.", reasonTrailingDot},
 		{".", reasonTrailingDot},
+		// A '%' anywhere, the first byte included, sends a host to the
+		// IPv6 rules, before the trailing-dot rule: a zone with no address.
+		{"%.", reasonMalformed},
+		{"%eth0.", reasonMalformed},
 		// Other malformed hosts.
 		{"", reasonMalformed},
 		{"[]", reasonMalformed},
