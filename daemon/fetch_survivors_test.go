@@ -38,7 +38,7 @@ func TestScrubOfAnEchoAsLongAsTheMark(t *testing.T) {
 // TestHelperAnswerOfExactlyTheCap: a helper's answer of exactly 1 MiB is
 // delivered whole; one byte more is NET_SIZE_EXCEEDED (TestLocalTransport).
 //
-// conformance: P3-X14-31
+// conformance: P3-X14-32, P3-X14-39
 func TestHelperAnswerOfExactlyTheCap(t *testing.T) {
 	const token = "helper-token-0123456789abcdef0123456789abcdef"
 	h := &fakeHelper{status: 200, body: strings.Repeat("a", 1<<20)}
@@ -56,7 +56,6 @@ func TestHelperAnswerOfExactlyTheCap(t *testing.T) {
 // from that read: it does not read the row again behind the executor.
 func TestOAuthRequestReadsTheSliceOnce(t *testing.T) {
 	o := newOAuthRig(t)
-	ctx := t.Context()
 	o.connectSpotify(t, "app1")
 	// A user row of client credentials on a provider of its own, with no
 	// header template (the shipped Twitch entry has one: its Client-Id).
@@ -70,15 +69,7 @@ func TestOAuthRequestReadsTheSliceOnce(t *testing.T) {
 		"registration":     map[string]any{"consoleUrl": "https://auth.example.net/apps", "instructions": []any{"Register an app."}},
 		"declaredApiHosts": []any{"api.example.net"},
 	}
-	if _, err := o.d.proposers.ProposeUser(ctx, "app1", "svc", mustJSON(t, decl)); err != nil {
-		t.Fatalf("ProposeUser: %v", err)
-	}
-	if _, err := o.d.grants.Approve(ctx, "app1", "svc"); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.d.grants.SetCredentials(ctx, "app1", "svc", map[string]string{"client_id": oauthtest.ServiceID, "client_secret": oauthtest.ServiceKey}); err != nil {
-		t.Fatal(err)
-	}
+	o.approveRow(t, "app1", decl, map[string]string{"client_id": oauthtest.ServiceID, "client_secret": oauthtest.ServiceKey})
 	for _, u := range []string{"https://api.spotify.com/v1/me", "https://api.example.net/v1/things", "https://api.example.net/v1/things"} {
 		before := o.reads.Load()
 		if res, _ := o.net(t, "app1", frame("GET", u, nil)); res.Code != "" {

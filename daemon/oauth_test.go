@@ -112,6 +112,15 @@ func twitchDecl(slot string) map[string]any {
 // entry), approves it and stores values.
 func (o *oauthRig) approveOAuth(t *testing.T, app string, decl map[string]any, values map[string]string) {
 	t.Helper()
+	if c := o.approveRow(t, app, decl, values); !c.Borrowed {
+		t.Fatalf("the row is not the shipped entry's: %+v", c.Requirement)
+	}
+}
+
+// approveRow proposes decl as the user, approves it and stores values
+// (when not nil); the row need not be a shipped entry's.
+func (o *oauthRig) approveRow(t *testing.T, app string, decl map[string]any, values map[string]string) grants.Connection {
+	t.Helper()
 	ctx := t.Context()
 	slot := decl["slot"].(string)
 	if _, err := o.d.proposers.ProposeUser(ctx, app, slot, mustJSON(t, decl)); err != nil {
@@ -121,12 +130,12 @@ func (o *oauthRig) approveOAuth(t *testing.T, app string, decl map[string]any, v
 	if err != nil {
 		t.Fatalf("Approve: %v", err)
 	}
-	if !c.Borrowed {
-		t.Fatalf("the row is not the shipped entry's: %+v", c.Requirement)
+	if values != nil {
+		if err := o.d.grants.SetCredentials(ctx, app, slot, values); err != nil {
+			t.Fatalf("SetCredentials: %v", err)
+		}
 	}
-	if err := o.d.grants.SetCredentials(ctx, app, slot, values); err != nil {
-		t.Fatalf("SetCredentials: %v", err)
-	}
+	return c
 }
 
 // startSpotify approves app's Spotify row music with the OP's native
@@ -379,13 +388,7 @@ func TestOAuthRevocation(t *testing.T) {
 		"declaredApiHosts": []any{"api.example.net"},
 	}
 	for _, app := range []string{"app2", "app3"} {
-		if _, err := o.d.proposers.ProposeUser(ctx, app, "own", mustJSON(t, decl)); err != nil {
-			t.Fatalf("ProposeUser: %v", err)
-		}
-		if _, err := o.d.grants.Approve(ctx, app, "own"); err != nil {
-			t.Fatal(err)
-		}
-		o.d.grants.SetCredentials(ctx, app, "own", map[string]string{"client_id": oauthtest.NativeClient})
+		o.approveRow(t, app, decl, map[string]string{"client_id": oauthtest.NativeClient})
 		err := o.d.store.Update(ctx, func(tx *store.Tx) error {
 			for _, f := range []string{grants.AccessTokenField, grants.RefreshTokenField} {
 				v, err := tx.Secret(store.FieldKey("app1", "music", f))

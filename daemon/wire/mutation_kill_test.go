@@ -41,7 +41,7 @@ func TestEscapeAfterANonASCIIRune(t *testing.T) {
 // TestIDOfOneCharacter: a requestId of one character is a valid one: the
 // error answer to a frame refused for another reason carries it back.
 //
-// conformance: P1-R6-04
+// conformance: P1-R1-04
 func TestIDOfOneCharacter(t *testing.T) {
 	for _, id := range []string{"a", "é"} {
 		_, err := ParseNetRequest(mustJSON(t, netFrame(map[string]any{"requestId": id, "method": "BREW"})))
@@ -96,7 +96,7 @@ func TestStatusBoundaries(t *testing.T) {
 // of control characters, six bytes each escaped, is how a request that
 // passes its own limits can outgrow the frame.)
 //
-// conformance: P1-R6-04
+// conformance: P1-R6-03
 func TestEncodeNetRequestAtItsSizeClass(t *testing.T) {
 	base := NetRequest{RequestID: "r1", InstanceID: "i1", URL: "https://api.example.com/x", Method: "POST", HasBody: true}
 	empty, err := Encode(base)
